@@ -1,0 +1,1 @@
+"""Start a real asyncbroker from tests: see asyncbroker.testing.broker."""

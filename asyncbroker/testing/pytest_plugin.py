@@ -1,0 +1,1 @@
+"""pytest plugin: the `asyncbroker_bootstrap` fixture (filled in by the service issue)."""
