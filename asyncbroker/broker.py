@@ -1,0 +1,213 @@
+"""The Broker: what every handler reaches through, and the broker's lifecycle.
+
+It composes storage's LogManager (synchronous, called from executor
+threads), ADMIN's TopicManager, the fetch waiters and the periodic jobs.
+The event loop never waits on the disk: every storage call that may block
+(append, read, fsync, file open/rename, checkpoint write) goes through
+`run_blocking`, a thread pool of `num.io.threads` workers.
+
+Appends run in that pool too, deliberately: most appends are a page-cache
+write that takes microseconds, but any of them may roll a segment (file
+creates, index mmap resize, an fsync of the old segment), flush when
+`flush.messages` is reached, or stall on dirty-page throttling, and the loop
+cannot know in advance which. One executor hop per Produce request (all its
+partitions are appended in the same hop) costs tens of microseconds, which
+is small next to a request's decode and encode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from storage.clock import SYSTEM_CLOCK, Clock
+from storage.topic_partition import TopicPartition
+
+from asyncbroker.config import KafkaConfig
+from asyncbroker.fetch_waiters import FetchWaiters
+from asyncbroker.handlers import HandlerRegistry
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Kafka's "effectively never" for interval keys (Long.MAX_VALUE).
+_NEVER_MS = 2**62
+
+
+class Broker:
+    """State shared by all connections of one broker process."""
+
+    def __init__(self, config: KafkaConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.config = config
+        self.clock = clock
+        self.node_id: int = config.node_id
+        self.socket_request_max_bytes: int = config.socket_request_max_bytes
+        # sendfile from executor threads for large fetch slices (see connection.py).
+        self.use_sendfile = False
+        self.handlers = HandlerRegistry.discover()
+        self.fetch_waiters = FetchWaiters()
+        self.advertised_host, self.advertised_port = config.advertised_host_port()
+        self.started_at = time.monotonic()
+        self._io = ThreadPoolExecutor(
+            max_workers=max(2, config.num_io_threads), thread_name_prefix="asyncbroker-io"
+        )
+        self._jobs: list[asyncio.Task[None]] = []
+        self.log_manager: Any = None  # storage.log_manager.LogManager once started
+        self.topics: Any = None  # asyncbroker.topics.TopicManager once started
+        self._logs: dict[TopicPartition, Any] = {}
+        self._auto_creating: dict[str, asyncio.Future[Any]] = {}
+        # Producer ids: milliseconds since the epoch x 1000 at startup, then +1 per
+        # producer. A restart starts above every id handed out before it (unless
+        # more than 1000 producers per millisecond of uptime were initialised).
+        self._next_producer_id = clock.milliseconds() * 1000
+
+    # -- executor ---------------------------------------------------------
+
+    async def run_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking call (storage, file IO) on the IO thread pool."""
+        loop = asyncio.get_running_loop()
+        if kwargs:
+            fn = functools.partial(fn, *args, **kwargs)
+            args = ()
+        return await loop.run_in_executor(self._io, fn, *args)
+
+    # -- identity ---------------------------------------------------------
+
+    @property
+    def cluster_id(self) -> str | None:
+        return self.log_manager.cluster_id if self.log_manager is not None else None
+
+    def set_advertised_port(self, port: int) -> None:
+        """The listener was bound on port 0: advertise the port the OS picked."""
+        self.advertised_port = port
+
+    def allocate_producer_id(self) -> int:
+        pid = self._next_producer_id
+        self._next_producer_id += 1
+        return pid
+
+    # -- logs -------------------------------------------------------------
+
+    def get_log(self, tp: TopicPartition) -> Any | None:
+        """The Log of a partition, or None. Never blocks (a dict lookup in storage)."""
+        return self.log_manager.get_log(tp)
+
+    async def auto_create_topic(self, name: str) -> Any | None:
+        """Create `name` with broker defaults when auto.create.topics.enable allows.
+
+        Returns the topic's metadata, or None when auto-creation is off.
+        Concurrent requests for the same new topic share one creation.
+        Invalid names raise InvalidTopicError (callers map it).
+        """
+        if not self.config.auto_create_topics_enable:
+            return None
+        existing = self.topics.get(name)
+        if existing is not None:
+            return existing
+        pending = self._auto_creating.get(name)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._auto_creating[name] = fut
+        try:
+            from wire.errors import TopicExistsError
+
+            try:
+                meta = await self.topics.create_topic(name)
+                log.info("Auto-created topic %s with %s partition(s)", name, meta.partitions)
+            except TopicExistsError:
+                meta = self.topics.get(name)
+            fut.set_result(meta)
+            return meta
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            del self._auto_creating[name]
+
+    # -- lifecycle --------------------------------------------------------
+
+    async def startup(self) -> None:
+        """Open (and if needed recover) every log, then start the periodic jobs."""
+        from storage.log_manager import LogManager
+
+        from asyncbroker.topics import TopicManager
+
+        config = self.config
+        log_dirs = [Path(d) for d in config.log_dirs]
+        self.log_manager = LogManager(
+            log_dirs,
+            config.log_config_defaults(),
+            clock=self.clock,
+            node_id=config.node_id,
+            cluster_id=None,
+            recovery_threads_per_data_dir=config.num_recovery_threads_per_data_dir,
+        )
+        started = time.monotonic()
+        await self.run_blocking(self.log_manager.startup)
+        log.info(
+            "Loaded %d logs from %s in %.0f ms",
+            len(self.log_manager.all_logs()), ",".join(config.log_dirs), (time.monotonic() - started) * 1000,
+        )
+        self.topics = TopicManager(self)
+        self._start_jobs()
+
+    def _start_jobs(self) -> None:
+        c = self.config
+        lm = self.log_manager
+        jobs: list[tuple[str, int, int, Callable[[], Any]]] = [
+            ("kafka-log-flusher", c.log_flush_scheduler_interval_ms, c.log_flush_scheduler_interval_ms, lm.flush_dirty_logs),
+            ("kafka-recovery-point-checkpoint", c.log_flush_offset_checkpoint_interval_ms,
+             c.log_flush_offset_checkpoint_interval_ms, lm.checkpoint_recovery_offsets),
+            ("kafka-log-start-offset-checkpoint", c.log_flush_start_offset_checkpoint_interval_ms,
+             c.log_flush_start_offset_checkpoint_interval_ms, lm.checkpoint_log_start_offsets),
+            ("highwatermark-checkpoint", c.replica_high_watermark_checkpoint_interval_ms,
+             c.replica_high_watermark_checkpoint_interval_ms, lm.checkpoint_high_watermarks),
+        ]
+        retention = getattr(lm, "cleanup_logs", None)
+        if retention is not None:
+            jobs.append(("kafka-log-retention", c.log_initial_task_delay_ms, c.log_retention_check_interval_ms, retention))
+        delete_logs = getattr(lm, "delete_logs", None)
+        if delete_logs is not None:
+            jobs.append(("kafka-delete-logs", c.log_initial_task_delay_ms, 30_000, delete_logs))
+        for name, delay_ms, interval_ms, fn in jobs:
+            if interval_ms >= _NEVER_MS:
+                continue
+            self._jobs.append(asyncio.get_running_loop().create_task(self._periodic(name, delay_ms, interval_ms, fn)))
+
+    async def _periodic(self, name: str, delay_ms: int, interval_ms: int, fn: Callable[[], Any]) -> None:
+        """Kafka's KafkaScheduler.schedule: run `fn` every interval, off the loop."""
+        await asyncio.sleep(max(0, delay_ms) / 1000)
+        while True:
+            try:
+                await self.run_blocking(fn)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a failed run must not end the schedule
+                log.exception("Uncaught error in scheduled task '%s'", name)
+            await asyncio.sleep(max(1, interval_ms) / 1000)
+
+    async def shutdown(self) -> None:
+        """Stop the jobs, then flush, checkpoint and mark a clean shutdown."""
+        for job in self._jobs:
+            job.cancel()
+        for job in self._jobs:
+            try:
+                await job
+            except asyncio.CancelledError:
+                pass
+        self._jobs.clear()
+        self.fetch_waiters.close()
+        if self.log_manager is not None:
+            started = time.monotonic()
+            await self.run_blocking(self.log_manager.shutdown)
+            log.info("Shut down LogManager in %.0f ms", (time.monotonic() - started) * 1000)
+        self._io.shutdown(wait=True)

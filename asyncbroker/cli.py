@@ -1,0 +1,118 @@
+"""The `asyncbroker` command.
+
+    asyncbroker serve [server.properties] [--override key=value]...
+                      [--metrics-port N] [--monitor] [--monitor-port N]
+
+Configuration comes from the properties file, then `ASYNCBROKER_<KEY>`
+environment variables, then `--override` (see asyncbroker.config). A bad key
+or value stops startup with exit code 1 and a message naming the key, before
+any log directory is touched.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from asyncbroker.config import ConfigException, KafkaConfig
+
+log = logging.getLogger("asyncbroker.cli")
+
+EXIT_CONFIG_ERROR = 1
+EXIT_STARTUP_ERROR = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="asyncbroker", description="A Kafka-compatible single-node broker.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = sub.add_parser("serve", help="run the broker", description="Run the broker until SIGTERM/SIGINT.")
+    serve.add_argument("config", nargs="?", help="server.properties file (Kafka key names)")
+    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                       help="set a broker key; wins over the file and ASYNCBROKER_* variables (repeatable)")
+    serve.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                       help="serve Prometheus metrics over HTTP on this port")
+    serve.add_argument("--metrics-host", default=None, metavar="HOST",
+                       help="address for the metrics endpoint (default: the listener's host)")
+    serve.add_argument("--monitor", action="store_true", help="start the aiomonitor console")
+    serve.add_argument("--monitor-host", default="127.0.0.1", metavar="HOST")
+    serve.add_argument("--monitor-port", type=int, default=20101, metavar="PORT",
+                       help="aiomonitor terminal port (web UI on PORT+1, python console on PORT+2)")
+    serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser
+
+
+def load_config(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> KafkaConfig:
+    return KafkaConfig.load(args.config, args.override, os.environ if environ is None else environ)
+
+
+async def _serve(config: KafkaConfig, args: argparse.Namespace) -> int:
+    from asyncbroker.metrics import METRICS, start_metrics_server
+    from asyncbroker.server import KafkaServer
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    server = KafkaServer(config)
+    metrics_server: asyncio.Server | None = None
+    monitor: Any = None
+    try:
+        await server.start()
+        METRICS.bind(server.broker)
+        if args.metrics_port is not None:
+            host = args.metrics_host or config.listener_host_port()[0]
+            metrics_server = await start_metrics_server(host, args.metrics_port)
+        if args.monitor:
+            from asyncbroker.monitor import start_monitor
+
+            monitor = start_monitor(server.broker, host=args.monitor_host, port=args.monitor_port,
+                                    extra_locals={"server": server})
+            log.info("aiomonitor console on %s:%d", args.monitor_host, args.monitor_port)
+    except Exception as exc:  # noqa: BLE001 - any startup failure ends the process with a message
+        log.error("Fatal error during startup: %s", exc, exc_info=not isinstance(exc, OSError))
+        if metrics_server is not None:
+            metrics_server.close()
+        if server.broker is not None:
+            try:
+                await server.broker.shutdown()
+            except Exception:  # noqa: BLE001 - already failing; the first error is the one reported
+                log.exception("Error while shutting down after a failed start")
+        return EXIT_STARTUP_ERROR
+    await stop.wait()
+    if monitor is not None:
+        monitor.close()
+    if metrics_server is not None:
+        metrics_server.close()
+    await server.stop()
+    METRICS.unbind(server.broker)
+    return 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args)
+    except ConfigException as exc:
+        print(f"asyncbroker: invalid configuration: {exc}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    from asyncbroker.server import configure_logging
+
+    configure_logging(args.log_level)
+    import uvloop
+
+    return uvloop.run(_serve(config, args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        return serve(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

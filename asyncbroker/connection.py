@@ -1,0 +1,313 @@
+"""One asyncio.Protocol per client connection: frames in, responses out, in order.
+
+Kafka serves one request per connection at a time and answers pipelined
+requests in the order they arrived; clients rely on that (they match
+responses to requests by order as well as by correlation id). So each
+connection has one worker task draining a queue of frames, and reading is
+paused while too many frames are queued (backpressure instead of unbounded
+memory). Anything the connection cannot parse ends the connection, as it
+does in Kafka, and never affects other connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import select
+import struct
+from typing import TYPE_CHECKING, Any
+
+from wire.framing import FrameReader, FramingError
+from wire.headers import (
+    encode_response_header,
+    parse_request_header,
+    response_header_version,
+)
+from wire.messages import ApiKey, decode_request, encode_response, unsupported_api_versions_response
+
+from asyncbroker.encoded_response import EncodedResponse, FileRegion
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
+    from asyncbroker.handlers import HandlerRegistry
+
+log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct(">i")
+
+# Pause reading from a client that has this many unanswered frames queued.
+MAX_QUEUED_FRAMES = 32
+# Below this size a file region is read into memory rather than sendfile'd:
+# one syscall either way, and a write() keeps the transport's buffering simple.
+SENDFILE_MIN_BYTES = 64 * 1024
+
+
+class CloseConnection(Exception):
+    """Raised by a handler to drop the connection instead of answering.
+
+    Kafka does this for an acks=0 produce that failed: there is no response to
+    carry the error, so closing makes the client refresh its metadata.
+    """
+
+
+class KafkaConnection(asyncio.Protocol):
+    """Serves the Kafka protocol on one accepted socket."""
+
+    def __init__(self, broker: "Broker", registry: "HandlerRegistry", connections: set["KafkaConnection"]) -> None:
+        self._broker = broker
+        self._registry = registry
+        self._connections = connections
+        self._loop = asyncio.get_running_loop()
+        self._reader = FrameReader(broker.socket_request_max_bytes)
+        self._queue: collections.deque[Any] = collections.deque()
+        self._worker: asyncio.Task[None] | None = None
+        self._transport: asyncio.Transport | None = None
+        self._peer = "?"
+        self._reading_paused = False
+        self._write_ready: asyncio.Future[None] | None = None
+        self._closing = False  # graceful: answer what is queued, then close
+        self._closed = False
+
+    # -- asyncio.Protocol -------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  (uvloop's TCPTransport)
+        peer = transport.get_extra_info("peername")
+        self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self._connections.add(self)
+        log.debug("Accepted connection from %s", self._peer)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing or self._closed:
+            return
+        try:
+            frames = self._reader.feed(data)
+        except FramingError as exc:
+            log.warning("Closing socket connection to %s due to invalid frame: %s", self._peer, exc)
+            self._abort()
+            return
+        if not frames:
+            return
+        self._queue.extend(frames)
+        if self._worker is None:
+            self._worker = self._loop.create_task(self._serve_queue())
+        if len(self._queue) >= MAX_QUEUED_FRAMES and not self._reading_paused:
+            self._reading_paused = True
+            self._transport.pause_reading()  # type: ignore[union-attr]
+
+    def eof_received(self) -> bool | None:
+        # The client half-closed: finish answering what it sent, then close.
+        self._closing = True
+        if self._worker is None:
+            return None  # let the transport close now
+        return True  # keep the transport open for the queued answers
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._connections.discard(self)
+        if self._write_ready is not None and not self._write_ready.done():
+            self._write_ready.set_result(None)
+        if self._worker is not None and not self._closing:
+            # Nobody will read the answers: stop a parked fetch or a pending append wait.
+            self._worker.cancel()
+        log.debug("Connection from %s closed%s", self._peer, f": {exc}" if exc else "")
+
+    def pause_writing(self) -> None:
+        if self._write_ready is None or self._write_ready.done():
+            self._write_ready = self._loop.create_future()
+
+    def resume_writing(self) -> None:
+        if self._write_ready is not None and not self._write_ready.done():
+            self._write_ready.set_result(None)
+
+    # -- lifecycle --------------------------------------------------------
+
+    async def close_gracefully(self) -> None:
+        """Stop reading, answer every request already received, then close."""
+        self._closing = True
+        if self._transport is None or self._closed:
+            return
+        if not self._reading_paused:
+            self._reading_paused = True
+            self._transport.pause_reading()
+        worker = self._worker
+        if worker is not None:
+            try:
+                await asyncio.shield(worker)
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - closing anyway
+                pass
+        if not self._closed:
+            self._transport.close()
+
+    def _abort(self) -> None:
+        self._closed = True
+        self._queue.clear()
+        if self._transport is not None:
+            self._transport.abort()
+
+    # -- request processing -----------------------------------------------
+
+    async def _serve_queue(self) -> None:
+        try:
+            while self._queue and not self._closed:
+                frame = self._queue.popleft()
+                if self._reading_paused and not self._closing and len(self._queue) < MAX_QUEUED_FRAMES // 2:
+                    self._reading_paused = False
+                    self._transport.resume_reading()  # type: ignore[union-attr]
+                await self._serve_one(frame)
+                if self._write_ready is not None and not self._write_ready.done():
+                    await self._write_ready  # the client reads slower than we answer
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # noqa: BLE001 - one connection's bug must not reach the loop
+            log.exception("Closing socket connection to %s after an unexpected error", self._peer)
+            self._abort()
+        finally:
+            self._worker = None
+            if self._closing and not self._closed and self._transport is not None:
+                self._transport.close()
+
+    async def _serve_one(self, frame: Any) -> None:
+        try:
+            header, body_offset = parse_request_header(frame)
+        except FramingError as exc:
+            log.warning("Closing socket connection to %s due to an unparsable request header: %s", self._peer, exc)
+            self._abort()
+            return
+        spec = self._registry.get(header.api_key)
+        if spec is None:
+            log.warning(
+                "Closing socket connection to %s: unknown API key %s (client %r)",
+                self._peer, header.api_key, header.client_id,
+            )
+            self._abort()
+            return
+        if not spec.min_version <= header.api_version <= spec.max_version:
+            if header.api_key == ApiKey.API_VERSIONS:
+                # KIP-511: answer with v0 and our ranges so the client can retry lower.
+                body = unsupported_api_versions_response(self._registry.supported_versions())
+                self._write_frame(encode_response_header(header.correlation_id, 0), [body], len(body))
+                return
+            log.warning(
+                "Closing socket connection to %s: unsupported version %s of %s (client %r)",
+                self._peer, header.api_version, spec.name, header.client_id,
+            )
+            self._abort()
+            return
+        try:
+            request = decode_request(header, frame, body_offset)
+        except Exception as exc:  # noqa: BLE001 - any decode failure is the client's malformed request
+            log.warning(
+                "Closing socket connection to %s due to an invalid %s v%s request: %s",
+                self._peer, spec.name, header.api_version, exc,
+            )
+            self._abort()
+            return
+        try:
+            result = await spec.handle(self._broker, header, request)
+        except CloseConnection as exc:
+            log.info("Closing socket connection to %s: %s", self._peer, exc)
+            self._abort()
+            return
+        if result is None or self._closed:
+            return  # acks=0 produce: Kafka sends nothing back
+        resp_header = encode_response_header(
+            header.correlation_id, response_header_version(header.api_key, header.api_version)
+        )
+        if isinstance(result, EncodedResponse):
+            if result.has_file_regions:
+                await self._write_with_files(resp_header, result)
+            else:
+                self._write_frame(resp_header, result.parts, result.size)
+        else:
+            body = encode_response(result)
+            self._write_frame(resp_header, [body], len(body))
+
+    def _write_frame(self, resp_header: bytes, parts: list[Any], size: int) -> None:
+        transport = self._transport
+        if transport is None or self._closed:
+            return
+        prefix = _SIZE.pack(len(resp_header) + size) + resp_header
+        if len(parts) == 1 and size < 16384:
+            transport.write(prefix + parts[0])
+        else:
+            transport.writelines([prefix, *parts])
+
+    async def _write_with_files(self, resp_header: bytes, result: EncodedResponse) -> None:
+        """Write a body whose record bytes are still in segment files.
+
+        Small regions are read in the executor (never on the loop) and written;
+        large ones go through sendfile on a dup of the socket from an executor
+        thread once the transport's own buffer is empty, so the kernel moves
+        page-cache bytes straight to the socket and ordering is preserved
+        (this connection writes nothing else meanwhile).
+        """
+        transport = self._transport
+        assert transport is not None
+        transport.write(_SIZE.pack(len(resp_header) + result.size) + resp_header)
+        pending: list[Any] = []
+        for part in result.parts:
+            if not isinstance(part, FileRegion):
+                pending.append(part)
+                continue
+            if part.size < SENDFILE_MIN_BYTES or not self._broker.use_sendfile:
+                pending.append(await self._broker.run_blocking(part.read))
+                continue
+            if pending:
+                transport.writelines(pending)
+                pending = []
+            await self._sendfile(part)
+            if self._closed:
+                return
+        if pending and not self._closed:
+            transport.writelines(pending)
+
+    async def _sendfile(self, region: FileRegion) -> None:
+        transport = self._transport
+        assert transport is not None
+        sock = transport.get_extra_info("socket")
+        if sock is None:
+            transport.write(await self._broker.run_blocking(region.read))
+            return
+        # Our earlier bytes must reach the socket before the file's bytes do; the
+        # transport signals nothing when its buffer empties below the low-water
+        # mark, so check on short timers (rare: only when the client reads slowly).
+        while transport.get_write_buffer_size() > 0 and not self._closed:
+            await asyncio.sleep(0.0005)
+        if self._closed:
+            return
+        sent = await self._broker.run_blocking(_sendfile_blocking, sock.fileno(), region)
+        if sent < region.size and not self._closed:
+            rest = FileRegion(region.file, region.position + sent, region.size - sent)
+            transport.write(await self._broker.run_blocking(rest.read))
+
+
+def _sendfile_blocking(sock_fd: int, region: FileRegion, timeout_ms: int = 30_000) -> int:
+    """sendfile() the region to a dup of the socket; returns the bytes sent.
+
+    Runs in an executor thread. The dup keeps the descriptor valid even if
+    the loop closes the transport meanwhile (then we get EPIPE and stop).
+    """
+    file_fd = region.file if isinstance(region.file, int) else region.file.fileno()
+    fd = os.dup(sock_fd)
+    sent = 0
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        while sent < region.size:
+            try:
+                n = os.sendfile(fd, file_fd, region.position + sent, region.size - sent)
+            except BlockingIOError:
+                if not poller.poll(timeout_ms):
+                    break
+                continue
+            except OSError:
+                break
+            if n == 0:
+                break  # the file ended early: the caller reads the rest (and fails loudly)
+            sent += n
+    finally:
+        os.close(fd)
+    return sent

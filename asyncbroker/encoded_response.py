@@ -1,0 +1,62 @@
+"""A response body already encoded by a hot-path handler, possibly with parts still in files.
+
+Produce and Fetch answers are built with wire's hand-written encoders rather
+than kio entities. A Fetch body may reference segment bytes as `FileRegion`s
+so the connection can move them to the socket with sendfile (or one pread in
+an executor) instead of copying them through Python objects.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import msgspec
+
+
+class FileRegion(msgspec.Struct):
+    """`size` bytes of an open file starting at `position` (a segment slice).
+
+    `file` is either a file object kept open by someone else, or an int file
+    descriptor this region owns (a dup) and `close()` releases after sending.
+    """
+
+    file: Any
+    position: int
+    size: int
+
+    def close(self) -> None:
+        if isinstance(self.file, int) and self.file >= 0:
+            os.close(self.file)
+            self.file = -1
+
+    def read(self) -> bytes:
+        """Blocking: run from an executor."""
+        fd = self.file if isinstance(self.file, int) else self.file.fileno()
+        data = os.pread(fd, self.size, self.position)
+        if len(data) != self.size:
+            # A segment shrank under us (truncation/deletion): the frame size is
+            # already promised, so pad would corrupt; fail the connection instead.
+            raise OSError(f"short read: {len(data)} of {self.size} bytes")
+        return data
+
+
+Part = bytes | bytearray | memoryview | FileRegion
+
+
+class EncodedResponse(msgspec.Struct):
+    """Body parts in wire order; `size` is their total length in bytes."""
+
+    parts: list[Any]
+    size: int
+
+    @classmethod
+    def of(cls, parts: list[Any]) -> "EncodedResponse":
+        size = 0
+        for p in parts:
+            size += p.size if isinstance(p, FileRegion) else len(p)
+        return cls(parts, size)
+
+    @property
+    def has_file_regions(self) -> bool:
+        return any(isinstance(p, FileRegion) for p in self.parts)

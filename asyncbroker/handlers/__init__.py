@@ -1,0 +1,103 @@
+"""The handler registry: one module per Kafka API, discovered at startup.
+
+Each handler module defines `API_KEY`, `MIN_VERSION`, `MAX_VERSION` and
+`async def handle(broker, header, request)`. ApiVersions advertises exactly
+the registered ranges, clamped to the versions kio has schemas for, because
+clients pick versions from that list and must never be offered one we cannot
+decode. `error_code_for` is the single place where typed exceptions become
+Kafka error codes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from kio.schema.index import api_key_map, schema_name_map
+from kio.static.constants import EntityType
+
+from wire.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+HandleFn = Callable[[Any, Any, Any], Awaitable[Any]]
+
+
+class HandlerSpec(msgspec.Struct, frozen=True):
+    """One API as served here: its key, the version range we answer, the coroutine."""
+
+    api_key: int
+    min_version: int
+    max_version: int
+    handle: Any  # HandleFn; msgspec cannot type-check callables
+    name: str
+
+
+def _kio_version_range(api_key: int) -> tuple[int, int] | None:
+    """Versions for which kio has both a request and a response schema."""
+    name = api_key_map.get(api_key)
+    if name is None:
+        return None
+    versions = [
+        v
+        for v, kinds in schema_name_map.get(name, {}).items()
+        if EntityType.request in kinds and EntityType.response in kinds
+    ]
+    return (min(versions), max(versions)) if versions else None
+
+
+class HandlerRegistry:
+    """API key -> HandlerSpec for every handler module in this package."""
+
+    def __init__(self, specs: dict[int, HandlerSpec]) -> None:
+        self._specs = specs
+
+    @classmethod
+    def discover(cls) -> "HandlerRegistry":
+        specs: dict[int, HandlerSpec] = {}
+        for info in pkgutil.iter_modules(__path__):
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            api_key = getattr(module, "API_KEY", None)
+            if api_key is None:
+                continue
+            kio_range = _kio_version_range(int(api_key))
+            if kio_range is None:
+                log.warning("Handler %s: kio has no schema for API key %s; not served", info.name, api_key)
+                continue
+            lo = max(int(module.MIN_VERSION), kio_range[0])
+            hi = min(int(module.MAX_VERSION), kio_range[1])
+            if lo > hi:
+                log.warning("Handler %s: no version in common with kio; not served", info.name)
+                continue
+            if int(api_key) in specs:
+                raise RuntimeError(f"two handler modules for API key {api_key}: {specs[int(api_key)].name}, {info.name}")
+            specs[int(api_key)] = HandlerSpec(int(api_key), lo, hi, module.handle, info.name)
+        return cls(specs)
+
+    def get(self, api_key: int) -> HandlerSpec | None:
+        return self._specs.get(api_key)
+
+    def supported_versions(self) -> dict[int, tuple[int, int]]:
+        return {k: (s.min_version, s.max_version) for k, s in sorted(self._specs.items())}
+
+
+def error_code_for(exc: BaseException) -> ErrorCode:
+    """The one boundary where exceptions become Kafka error codes.
+
+    Typed errors carry their code; anything else is a bug on our side, logged
+    with its traceback and reported as UNKNOWN_SERVER_ERROR like Kafka does.
+    """
+    if isinstance(exc, KafkaError):
+        return exc.error_code
+    log.error("Unexpected error while handling a request", exc_info=exc)
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def error_message_for(exc: BaseException) -> str | None:
+    if isinstance(exc, KafkaError):
+        return exc.message
+    return None

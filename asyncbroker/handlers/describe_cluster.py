@@ -1,0 +1,56 @@
+"""DescribeCluster (API 60): the cluster id and its one broker, which is also the controller."""
+from __future__ import annotations
+
+from typing import Any
+
+from wire.errors import ErrorCode
+from wire.messages import ApiKey
+
+from asyncbroker.response_builder import ResponseBuilder
+
+API_KEY = ApiKey.DESCRIBE_CLUSTER
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+ENDPOINT_TYPE_BROKER = 1
+ENDPOINT_TYPE_CONTROLLER = 2
+# Kafka's AclOperation ids that apply to the CLUSTER resource; with no
+# authorizer every one of them is allowed.
+_CLUSTER_OPERATIONS = (5, 7, 8, 9, 10, 11, 12)  # CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE
+_ALL_CLUSTER_OPERATIONS = sum(1 << op for op in _CLUSTER_OPERATIONS)
+_OPERATIONS_OMITTED = -(2**31)
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    rb = ResponseBuilder(API_KEY, header.api_version)
+    endpoint_type = getattr(request, "endpoint_type", ENDPOINT_TYPE_BROKER)
+    code, message, brokers = ErrorCode.NONE, None, ()
+    if endpoint_type == ENDPOINT_TYPE_CONTROLLER:
+        code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
+        message = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+    elif endpoint_type != ENDPOINT_TYPE_BROKER:
+        code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        message = f"Unsupported endpoint type {endpoint_type}"
+    else:
+        brokers = (
+            rb.entity(
+                "DescribeClusterBroker",
+                broker_id=broker.node_id,
+                host=broker.advertised_host,
+                port=broker.advertised_port,
+                rack=None,
+            ),
+        )
+    return rb.entity(
+        "DescribeClusterResponse",
+        throttle_time=0,
+        error_code=code,
+        error_message=message,
+        endpoint_type=endpoint_type,
+        cluster_id=broker.cluster_id or "",
+        controller_id=broker.node_id,
+        brokers=brokers,
+        cluster_authorized_operations=(
+            _ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else _OPERATIONS_OMITTED
+        ),
+    )

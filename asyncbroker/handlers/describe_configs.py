@@ -1,0 +1,83 @@
+"""DescribeConfigs (API 32): topic configs and this broker's configs.
+
+A topic key reports its override as DYNAMIC_TOPIC_CONFIG, else the broker key
+that supplies its default (STATIC_BROKER_CONFIG when set in server.properties,
+the environment or --override; DEFAULT_CONFIG otherwise), with the synonyms
+chain when include_synonyms is set and the documentation when asked (v3+),
+as Kafka answers. Broker configs are all read-only: none is reconfigurable at
+runtime here.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from storage.topic_name import validate_topic_name
+from wire.errors import ErrorCode, InvalidRequestError, KafkaError
+from wire.messages import ApiKey
+
+from asyncbroker.config import ConfigEntry, ConfigResourceType
+from asyncbroker.handlers import error_code_for, error_message_for
+from asyncbroker.response_builder import ResponseBuilder
+
+API_KEY = ApiKey.DESCRIBE_CONFIGS
+MIN_VERSION = 1
+MAX_VERSION = 4
+
+
+def describe_resource(broker: Any, resource_type: int, name: str, keys: tuple[str, ...] | None) -> list[ConfigEntry]:
+    """The config entries of one resource; typed KafkaErrors for a bad resource."""
+    if resource_type == ConfigResourceType.TOPIC:
+        validate_topic_name(name)
+        return broker.topics.describe_configs(name, keys)
+    if resource_type == ConfigResourceType.BROKER:
+        if name == "":
+            return []  # cluster-wide dynamic defaults: there are none
+        if name != str(broker.node_id):
+            raise InvalidRequestError(
+                f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}"
+            )
+        return broker.config.describe(keys)
+    raise InvalidRequestError(f"Unsupported resource type {resource_type} for DescribeConfigs")
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    rb = ResponseBuilder(API_KEY, header.api_version)
+    synonyms_wanted = bool(getattr(request, "include_synonyms", False))
+    docs_wanted = bool(getattr(request, "include_documentation", False))
+    results = []
+    for resource in request.resources:
+        keys = resource.configuration_keys
+        try:
+            entries = describe_resource(broker, resource.resource_type, resource.resource_name,
+                                        tuple(keys) if keys else None)
+            code, message = ErrorCode.NONE, None
+        except KafkaError as exc:
+            entries, code, message = [], error_code_for(exc), error_message_for(exc)
+        configs = tuple(
+            rb.entity(
+                "DescribeConfigsResourceResult",
+                name=e.name,
+                value=e.value,
+                read_only=e.read_only,
+                config_source=int(e.source),
+                is_sensitive=e.is_sensitive,
+                synonyms=tuple(
+                    rb.entity("DescribeConfigsSynonym", name=s.name, value=s.value, source=int(s.source))
+                    for s in e.synonyms
+                ) if synonyms_wanted else (),
+                config_type=int(e.type),
+                documentation=e.documentation if docs_wanted else None,
+            )
+            for e in entries
+        )
+        results.append(
+            rb.entity(
+                "DescribeConfigsResult",
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=configs,
+            )
+        )
+    return rb.entity("DescribeConfigsResponse", throttle_time=0, results=tuple(results))

@@ -1,0 +1,105 @@
+"""Metadata (key 3): the single node, and every requested topic's partitions.
+
+On one node this broker is every partition's leader, the controller and the
+only replica: leader epoch 0, replicas = isr = [node id]. Topics that do not
+exist are created here when auto.create.topics.enable is on and the client
+allows it (v4+), as Kafka does; invalid names answer INVALID_TOPIC_EXCEPTION.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from storage.topic_name import is_internal, validate_topic_name
+from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError
+from wire.messages import ApiKey
+
+from asyncbroker.handlers import error_code_for
+from asyncbroker.response_builder import ResponseBuilder
+
+API_KEY = ApiKey.METADATA
+MIN_VERSION = 0
+MAX_VERSION = 12
+
+# "Not requested" for authorized-operations fields (Integer.MIN_VALUE).
+_AUTHORIZED_OPS_OMITTED = -(2**31)
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    version = header.api_version
+    b = ResponseBuilder(API_KEY, version)
+    node = broker.node_id
+    topics_out: list[Any] = []
+
+    def topic_entity(name: str | None, topic_id: uuid.UUID | None, error: int, partitions: int) -> Any:
+        parts = tuple(
+            b.entity(
+                "MetadataResponsePartition",
+                error_code=ErrorCode.NONE,
+                partition_index=p,
+                leader_id=node,
+                leader_epoch=0,
+                replica_nodes=(node,),
+                isr_nodes=(node,),
+                offline_replicas=(),
+            )
+            for p in range(partitions)
+        )
+        return b.entity(
+            "MetadataResponseTopic",
+            error_code=error,
+            name=name,
+            topic_id=topic_id or _ZERO_UUID,
+            is_internal=bool(name) and is_internal(name),
+            partitions=parts,
+            topic_authorized_operations=_AUTHORIZED_OPS_OMITTED,
+        )
+
+    requested = request.topics
+    # v0: an empty list means all topics; v1+: null means all topics.
+    if requested is None or (version == 0 and not requested):
+        for meta in sorted(broker.topics.all(), key=lambda m: m.name):
+            topics_out.append(topic_entity(meta.name, meta.topic_id, ErrorCode.NONE, meta.partitions))
+    else:
+        allow_auto = getattr(request, "allow_auto_topic_creation", True)
+        for t in requested:
+            name = t.name
+            topic_id = getattr(t, "topic_id", None)
+            if not name and topic_id is not None and topic_id != _ZERO_UUID:
+                meta = broker.topics.by_id(topic_id)
+                if meta is None:
+                    topics_out.append(topic_entity(None, topic_id, UnknownTopicIdError.error_code, 0))
+                else:
+                    topics_out.append(topic_entity(meta.name, meta.topic_id, ErrorCode.NONE, meta.partitions))
+                continue
+            meta = broker.topics.get(name)
+            if meta is None:
+                try:
+                    validate_topic_name(name)
+                    if allow_auto:
+                        meta = await broker.auto_create_topic(name)
+                except KafkaError as exc:
+                    topics_out.append(topic_entity(name, None, error_code_for(exc), 0))
+                    continue
+                except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+                    topics_out.append(topic_entity(name, None, error_code_for(exc), 0))
+                    continue
+            if meta is None:
+                topics_out.append(topic_entity(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0))
+            else:
+                topics_out.append(topic_entity(meta.name, meta.topic_id, ErrorCode.NONE, meta.partitions))
+
+    brokers = (
+        b.entity("MetadataResponseBroker", node_id=node, host=broker.advertised_host, port=broker.advertised_port, rack=None),
+    )
+    return b.entity(
+        "MetadataResponse",
+        throttle_time=0,
+        brokers=brokers,
+        cluster_id=broker.cluster_id,
+        controller_id=node,
+        topics=tuple(topics_out),
+        cluster_authorized_operations=_AUTHORIZED_OPS_OMITTED,
+    )

@@ -1,0 +1,163 @@
+"""Produce (key 0): append each partition's record batches and report offsets.
+
+All partitions of one request are appended in a single executor hop (see
+broker.py for why appends leave the loop). Storage validates (CRC, magic,
+sizes, timestamps, keys on compacted topics, recompression) and raises typed
+errors; each partition's error is reported on its own, as Kafka does, with
+per-record errors (v8+) for INVALID_RECORD / INVALID_TIMESTAMP.
+
+acks: 1 and -1 are answered after the append (on one node the ISR is this
+node; with flush.messages=1 storage has fsynced by then); acks=0 gets no
+response, and a failed acks=0 request closes the connection so the client
+notices. Any other acks value is INVALID_REQUIRED_ACKS for every partition.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from storage.topic_name import validate_topic_name
+from storage.topic_partition import TopicPartition
+from wire.errors import (
+    ErrorCode,
+    InvalidRecordError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
+from wire.messages import ApiKey
+
+from asyncbroker.connection import CloseConnection
+from asyncbroker.handlers import error_code_for, error_message_for
+from asyncbroker.response_builder import ResponseBuilder
+
+API_KEY = ApiKey.PRODUCE
+MIN_VERSION = 3
+MAX_VERSION = 12
+
+log = logging.getLogger(__name__)
+
+
+class PartitionResult:
+    """What one partition's append produced: offsets, or an error."""
+
+    __slots__ = ("index", "error", "message", "base_offset", "log_append_time", "log_start_offset", "record_errors")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.error: int = ErrorCode.NONE
+        self.message: str | None = None
+        self.base_offset = -1
+        self.log_append_time = -1
+        self.log_start_offset = -1
+        self.record_errors: list[tuple[int, str | None]] = []
+
+    def fail(self, exc: BaseException) -> None:
+        self.error = error_code_for(exc)
+        self.message = error_message_for(exc)
+        self.record_errors = list(getattr(exc, "record_errors", None) or [])
+
+
+class _Append:
+    __slots__ = ("tp", "log", "records", "result", "appended_bytes")
+
+    def __init__(self, tp: TopicPartition, log: Any, records: bytes, result: PartitionResult) -> None:
+        self.tp = tp
+        self.log = log
+        self.records = records
+        self.result = result
+        self.appended_bytes = 0
+
+
+def _append_all(appends: list[_Append]) -> None:
+    """Executor side: append every partition; errors stay per partition."""
+    for a in appends:
+        try:
+            info = a.log.append_as_leader(a.records, leader_epoch=0)
+        except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
+            a.result.fail(exc)
+            continue
+        r = a.result
+        r.base_offset = info.first_offset
+        r.log_append_time = info.log_append_time
+        r.log_start_offset = info.log_start_offset
+        r.record_errors = list(info.record_errors or [])
+        a.appended_bytes = info.valid_bytes
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    acks = request.acks
+    topics_out: list[tuple[str, list[PartitionResult]]] = []
+    appends: list[_Append] = []
+    bad_acks = acks not in (0, 1, -1)
+    for topic in request.topic_data:
+        name = topic.name
+        results: list[PartitionResult] = []
+        topics_out.append((name, results))
+        meta = None if bad_acks else broker.topics.get(name)
+        topic_error: BaseException | None = None
+        if meta is None and not bad_acks:
+            try:
+                validate_topic_name(name)
+                meta = await broker.auto_create_topic(name)
+            except KafkaError as exc:
+                topic_error = exc
+        for pd in topic.partition_data:
+            r = PartitionResult(pd.index)
+            results.append(r)
+            if bad_acks:
+                r.error = ErrorCode.INVALID_REQUIRED_ACKS
+                continue
+            if topic_error is not None:
+                r.fail(topic_error)
+                continue
+            log_ = broker.get_log(TopicPartition(name, pd.index)) if meta is not None else None
+            if log_ is None:
+                r.fail(UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {name}-{pd.index}"))
+                continue
+            if not pd.records:
+                r.fail(InvalidRecordError(
+                    f"Produce requests with version {header.api_version} must have at least one record batch per partition"
+                ))
+                continue
+            appends.append(_Append(TopicPartition(name, pd.index), log_, pd.records, r))
+
+    if appends:
+        await broker.run_blocking(_append_all, appends)
+        waiters = broker.fetch_waiters
+        for a in appends:
+            if a.appended_bytes:
+                waiters.on_append(a.tp, a.appended_bytes)
+            elif a.result.error != ErrorCode.NONE:
+                log.debug("Produce to %s failed: %s %s", a.tp, ErrorCode(a.result.error).name, a.result.message)
+
+    if acks == 0:
+        failed = [f"{n}-{r.index}: {ErrorCode(r.error).name}" for n, rs in topics_out for r in rs if r.error]
+        if failed:
+            raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
+        return None
+    return _response(header.api_version, topics_out)
+
+
+def _response(version: int, topics_out: list[tuple[str, list[PartitionResult]]]) -> Any:
+    b = ResponseBuilder(API_KEY, version)
+    responses = []
+    for name, results in topics_out:
+        parts = tuple(
+            b.entity(
+                "PartitionProduceResponse",
+                index=r.index,
+                error_code=r.error,
+                base_offset=r.base_offset,
+                log_append_time=r.log_append_time,
+                log_start_offset=r.log_start_offset,
+                record_errors=tuple(
+                    b.entity("BatchIndexAndErrorMessage", batch_index=i, batch_index_error_message=m)
+                    for i, m in r.record_errors
+                ),
+                error_message=r.message if r.error else None,
+            )
+            for r in results
+        )
+        responses.append(b.entity("TopicProduceResponse", name=name, partition_responses=parts))
+    return b.entity("ProduceResponse", responses=tuple(responses), throttle_time=0)

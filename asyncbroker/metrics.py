@@ -1,0 +1,190 @@
+"""Prometheus metrics of the broker, and the tiny HTTP endpoint that serves them.
+
+Usage from the service (CORE's connection code and broker):
+
+    from asyncbroker.metrics import METRICS
+
+    METRICS.request("Produce")            # once per request handled, by API name
+    METRICS.request_error("Produce")      # a request whose handler raised
+    METRICS.bytes_in(len(frame) + 4)      # bytes read from clients
+    METRICS.bytes_out(n)                  # bytes written to clients
+    METRICS.connection_opened() / METRICS.connection_closed()
+    METRICS.messages_in(topic, n)         # records appended by Produce
+    METRICS.bind(broker)                  # gauges (topics, partitions, log size) read the
+                                          # broker's LogManager when scraped
+    server = await start_metrics_server("127.0.0.1", port)   # --metrics-port
+
+The counters are cheap (a dict lookup and a float add under prometheus'
+lock), so they are safe on the request hot path. Gauges that need to walk
+the logs are computed only at scrape time, never on the event loop's hot
+path. One process-wide `METRICS` with its own registry (not prometheus'
+global one) so tests that start several brokers do not collide on names.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+log = logging.getLogger(__name__)
+
+# The *_created series double the output and no dashboard uses them.
+disable_created_metrics()
+
+
+class _LogCollector:
+    """Scrape-time gauges over the bound broker's logs (partitions, sizes, offsets)."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._metrics = metrics
+
+    def describe(self) -> list[Any]:
+        return []  # computed per scrape; nothing registered up front
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        broker = self._metrics.broker
+        topics = GaugeMetricFamily("asyncbroker_topics", "Topics on this broker")
+        partitions = GaugeMetricFamily("asyncbroker_partitions", "Partitions hosted on this broker")
+        size = GaugeMetricFamily("asyncbroker_log_size_bytes", "Size of the partition logs on disk", labels=["topic"])
+        segments = GaugeMetricFamily("asyncbroker_log_segments", "Number of log segments", labels=["topic"])
+        end = GaugeMetricFamily("asyncbroker_log_end_offset_sum", "Sum of the log end offsets of a topic's partitions",
+                                labels=["topic"])
+        if broker is not None:
+            log_manager = getattr(broker, "log_manager", None)
+            logs = list(log_manager.all_logs()) if log_manager is not None else []
+            per_topic: dict[str, list[int]] = {}
+            for lg in logs:
+                try:
+                    acc = per_topic.setdefault(lg.topic_partition.topic, [0, 0, 0])
+                    acc[0] += int(lg.size_in_bytes)
+                    acc[1] += len(lg.segments)
+                    acc[2] += int(lg.log_end_offset)
+                except Exception:  # a log closed by a concurrent delete: skip it in this scrape
+                    continue
+            partitions.add_metric([], len(logs))
+            topic_manager = getattr(broker, "topics", None)
+            topics.add_metric([], len(topic_manager.all()) if topic_manager is not None else len(per_topic))
+            for topic, (nbytes, nsegments, leo) in sorted(per_topic.items()):
+                size.add_metric([topic], nbytes)
+                segments.add_metric([topic], nsegments)
+                end.add_metric([topic], leo)
+        else:
+            partitions.add_metric([], 0)
+            topics.add_metric([], 0)
+        yield topics
+        yield partitions
+        yield size
+        yield segments
+        yield end
+
+
+class BrokerMetrics:
+    """The broker's counters; see the module docstring for the calls."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.broker: Any = None
+        self._requests = Counter("asyncbroker_requests", "Requests handled, by API", ["api"], registry=self.registry)
+        self._errors = Counter("asyncbroker_request_errors", "Requests whose handling raised, by API", ["api"],
+                               registry=self.registry)
+        self._bytes_in = Counter("asyncbroker_bytes_in", "Bytes received from clients", registry=self.registry)
+        self._bytes_out = Counter("asyncbroker_bytes_out", "Bytes sent to clients", registry=self.registry)
+        self._messages_in = Counter("asyncbroker_messages_in", "Records appended, by topic", ["topic"],
+                                    registry=self.registry)
+        self._connections = Gauge("asyncbroker_connections", "Open client connections", registry=self.registry)
+        self._connections_total = Counter("asyncbroker_connections_accepted", "Client connections accepted",
+                                          registry=self.registry)
+        # Label children cached per name: labels() costs a lock and a tuple build.
+        self._request_children: dict[str, Any] = {}
+        self._error_children: dict[str, Any] = {}
+        self._message_children: dict[str, Any] = {}
+        self.registry.register(_LogCollector(self))
+
+    def bind(self, broker: Any) -> None:
+        """Point the scrape-time gauges at this broker (the last bound broker wins)."""
+        self.broker = broker
+
+    def unbind(self, broker: Any) -> None:
+        if self.broker is broker:
+            self.broker = None
+
+    def request(self, api_name: str) -> None:
+        child = self._request_children.get(api_name)
+        if child is None:
+            child = self._request_children[api_name] = self._requests.labels(api_name)
+        child.inc()
+
+    def request_error(self, api_name: str) -> None:
+        child = self._error_children.get(api_name)
+        if child is None:
+            child = self._error_children[api_name] = self._errors.labels(api_name)
+        child.inc()
+
+    def bytes_in(self, n: int) -> None:
+        self._bytes_in.inc(n)
+
+    def bytes_out(self, n: int) -> None:
+        self._bytes_out.inc(n)
+
+    def messages_in(self, topic: str, n: int) -> None:
+        child = self._message_children.get(topic)
+        if child is None:
+            child = self._message_children[topic] = self._messages_in.labels(topic)
+        child.inc(n)
+
+    def connection_opened(self) -> None:
+        self._connections.inc()
+        self._connections_total.inc()
+
+    def connection_closed(self) -> None:
+        self._connections.dec()
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)
+
+    def value(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        """A sample's current value (for tests and the monitor console)."""
+        return self.registry.get_sample_value(name, labels or {})
+
+
+METRICS = BrokerMetrics()
+
+
+async def _serve_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answer one HTTP/1.x request with the metrics (any path; GET or HEAD)."""
+    try:
+        request_line = await asyncio.wait_for(reader.readline(), timeout=10)
+        # Drain the request headers; they carry nothing we use.
+        while True:
+            line = await asyncio.wait_for(reader.readline(), timeout=10)
+            if line in (b"\r\n", b"\n", b""):
+                break
+        method = request_line.split(b" ", 1)[0]
+        if method not in (b"GET", b"HEAD"):
+            writer.write(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        else:
+            # Gauges walk the logs; keep that off the event loop.
+            body = await asyncio.get_running_loop().run_in_executor(None, METRICS.render)
+            head = (
+                f"HTTP/1.1 200 OK\r\nContent-Type: {CONTENT_TYPE_LATEST}\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+            writer.write(head if method == b"HEAD" else head + body)
+        await writer.drain()
+    except (asyncio.TimeoutError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def start_metrics_server(host: str, port: int) -> asyncio.Server:
+    """Serve /metrics over HTTP on host:port until the returned server is closed."""
+    server = await asyncio.start_server(_serve_http, host, port)
+    log.info("Prometheus metrics on http://%s:%d/metrics", host, server.sockets[0].getsockname()[1])
+    return server

@@ -1,0 +1,156 @@
+"""The broker process: uvloop, the listener, signal handling, orderly shutdown.
+
+Entry points (the CLI's `serve` calls `run`):
+
+    run(config) -> int        blocking; installs uvloop; returns the exit code
+    KafkaServer(config)       `await start()` / `await stop()` inside a running loop
+
+Shutdown on SIGTERM/SIGINT follows Kafka's controlled shutdown on one node:
+stop accepting, let every connection answer the requests it already
+received (parked fetches answer at once), then LogManager.shutdown flushes,
+writes the checkpoints and the clean-shutdown marker. After a SIGKILL the
+next start finds no marker and storage recovers the unflushed segments.
+
+`python -m asyncbroker.server --override key=value ...` starts a broker
+without the CLI (config file with `--config`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+import time
+from collections.abc import Sequence
+
+from asyncbroker.broker import Broker
+from asyncbroker.config import KafkaConfig
+from asyncbroker.connection import KafkaConnection
+
+log = logging.getLogger("asyncbroker.server")
+
+LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+
+
+class KafkaServer:
+    """One broker: storage + listener. Start and stop inside a running event loop."""
+
+    def __init__(self, config: KafkaConfig) -> None:
+        self.config = config
+        self.broker: Broker | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._connections: set[KafkaConnection] = set()
+        self.bound_host: str = ""
+        self.bound_port: int = 0
+
+    async def start(self) -> None:
+        started = time.monotonic()
+        log.info("[KafkaServer id=%d] starting", self.config.node_id)
+        broker = Broker(self.config)
+        self.broker = broker
+        await broker.startup()
+        host, port = self.config.listener_host_port()
+        loop = asyncio.get_running_loop()
+        registry = broker.handlers
+        connections = self._connections
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(broker, registry, connections),
+            host=host,
+            port=port,
+            reuse_address=True,
+            backlog=1024,
+        )
+        sock = self._server.sockets[0]
+        self.bound_host, self.bound_port = sock.getsockname()[:2]
+        if self.config.advertised_host_port()[1] == 0:
+            broker.set_advertised_port(self.bound_port)
+        log.info("Awaiting socket connections on %s:%d.", self.bound_host, self.bound_port)
+        log.info(
+            "[KafkaServer id=%d] started in %.0f ms (cluster id %s, advertised %s:%d)",
+            self.config.node_id, (time.monotonic() - started) * 1000,
+            broker.cluster_id, broker.advertised_host, broker.advertised_port,
+        )
+
+    async def stop(self) -> None:
+        """Stop accepting, answer in-flight requests, then shut storage down cleanly."""
+        log.info("[KafkaServer id=%d] shutting down", self.config.node_id)
+        if self._server is not None:
+            self._server.close()
+        broker = self.broker
+        if broker is not None:
+            broker.fetch_waiters.close()  # parked fetches answer now
+        conns = list(self._connections)
+        if conns:
+            done, pending = await asyncio.wait(
+                [asyncio.ensure_future(c.close_gracefully()) for c in conns], timeout=10
+            )
+            if pending:
+                log.warning("%d connection(s) did not finish in time; closing them", len(pending))
+                for task in pending:
+                    task.cancel()
+        if self._server is not None:
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), 1)
+            except TimeoutError:
+                pass
+        if broker is not None:
+            await broker.shutdown()
+        log.info("[KafkaServer id=%d] shut down completed", self.config.node_id)
+
+
+async def serve(config: KafkaConfig) -> int:
+    """Run until SIGTERM/SIGINT; return the process exit code."""
+    server = KafkaServer(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await server.start()
+    except OSError as exc:
+        log.error("Fatal error during startup: %s", exc)
+        await _shutdown_after_failed_start(server)
+        return 1
+    except Exception:
+        log.exception("Fatal error during startup")
+        await _shutdown_after_failed_start(server)
+        return 1
+    await stop.wait()
+    await server.stop()
+    return 0
+
+
+async def _shutdown_after_failed_start(server: KafkaServer) -> None:
+    if server.broker is not None:
+        try:
+            await server.broker.shutdown()
+        except Exception:  # noqa: BLE001 - already failing; report the first error
+            log.exception("Error while shutting down after a failed start")
+
+
+def configure_logging(level: str = "INFO") -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), format=LOG_FORMAT, stream=sys.stderr)
+
+
+def run(config: KafkaConfig) -> int:
+    """Blocking entry point: run the broker on uvloop until a signal stops it."""
+    import uvloop
+
+    return uvloop.run(serve(config))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m asyncbroker.server", description="Run the broker.")
+    parser.add_argument("--config", help="server.properties file")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level)
+    config = KafkaConfig.load(args.config, args.override)
+    return run(config)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""Run a real asyncbroker in a subprocess for a test suite.
+
+    with BrokerProcess() as broker:            # sync
+        produce_to(broker.bootstrap)
+
+    async with BrokerProcess() as broker:      # async (start/stop off the loop)
+        ...
+
+The broker binds a free loopback port (the OS picks it: `listeners` port 0,
+no race with other processes) and logs into a fresh temporary log dir that
+is removed afterwards unless you passed your own `log_dir`. A subprocess
+rather than an in-process server keeps the broker's event loop, threads and
+signal handling independent of the test's, and lets tests SIGTERM or
+SIGKILL it. `restart()` starts it again on the same port and directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+_READY = re.compile(r"Awaiting socket connections on (\S+):(\d+)\.")
+
+
+class BrokerStartError(RuntimeError):
+    """The broker exited or did not listen within the startup timeout."""
+
+
+def serve_command() -> list[str]:
+    """`python -m asyncbroker serve` when the CLI is installed, else the server module."""
+    if importlib.util.find_spec("asyncbroker.cli") is not None:
+        return [sys.executable, "-m", "asyncbroker", "serve"]
+    return [sys.executable, "-m", "asyncbroker.server"]
+
+
+class BrokerProcess:
+    """A broker subprocess on 127.0.0.1 with its own log directory."""
+
+    def __init__(
+        self,
+        overrides: Sequence[str] = (),
+        *,
+        log_dir: str | Path | None = None,
+        port: int = 0,
+        startup_timeout: float = 30.0,
+        env: dict[str, str] | None = None,
+        echo: bool = False,
+    ) -> None:
+        self.overrides = list(overrides)
+        self._own_dir = log_dir is None
+        self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="asyncbroker-"))
+        self.port = port
+        self.host = "127.0.0.1"
+        self.startup_timeout = startup_timeout
+        self.env = env
+        self.echo = echo
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_lines: list[str] = []
+        self._ready = threading.Event()
+        self._reader: threading.Thread | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.poll() if self.process is not None else None
+
+    def command(self) -> list[str]:
+        args = serve_command()
+        settings = [
+            f"listeners=PLAINTEXT://{self.host}:{self.port}",
+            f"log.dirs={self.log_dir}",
+            *self.overrides,
+        ]
+        for item in settings:
+            args += ["--override", item]
+        return args
+
+    # -- lifecycle --------------------------------------------------------
+
+    def start(self) -> "BrokerProcess":
+        """Spawn the broker and block until it accepts connections."""
+        if self.process is not None and self.process.poll() is None:
+            raise RuntimeError("broker already running")
+        env = dict(os.environ if self.env is None else self.env)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        self._ready.clear()
+        self.process = subprocess.Popen(
+            self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, env=env,
+        )
+        self._reader = threading.Thread(target=self._read_output, args=(self.process,), daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + self.startup_timeout
+        while not self._ready.wait(0.01):
+            if self.process.poll() is not None:
+                self._reader.join(1)
+                raise BrokerStartError(f"broker exited with {self.process.returncode}:\n" + self.output())
+            if time.monotonic() > deadline:
+                self.kill()
+                raise BrokerStartError(f"broker did not start in {self.startup_timeout}s:\n" + self.output())
+        return self
+
+    def _read_output(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdout is not None
+        for raw in process.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self.log_lines.append(line)
+            if self.echo:
+                print(line, file=sys.stderr)
+            if not self._ready.is_set():
+                m = _READY.search(line)
+                if m:
+                    self.port = int(m.group(2))
+                    self._ready.set()
+
+    def output(self) -> str:
+        return "\n".join(self.log_lines)
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait: the broker flushes, checkpoints and exits."""
+        return self._signal_and_wait(signal.SIGTERM, timeout)
+
+    def kill(self) -> int:
+        """SIGKILL: no shutdown at all (the next start recovers)."""
+        return self._signal_and_wait(signal.SIGKILL, 10.0)
+
+    def _signal_and_wait(self, sig: int, timeout: float) -> int:
+        p = self.process
+        if p is None:
+            return 0
+        if p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if self._reader is not None:
+            self._reader.join(5)
+        return p.returncode
+
+    def restart(self, *, kill: bool = False) -> "BrokerProcess":
+        """Stop (SIGTERM, or SIGKILL with kill=True) and start on the same port and dir."""
+        if kill:
+            self.kill()
+        else:
+            self.stop()
+        return self.start()
+
+    def cleanup(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    # -- context managers -------------------------------------------------
+
+    def __enter__(self) -> "BrokerProcess":
+        try:
+            return self.start()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.cleanup()
+
+    async def __aenter__(self) -> "BrokerProcess":
+        try:
+            return await asyncio.to_thread(self.start)
+        except BaseException:
+            await asyncio.to_thread(self.cleanup)
+            raise
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        await asyncio.to_thread(self.cleanup)

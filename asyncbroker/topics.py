@@ -1,0 +1,450 @@
+"""TopicManager: the broker's topic metadata on top of storage's LogManager.
+
+What a topic is here: a name, a topic id (persisted by storage in every
+partition's `partition.metadata`, so it is stable across restarts), a
+partition count (the partition directories that exist) and the topic config
+overrides (persisted by LogManager's per-topic override store). This module
+checks every admin request the way Kafka's controller does before anything
+touches the file system, so an illegal name such as `../x` is refused before
+a path is built from it.
+
+Mutations (create, delete, add partitions, alter configs) are serialized by
+one asyncio lock: each is a check-then-act on the topic table, and two
+CreateTopics for one name must yield exactly one TOPIC_ALREADY_EXISTS. The
+blocking storage work runs on the broker's executor (`broker.run_blocking`).
+Readers (`get`, `all`, `by_id`, `log_config`) are plain dict lookups, safe to
+call from any handler at any time.
+"""
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from storage.log_config import TOPIC_CONFIG_KEYS, LogConfig
+from storage.topic_name import has_collision_chars, is_internal, unify_collision_chars, validate_topic_name
+from storage.topic_partition import TopicPartition
+from wire.errors import (
+    ErrorCode,
+    InvalidConfigurationError,
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    InvalidRequestError,
+    InvalidTopicError,
+    KafkaError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+
+from asyncbroker.config import (
+    TOPIC_DEFAULT_SYNONYMS,
+    ConfigEntry,
+    ConfigSource,
+    ConfigSynonym,
+    ConfigType,
+    KafkaConfig,
+)
+
+log = logging.getLogger(__name__)
+
+ZERO_UUID = uuid.UUID(int=0)
+# Namespace for ids of topics whose directories carry no partition.metadata
+# (written by a very old Kafka): deriving the id from the name keeps it stable.
+_LEGACY_ID_NAMESPACE = uuid.UUID("6d2b3f0e-4c1a-4f57-9d1e-4a7f3f1b2c90")
+
+_STORAGE_TYPES: dict[str, ConfigType] = {
+    "boolean": ConfigType.BOOLEAN,
+    "string": ConfigType.STRING,
+    "int": ConfigType.INT,
+    "short": ConfigType.SHORT,
+    "long": ConfigType.LONG,
+    "double": ConfigType.DOUBLE,
+    "list": ConfigType.LIST,
+    "class": ConfigType.CLASS,
+    "password": ConfigType.PASSWORD,
+}
+
+
+class AlterConfigOp(enum.IntEnum):
+    """IncrementalAlterConfigs operation types (Kafka's AlterConfigOp.OpType ids)."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class TopicMetadata(msgspec.Struct, frozen=True):
+    """A topic as the handlers see it; `configs` holds only the overrides."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    is_internal: bool = False
+    configs: dict[str, str] = msgspec.field(default_factory=dict)
+
+    def topic_partitions(self) -> list[TopicPartition]:
+        return [TopicPartition(self.name, p) for p in range(self.partitions)]
+
+
+class TopicDeletionDisabledError(KafkaError):
+    """DeleteTopics while delete.topic.enable=false."""
+
+    error_code = ErrorCode.TOPIC_DELETION_DISABLED
+
+
+class TopicManager:
+    """Topic table + admin operations over `broker.log_manager`.
+
+    Built by the Broker after `LogManager.startup()`; reads the topics the log
+    directories hold and their persisted config overrides.
+    """
+
+    def __init__(
+        self,
+        broker: Any,
+        *,
+        config: KafkaConfig | None = None,
+        log_manager: Any = None,
+        run_blocking: Callable[..., Awaitable[Any]] | None = None,
+    ) -> None:
+        self._broker = broker
+        self.config: KafkaConfig = config if config is not None else broker.config
+        self.log_manager = log_manager if log_manager is not None else broker.log_manager
+        self._run_blocking = run_blocking if run_blocking is not None else broker.run_blocking
+        self.defaults: LogConfig = self.config.log_config_defaults()
+        self._lock = asyncio.Lock()
+        self._topics: dict[str, TopicMetadata] = {}
+        self._by_id: dict[uuid.UUID, str] = {}
+        self._log_configs: dict[str, LogConfig] = {}
+        self._load()
+
+    # ------------------------------------------------------------ reading
+
+    def _load(self) -> None:
+        for name, info in self.log_manager.topics().items():
+            topic_id = getattr(info, "topic_id", None)
+            if topic_id is None or topic_id == ZERO_UUID:
+                topic_id = uuid.uuid5(_LEGACY_ID_NAMESPACE, name)
+            overrides = dict(self.log_manager.topic_config_overrides(name))
+            partitions = _partition_count(info)
+            self._put(TopicMetadata(name, topic_id, partitions, is_internal(name), overrides))
+        log.info("Loaded metadata of %d topic(s)", len(self._topics))
+
+    def _put(self, meta: TopicMetadata) -> None:
+        old = self._topics.get(meta.name)
+        if old is not None:
+            self._by_id.pop(old.topic_id, None)
+        self._topics[meta.name] = meta
+        self._by_id[meta.topic_id] = meta.name
+        self._log_configs.pop(meta.name, None)
+
+    def _drop(self, name: str) -> None:
+        meta = self._topics.pop(name, None)
+        if meta is not None:
+            self._by_id.pop(meta.topic_id, None)
+        self._log_configs.pop(name, None)
+
+    def get(self, name: str) -> TopicMetadata | None:
+        return self._topics.get(name)
+
+    def all(self) -> list[TopicMetadata]:
+        return list(self._topics.values())
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        name = self._by_id.get(topic_id)
+        return self._topics.get(name) if name is not None else None
+
+    def log_config(self, name: str) -> LogConfig:
+        """The effective LogConfig of a topic (broker defaults + its overrides)."""
+        cached = self._log_configs.get(name)
+        if cached is not None:
+            return cached
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+        cfg = LogConfig.from_props(meta.configs, self.defaults) if meta.configs else self.defaults
+        self._log_configs[name] = cfg
+        return cfg
+
+    # ------------------------------------------------------------ validation
+
+    def _check_new_name(self, name: str) -> None:
+        validate_topic_name(name)  # before any path is built from the name
+        if name in self._topics:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        if has_collision_chars(name):
+            unified = unify_collision_chars(name)
+            for other in self._topics:
+                if has_collision_chars(other) and unify_collision_chars(other) == unified:
+                    raise InvalidTopicError(
+                        f"Topic '{name}' collides with existing topic: {other}"
+                    )
+
+    def _resolve_partitions(self, num_partitions: int) -> int:
+        if num_partitions == -1:
+            return self.config.num_partitions
+        if num_partitions <= 0:
+            raise InvalidPartitionsError("Number of partitions was set to an invalid non-positive value.")
+        return num_partitions
+
+    def _check_replication_factor(self, replication_factor: int) -> None:
+        if replication_factor == -1:
+            replication_factor = self.config.default_replication_factor
+        if replication_factor <= 0:
+            raise InvalidReplicationFactorError(
+                "Replication factor must be larger than 0, or -1 to use the default value."
+            )
+        if replication_factor > 1:
+            raise InvalidReplicationFactorError(
+                f"Unable to replicate the partition {replication_factor} time(s): The target replication "
+                f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered."
+            )
+
+    def _validate_configs(self, configs: Mapping[str, str | None]) -> tuple[dict[str, str], LogConfig]:
+        overrides: dict[str, str] = {}
+        for key, value in configs.items():
+            if value is None:
+                raise InvalidConfigurationError(f"Null value not supported for topic configs: {key}")
+            overrides[key] = value
+        # Unknown keys and bad values raise InvalidConfigurationError naming the key.
+        return overrides, LogConfig.from_props(overrides, self.defaults)
+
+    # ------------------------------------------------------------ mutations
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str | None] | None = None,
+        validate_only: bool = False,
+    ) -> TopicMetadata:
+        """Create a topic (or only check that it could be created).
+
+        Raises InvalidTopicError, TopicExistsError, InvalidPartitionsError,
+        InvalidReplicationFactorError, InvalidConfigurationError. With
+        validate_only the returned metadata has the zero topic id.
+        """
+        async with self._lock:
+            self._check_new_name(name)
+            partitions = self._resolve_partitions(num_partitions)
+            self._check_replication_factor(replication_factor)
+            overrides, log_config = self._validate_configs(configs or {})
+            if validate_only:
+                return TopicMetadata(name, ZERO_UUID, partitions, is_internal(name), overrides)
+            topic_id = uuid.uuid4()
+            await self._run_blocking(self._create_logs_blocking, name, topic_id, 0, partitions, overrides, log_config)
+            meta = TopicMetadata(name, topic_id, partitions, is_internal(name), overrides)
+            self._put(meta)
+            self._log_configs[name] = log_config
+            log.info("Created topic %s (id %s) with %d partition(s)%s", name, topic_id, partitions,
+                     f", configs {overrides}" if overrides else "")
+            return meta
+
+    def _create_logs_blocking(
+        self,
+        name: str,
+        topic_id: uuid.UUID,
+        first: int,
+        end: int,
+        overrides: dict[str, str] | None,
+        log_config: LogConfig,
+    ) -> None:
+        # Overrides are persisted before the partitions exist, so a partition
+        # found at startup never lacks its topic's configs.
+        if overrides is not None:
+            self.log_manager.set_topic_config(name, overrides)
+        for partition in range(first, end):
+            self.log_manager.create_log(TopicPartition(name, partition), log_config, topic_id)
+
+    async def delete_topic(self, name: str) -> TopicMetadata:
+        """Delete a topic's partitions (renamed `-delete`, removed later) and its overrides."""
+        async with self._lock:
+            meta = self._topics.get(name)
+            if meta is None:
+                raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+            self._check_deletion_enabled()
+            # Gone from the table first: new requests stop seeing the topic at once.
+            self._drop(name)
+            await self._run_blocking(self._delete_logs_blocking, meta)
+            log.info("Deleted topic %s (id %s)", name, meta.topic_id)
+            return meta
+
+    async def delete_topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata:
+        meta = self.by_id(topic_id)
+        if meta is None:
+            from wire.errors import UnknownTopicIdError
+
+            raise UnknownTopicIdError(f"Topic id {topic_id} not found.")
+        return await self.delete_topic(meta.name)
+
+    def _check_deletion_enabled(self) -> None:
+        if not self.config.delete_topic_enable:
+            raise TopicDeletionDisabledError("Topic deletion is disabled.")
+
+    def _delete_logs_blocking(self, meta: TopicMetadata) -> None:
+        for tp in meta.topic_partitions():
+            if self.log_manager.get_log(tp) is not None:
+                self.log_manager.delete_log(tp)
+        self.log_manager.set_topic_config(meta.name, {})
+
+    async def create_partitions(self, name: str, total: int, validate_only: bool = False) -> TopicMetadata:
+        """Grow a topic to `total` partitions (never shrink)."""
+        async with self._lock:
+            meta = self._topics.get(name)
+            if meta is None:
+                raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+            if total < meta.partitions:
+                raise InvalidPartitionsError(
+                    f"The topic {name} currently has {meta.partitions} partition(s); {total} would not be an increase."
+                )
+            if total == meta.partitions:
+                raise InvalidPartitionsError(f"Topic already has {meta.partitions} partition(s).")
+            if validate_only:
+                return msgspec.structs.replace(meta, partitions=total)
+            log_config = self.log_config(name)
+            await self._run_blocking(
+                self._create_logs_blocking, name, meta.topic_id, meta.partitions, total, None, log_config
+            )
+            grown = msgspec.structs.replace(meta, partitions=total)
+            self._put(grown)
+            self._log_configs[name] = log_config
+            log.info("Increased partitions of %s from %d to %d", name, meta.partitions, total)
+            return grown
+
+    async def incremental_alter_configs(
+        self,
+        name: str,
+        ops: Sequence[tuple[str, int, str | None]],
+        validate_only: bool = False,
+    ) -> TopicMetadata:
+        """Apply (key, AlterConfigOp, value) operations to a topic's overrides.
+
+        The new configs take effect at once: every partition's Log gets
+        `update_config`, and the overrides are persisted for the next start.
+        """
+        async with self._lock:
+            meta = self._topics.get(name)
+            if meta is None:
+                raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+            seen: set[str] = set()
+            overrides = dict(meta.configs)
+            for key, op, value in ops:
+                if key in seen:
+                    raise InvalidRequestError(f"Error due to duplicate config keys: {key}")
+                seen.add(key)
+                overrides = self._apply_op(name, overrides, key, op, value)
+            overrides, log_config = self._validate_configs(overrides)
+            if validate_only or overrides == meta.configs:
+                return msgspec.structs.replace(meta, configs=overrides)
+            updated = msgspec.structs.replace(meta, configs=overrides)
+            await self._run_blocking(self._apply_configs_blocking, updated, log_config)
+            self._put(updated)
+            self._log_configs[name] = log_config
+            log.info("Updated configs of topic %s: %s", name, overrides)
+            return updated
+
+    def _apply_op(self, name: str, overrides: dict[str, str], key: str, op: int,
+                  value: str | None) -> dict[str, str]:
+        definition = TOPIC_CONFIG_KEYS.get(key)
+        if definition is None:
+            raise InvalidConfigurationError(f"Unknown topic config name: {key}")
+        try:
+            kind = AlterConfigOp(op)
+        except ValueError:
+            raise InvalidRequestError(f"Unknown alter config operation {op} for {key}") from None
+        if kind is not AlterConfigOp.DELETE and value is None:
+            raise InvalidRequestError(f"Null value not supported for : {key}")
+        result = dict(overrides)
+        if kind is AlterConfigOp.SET:
+            result[key] = value  # type: ignore[assignment]
+        elif kind is AlterConfigOp.DELETE:
+            result.pop(key, None)
+        else:
+            if definition.type != "list":
+                raise InvalidConfigurationError(
+                    f"Config value {kind.name.lower()} is not allowed for config key: {key}"
+                )
+            current = result.get(key)
+            if current is None:
+                current = self.log_config(name).to_props()[key] if name in self._topics else ""
+            items = [item.strip() for item in current.split(",") if item.strip()]
+            given = [item.strip() for item in (value or "").split(",") if item.strip()]
+            if kind is AlterConfigOp.APPEND:
+                items += [item for item in given if item not in items]
+            else:
+                items = [item for item in items if item not in given]
+            result[key] = ",".join(items)
+        return result
+
+    def _apply_configs_blocking(self, meta: TopicMetadata, log_config: LogConfig) -> None:
+        self.log_manager.set_topic_config(meta.name, meta.configs)
+        for tp in meta.topic_partitions():
+            partition_log = self.log_manager.get_log(tp)
+            if partition_log is not None:
+                partition_log.update_config(log_config)
+
+    # ------------------------------------------------------------ describing
+
+    def describe_configs(
+        self, name: str, keys: Collection[str] | None = None
+    ) -> list[ConfigEntry]:
+        """DescribeConfigs for a TOPIC resource: every topic key (or `keys`), with
+        its source and synonyms the way Kafka reports them."""
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+        return self.describe_overrides(meta.configs, keys, self.log_config(name))
+
+    def describe_overrides(
+        self,
+        overrides: Mapping[str, str],
+        keys: Collection[str] | None = None,
+        log_config: LogConfig | None = None,
+    ) -> list[ConfigEntry]:
+        """The config entries of a topic with these overrides (also for a topic that
+        CreateTopics only validated and that therefore does not exist)."""
+        if log_config is None:
+            log_config = LogConfig.from_props(overrides, self.defaults)
+        effective = log_config.to_props()
+        wanted = sorted(TOPIC_CONFIG_KEYS) if keys is None else [k for k in keys if k in TOPIC_CONFIG_KEYS]
+        entries: list[ConfigEntry] = []
+        for key in wanted:
+            definition = TOPIC_CONFIG_KEYS[key]
+            synonyms: list[ConfigSynonym] = []
+            if key in overrides:
+                synonyms.append(ConfigSynonym(key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
+            for broker_key in TOPIC_DEFAULT_SYNONYMS.get(key, ()):
+                synonyms.extend(s for s in self.config.synonyms(broker_key) if s.name == broker_key)
+            entries.append(
+                ConfigEntry(
+                    name=key,
+                    value=overrides[key] if key in overrides else effective.get(key),
+                    source=synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
+                    read_only=False,
+                    is_sensitive=False,
+                    synonyms=tuple(synonyms),
+                    type=_STORAGE_TYPES.get(definition.type, ConfigType.UNKNOWN),
+                    documentation=definition.doc,
+                )
+            )
+        return entries
+
+
+def _partition_count(info: Any) -> int:
+    """Partitions of a discovered topic, whatever shape storage's TopicInfo has."""
+    for attr in ("partition_count", "partitions", "num_partitions"):
+        value = getattr(info, attr, None)
+        if value is None:
+            continue
+        if isinstance(value, int):
+            return value
+        return len(value)
+    raise TypeError(f"cannot tell the partition count of {info!r}")
+

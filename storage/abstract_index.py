@@ -1,0 +1,266 @@
+"""AbstractIndex: a preallocated, mmap'd, sparse, sorted index file, mapped lazily on first use.
+
+Subclasses fix the entry layout (OffsetIndex 8 bytes, TimeIndex 12 bytes). Lookups are a
+greatest-lower-bound binary search that first tries the warm tail of the file (the last 8 KiB),
+so readers near the end of the log touch only hot pages.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+from pathlib import Path
+from typing import Callable, ClassVar
+
+from storage.errors import CorruptIndexError
+
+WARM_SECTION_BYTES = 8192
+
+
+def round_down_to_multiple(n: int, factor: int) -> int:
+    return factor * (n // factor)
+
+
+class AbstractIndex:
+    ENTRY_SIZE: ClassVar[int]
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int = -1, writable: bool = True) -> None:
+        self._path = Path(path)
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size
+        self.writable = writable
+        self._lock = threading.RLock()
+        self._mmap: mmap.mmap | None = None
+        self._mapped = False
+        self._entries = 0
+        self._max_entries = 0
+        self._length = 0
+
+    # -- lazy mapping ---------------------------------------------------------------------------
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def is_mapped(self) -> bool:
+        return self._mapped
+
+    def _ensure(self) -> None:
+        if not self._mapped:
+            with self._lock:
+                if not self._mapped:
+                    self._open()
+
+    def _open(self) -> None:
+        """Create (preallocated to max_index_size) or open the file and map it."""
+        newly_created = False
+        if not self._path.exists():
+            if not self.writable:
+                raise FileNotFoundError(self._path)
+            if self.max_index_size < self.ENTRY_SIZE:
+                raise ValueError(f"Invalid max index size {self.max_index_size}")
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                os.ftruncate(fd, round_down_to_multiple(self.max_index_size, self.ENTRY_SIZE))
+            finally:
+                os.close(fd)
+            newly_created = True
+        length = os.path.getsize(self._path)
+        self._map(length)
+        # A new file is all zeros; an existing one is full of entries up to its (trimmed) length.
+        self._entries = 0 if newly_created else length // self.ENTRY_SIZE
+        self._mapped = True
+        self._after_open()
+
+    def _map(self, length: int) -> None:
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+        self._length = length
+        self._max_entries = length // self.ENTRY_SIZE
+        if length == 0:
+            return  # mmap cannot map an empty file; an empty index needs no mapping
+        flags = os.O_RDWR if self.writable else os.O_RDONLY
+        fd = os.open(self._path, flags)
+        try:
+            access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
+            self._mmap = mmap.mmap(fd, length, access=access)
+        finally:
+            os.close(fd)
+
+    def _after_open(self) -> None:
+        """Hook: recompute cached last entry."""
+
+    # -- size -----------------------------------------------------------------------------------
+    @property
+    def entries(self) -> int:
+        self._ensure()
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        self._ensure()
+        return self._max_entries
+
+    def is_full(self) -> bool:
+        self._ensure()
+        return self._entries >= self._max_entries
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.entries * self.ENTRY_SIZE
+
+    @property
+    def length(self) -> int:
+        """Current file length (preallocated or trimmed)."""
+        self._ensure()
+        return self._length
+
+    def resize(self, new_size: int) -> bool:
+        """Grow or shrink the file (and mapping) to new_size rounded down to whole entries."""
+        self._ensure()
+        with self._lock:
+            rounded = round_down_to_multiple(new_size, self.ENTRY_SIZE)
+            if rounded == self._length:
+                return False
+            if self._mmap is not None:
+                if self.writable:
+                    self._mmap.flush()
+                self._mmap.close()
+                self._mmap = None
+            os.truncate(self._path, rounded)
+            self._map(rounded)
+            self._entries = min(self._entries, self._max_entries)
+            return True
+
+    def trim_to_valid_size(self) -> None:
+        """Shrink the preallocated file to its entries (done when the segment stops being active)."""
+        self._ensure()
+        self.resize(self._entries * self.ENTRY_SIZE)
+
+    # -- search ---------------------------------------------------------------------------------
+    def _largest_lower_bound_slot(self, target: int, key: Callable[[int], int]) -> int:
+        """Slot of the greatest entry whose key <= target, or -1. Warm section first."""
+        n = self._entries
+        if n == 0:
+            return -1
+
+        def search(lo: int, hi: int) -> int:
+            while lo < hi:
+                mid = (lo + hi + 1) >> 1
+                found = key(mid)
+                if found == target:
+                    return mid
+                if found < target:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            return lo
+
+        warm_entries = WARM_SECTION_BYTES // self.ENTRY_SIZE
+        first_hot = max(0, n - 1 - warm_entries)
+        if key(first_hot) < target:
+            return search(first_hot, n - 1)
+        if key(0) > target:
+            return -1
+        return search(0, first_hot)
+
+    def _smallest_upper_bound_slot(self, target: int, key: Callable[[int], int]) -> int:
+        n = self._entries
+        slot = self._largest_lower_bound_slot(target, key)
+        if slot == -1:
+            return 0 if n else -1
+        if key(slot) == target:
+            return slot
+        return slot + 1 if slot + 1 < n else -1
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def truncate(self) -> None:
+        """Drop all entries (recovery rebuilds from zero)."""
+        self._ensure()
+        with self._lock:
+            self._truncate_to_entries(0)
+
+    reset = truncate
+
+    def _truncate_to_entries(self, n: int) -> None:
+        self._entries = n
+        self._after_open()
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._mmap is not None and self.writable:
+                self._mmap.flush()
+
+    def close(self) -> None:
+        """Trim (if writable) and unmap; reopening maps lazily again."""
+        with self._lock:
+            if self._mapped and self.writable:
+                self.trim_to_valid_size()
+            elif self.writable and not self._path.exists():
+                # Never used: leave an empty index so the segment's file set is complete.
+                self._path.touch()
+            self.close_handler()
+
+    def close_handler(self) -> None:
+        with self._lock:
+            if self._mmap is not None:
+                self._mmap.close()
+                self._mmap = None
+            self._mapped = False
+
+    def rename_to(self, path: Path) -> None:
+        with self._lock:
+            if self._path.exists():
+                os.replace(self._path, path)
+            self._path = Path(path)
+
+    def delete_if_exists(self) -> bool:
+        with self._lock:
+            self.close_handler()
+            try:
+                self._path.unlink()
+                return True
+            except FileNotFoundError:
+                return False
+
+    def update_parent_dir(self, parent: Path) -> None:
+        self._path = Path(parent) / self._path.name
+
+    def sanity_check(self) -> None:
+        """Cheap structural check without mapping: whole entries only, then subclass rules."""
+        try:
+            length = os.path.getsize(self._path)
+        except FileNotFoundError:
+            raise CorruptIndexError(f"Index file {self._path} is missing") from None
+        if length % self.ENTRY_SIZE != 0:
+            raise CorruptIndexError(
+                f"Index file {self._path} is corrupt, found {length} bytes which is neither positive "
+                f"nor a multiple of {self.ENTRY_SIZE}."
+            )
+        self._check_entries(length // self.ENTRY_SIZE)
+
+    def _check_entries(self, entries: int) -> None:
+        """Hook for subclasses."""
+
+    def _pread_entry(self, slot: int) -> bytes:
+        fd = os.open(self._path, os.O_RDONLY)
+        try:
+            return os.pread(fd, self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
+        finally:
+            os.close(fd)
+
+    def relative_offset(self, offset: int) -> int:
+        """offset - base_offset, refusing what does not fit in 4 bytes (the cause of offset overflow)."""
+        rel = offset - self.base_offset
+        if rel < 0 or rel > 0x7FFFFFFF:
+            from storage.errors import InvalidOffsetError
+
+            raise InvalidOffsetError(
+                f"Integer overflow for offset: {offset} ({self._path.name})"
+            )
+        return rel
+
+    def can_append_offset(self, offset: int) -> bool:
+        rel = offset - self.base_offset
+        return 0 <= rel <= 0x7FFFFFFF

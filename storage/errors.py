@@ -1,0 +1,24 @@
+"""Storage-internal failures, typed like Kafka's so the service can map them to error codes."""
+from __future__ import annotations
+
+from wire.errors import KafkaStorageError, OffsetOutOfRangeError  # noqa: F401  (re-exported for callers)
+
+
+class CorruptIndexError(KafkaStorageError):
+    """An index file fails its sanity check; the loader rebuilds it from the log."""
+
+
+class InvalidOffsetError(KafkaStorageError):
+    """A non-increasing offset was appended to an index (Kafka's InvalidOffsetException)."""
+
+
+class IndexFullError(KafkaStorageError):
+    """An append to an index that has no free slot; callers must roll first."""
+
+
+class LogSegmentOffsetOverflowError(KafkaStorageError):
+    """A batch's offsets cannot be stored relative to the segment's base offset."""
+
+
+class LogDirLockedError(KafkaStorageError):
+    """Another process holds the `.lock` of a log directory."""

@@ -1,0 +1,201 @@
+"""FileRecords: a segment's `.log` file of consecutive v2 record batches.
+
+Appends are positional writes at the current size; reads are `os.pread`, so readers never
+share a file position with the writer. Batch walking reads large chunks and decodes only
+the 61-byte headers, never the records.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+import msgspec
+
+from wire.errors import CorruptRecordError, UnsupportedForMessageFormatError
+from wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, TimestampType, decode_records, read_batch_header
+
+READ_CHUNK = 1 << 20
+
+
+class LogOffsetPosition(msgspec.Struct, frozen=True):
+    """The batch holding an offset: its last offset, file position and size."""
+
+    offset: int
+    position: int
+    size: int
+
+
+class TimestampAndOffset(msgspec.Struct, frozen=True):
+    timestamp: int
+    offset: int
+    leader_epoch: int | None = None
+
+
+class FileBatch(NamedTuple):
+    header: BatchHeader
+    position: int
+    buf: bytes | None  # the chunk holding the batch when data was requested
+    offset_in_buf: int
+
+
+class FileRecords:
+    def __init__(self, path: Path, fd: int, size: int) -> None:
+        self._path = Path(path)
+        self._fd = fd
+        self._file = os.fdopen(fd, "r+b", buffering=0, closefd=False)
+        self._size = size
+
+    @classmethod
+    def open(cls, path: Path, *, file_already_exists: bool = False, init_file_size: int = 0,
+             preallocate: bool = False) -> "FileRecords":
+        flags = os.O_RDWR | os.O_CREAT
+        fd = os.open(path, flags, 0o644)
+        size = os.fstat(fd).st_size
+        if preallocate and not file_already_exists and size == 0 and init_file_size > 0:
+            # The bytes past `size` are zeros; recovery treats them as a torn tail.
+            os.ftruncate(fd, init_file_size)
+            return cls(path, fd, 0)
+        return cls(path, fd, size)
+
+    # -- accessors ------------------------------------------------------------------------------
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def file(self):  # noqa: ANN201 - a raw FileIO usable with sendfile
+        """An open binary file object over the .log (for `loop.sendfile`/`os.sendfile`)."""
+        return self._file
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def size_in_bytes(self) -> int:
+        return self._size
+
+    # -- mutation -------------------------------------------------------------------------------
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        view = memoryview(data)
+        pos = self._size
+        while view:
+            written = os.pwrite(self._fd, view, pos)
+            pos += written
+            view = view[written:]
+        appended = pos - self._size
+        self._size = pos
+        return appended
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+
+    def truncate_to(self, target_size: int) -> int:
+        """Drop bytes from target_size on; returns the number removed."""
+        if target_size > self._size or target_size < 0:
+            raise ValueError(f"Attempt to truncate log segment {self._path} to {target_size} bytes failed, "
+                             f"size of this log segment is {self._size} bytes.")
+        removed = self._size - target_size
+        os.ftruncate(self._fd, target_size)
+        self._size = target_size
+        return removed
+
+    def trim(self) -> None:
+        """Cut preallocated space past the last batch."""
+        if os.fstat(self._fd).st_size != self._size:
+            os.ftruncate(self._fd, self._size)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._file.close()
+            os.close(self._fd)
+            self._fd = -1
+
+    def rename_to(self, path: Path) -> None:
+        os.replace(self._path, path)
+        self._path = Path(path)
+
+    def update_parent_dir(self, parent: Path) -> None:
+        self._path = Path(parent) / self._path.name
+
+    def delete_if_exists(self) -> bool:
+        self.close()
+        try:
+            self._path.unlink()
+            return True
+        except FileNotFoundError:
+            return False
+
+    def last_modified_ms(self) -> int:
+        return int(os.stat(self._path).st_mtime * 1000)
+
+    # -- reading --------------------------------------------------------------------------------
+    def read(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def batches(self, start: int = 0, end: int | None = None, *, with_data: bool = False) -> Iterator[FileBatch]:
+        """Walk batches in [start, end). Stops quietly at a partial trailing batch;
+        a structurally invalid header raises CorruptRecordError/UnsupportedForMessageFormatError."""
+        end = self._size if end is None else end
+        pos = start
+        buf = b""
+        base = pos
+        while pos < end:
+            rel = pos - base
+            avail = len(buf) - rel
+            if avail < BATCH_HEADER_SIZE:
+                buf = os.pread(self._fd, min(READ_CHUNK, end - pos), pos)
+                base, rel, avail = pos, 0, len(buf)
+                if avail < BATCH_HEADER_SIZE:
+                    return  # a partial trailing header: never visible below the LEO
+            header = read_batch_header(buf, rel)
+            size = header.batch_length + LOG_OVERHEAD
+            if pos + size > end:
+                return
+            if with_data and size > avail:
+                buf = os.pread(self._fd, max(size, min(READ_CHUNK, end - pos)), pos)
+                base, rel = pos, 0
+                if len(buf) < size:
+                    return
+            yield FileBatch(header, pos, buf if with_data else None, rel)
+            pos += size
+
+    def search_for_offset_from_position(self, target_offset: int, starting_position: int) -> LogOffsetPosition | None:
+        """First batch (from starting_position) whose last offset >= target_offset."""
+        for batch in self.batches(starting_position):
+            last = batch.header.base_offset + batch.header.last_offset_delta
+            if last >= target_offset:
+                return LogOffsetPosition(last, batch.position, batch.header.batch_length + LOG_OVERHEAD)
+        return None
+
+    def search_for_timestamp(self, target_timestamp: int, starting_position: int,
+                             starting_offset: int) -> TimestampAndOffset | None:
+        """First record at or after starting_offset with timestamp >= target (decodes only the matching batch)."""
+        for batch in self.batches(starting_position, with_data=True):
+            h = batch.header
+            if h.max_timestamp < target_timestamp:
+                continue
+            if h.attributes & 0x08:  # LogAppendTime: every record carries maxTimestamp
+                offset = max(h.base_offset, starting_offset)
+                if offset <= h.base_offset + h.last_offset_delta:
+                    return TimestampAndOffset(h.max_timestamp, offset, _epoch(h))
+                continue
+            for record in decode_records(batch.buf, batch.offset_in_buf):  # type: ignore[arg-type]
+                if record.timestamp >= target_timestamp and record.offset >= starting_offset:
+                    return TimestampAndOffset(record.timestamp, record.offset, _epoch(h))
+        return None
+
+    def offset_of_max_timestamp(self, batch: FileBatch) -> int:
+        h = batch.header
+        if h.timestamp_type == TimestampType.LOG_APPEND_TIME:
+            return h.base_offset
+        for record in decode_records(batch.buf, batch.offset_in_buf):  # type: ignore[arg-type]
+            if record.timestamp == h.max_timestamp:
+                return record.offset
+        return h.base_offset + h.last_offset_delta
+
+
+def _epoch(h: BatchHeader) -> int | None:
+    return h.partition_leader_epoch if h.partition_leader_epoch >= 0 else None
+
+
+BATCH_ERRORS = (CorruptRecordError, UnsupportedForMessageFormatError)

@@ -1,0 +1,550 @@
+"""Log: Kafka's UnifiedLog + LocalLog for one partition.
+
+Offsets: log start offset <= last stable offset <= high watermark <= log end offset, and the
+log always has at least one segment. All mutations hold `self._lock` (one writer); reads take
+snapshots of the offset metadata and segment list and never block on the writer.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import msgspec
+
+from storage.clock import SYSTEM_CLOCK, Clock
+from storage.errors import KafkaStorageError
+from storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCheckpointFile, LeaderEpochFileCache
+from storage.log_config import LogConfig
+from storage.log_segment import LogSegment, RollParams
+from storage.log_segments import LogSegments
+from storage.log_validator import LogValidator
+from storage.partition_metadata import PartitionMetadataFile
+from storage.producer_state_manager import ProducerStateManager
+from storage.topic_partition import TopicPartition
+from storage.transaction_index import AbortedTxn
+from wire.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
+
+Isolation = Literal["read_uncommitted", "read_committed", "log_end"]
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+
+class LogOffsetMetadata(msgspec.Struct, frozen=True):
+    """An offset plus where it sits on disk (segment base, byte position) when known."""
+
+    message_offset: int
+    segment_base_offset: int = -1
+    relative_position_in_segment: int = -1
+
+    @property
+    def message_offset_only(self) -> bool:
+        return self.segment_base_offset == -1
+
+
+class FetchDataInfo(msgspec.Struct):
+    """Where a fetch's bytes are: `size` bytes of `file` at `position` (send them with sendfile).
+
+    `file` is None when the fetch is empty.
+    """
+
+    fetch_offset_metadata: LogOffsetMetadata
+    file: Any = None
+    position: int = 0
+    size: int = 0
+    first_entry_incomplete: bool = False
+    aborted_transactions: list[AbortedTxn] | None = None
+    path: Path | None = None
+
+    def read_bytes(self) -> bytes:
+        if self.file is None or self.size == 0:
+            return b""
+        return os.pread(self.file.fileno(), self.size, self.position)
+
+
+class LogAppendInfo(msgspec.Struct):
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time: int
+    log_start_offset: int
+    num_messages: int
+    valid_bytes: int
+    shallow_offset_of_max_timestamp: int = -1
+    record_errors: list[tuple[int, str]] = msgspec.field(default_factory=list)
+
+
+class Log:
+    """One partition's log. Create through `Log.open` (which runs LogLoader) or LogManager."""
+
+    def __init__(self, dir: Path, config: LogConfig, segments: LogSegments, *, log_start_offset: int,
+                 recovery_point: int, next_offset_metadata: LogOffsetMetadata, clock: Clock,
+                 leader_epoch_cache: LeaderEpochFileCache, producer_state_manager: ProducerStateManager,
+                 topic_id: uuid.UUID | None = None,
+                 background: Callable[[Callable[[], None]], None] | None = None) -> None:
+        self.dir = Path(dir)
+        self.topic_partition = TopicPartition.from_dir_name(self.dir.name)
+        self.config = config
+        self.segments = segments
+        self.clock = clock
+        self.leader_epoch_cache = leader_epoch_cache
+        self.producer_state_manager = producer_state_manager
+        self.background = background
+        self._lock = threading.RLock()
+        self._log_start_offset = log_start_offset
+        self._recovery_point = recovery_point
+        self._next_offset_metadata = next_offset_metadata
+        self._high_watermark = LogOffsetMetadata(log_start_offset)
+        self._last_flushed_ms = clock.milliseconds()
+        self._validator = LogValidator(config)
+        self._closed = False
+        self.partition_metadata_file = PartitionMetadataFile(self.dir)
+        self.topic_id = topic_id
+        if topic_id is None:
+            self.topic_id = self.partition_metadata_file.read()
+        elif self.partition_metadata_file.read() != topic_id:
+            self.partition_metadata_file.write(topic_id)
+        # Single node: everything appended is replicated, so the HW is the LEO.
+        self._high_watermark = next_offset_metadata
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def open(cls, dir: Path | str, config: LogConfig | None = None, *, clock: Clock = SYSTEM_CLOCK,
+             log_start_offset: int = 0, recovery_point: int = 0, had_clean_shutdown: bool = False,
+             topic_id: uuid.UUID | None = None,
+             background: Callable[[Callable[[], None]], None] | None = None) -> "Log":
+        """Open (creating if needed) the log in `dir`, recovering it as LogLoader does."""
+        from storage.log_loader import LogLoader
+
+        dir = Path(dir)
+        config = config or LogConfig()
+        dir.mkdir(parents=True, exist_ok=True)
+        epoch_cache = LeaderEpochFileCache(LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT_FILE))
+        producer_state = ProducerStateManager()
+        segments = LogSegments()
+        offsets = LogLoader(dir, config, clock, segments, log_start_offset_checkpoint=log_start_offset,
+                            recovery_point_checkpoint=recovery_point, had_clean_shutdown=had_clean_shutdown,
+                            leader_epoch_cache=epoch_cache, producer_state_manager=producer_state).load()
+        return cls(dir, config, segments, log_start_offset=offsets.log_start_offset,
+                   recovery_point=offsets.recovery_point, next_offset_metadata=offsets.next_offset_metadata,
+                   clock=clock, leader_epoch_cache=epoch_cache, producer_state_manager=producer_state,
+                   topic_id=topic_id, background=background)
+
+    # -- offsets --------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def local_log_start_offset(self) -> int:
+        first = self.segments.first_segment()
+        return first.base_offset if first is not None else self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset_metadata.message_offset
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        return self._next_offset_metadata
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark.message_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        first_unstable = self.producer_state_manager.first_unstable_offset()
+        hw = self.high_watermark
+        return hw if first_unstable is None else min(first_unstable, hw)
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.segments.size_in_bytes()
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments.active_segment()
+
+    @property
+    def num_segments(self) -> int:
+        return len(self.segments)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self.log_end_offset - self._recovery_point
+
+    @property
+    def last_flush_time(self) -> int:
+        return self._last_flushed_ms
+
+    def update_config(self, new: LogConfig) -> None:
+        with self._lock:
+            self.config = new
+            self._validator = LogValidator(new)
+
+    def assign_topic_id(self, topic_id: uuid.UUID) -> None:
+        with self._lock:
+            self.topic_id = topic_id
+            self.partition_metadata_file.write(topic_id)
+
+    # -- append ---------------------------------------------------------------------------------
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int = 0) -> LogAppendInfo:
+        """Validate, assign offsets, write; the HW follows the LEO (single node)."""
+        with self._lock:
+            self._check_open()
+            if len(records) == 0:
+                leo = self.log_end_offset
+                return LogAppendInfo(leo, leo - 1, -1, -1, self._log_start_offset, 0, 0)
+            now = self.clock.milliseconds()
+            result = self._validator.validate_and_assign_offsets(records, self.log_end_offset, now, leader_epoch)
+            data = result.records
+            if len(data) > self.config.segment_bytes:
+                raise RecordBatchTooLargeError(
+                    f"Message batch size is {len(data)} bytes in append to partition {self.topic_partition} "
+                    f"which exceeds the maximum configured segment size of {self.config.segment_bytes}."
+                )
+            info = LogAppendInfo(
+                first_offset=result.first_offset, last_offset=result.last_offset,
+                max_timestamp=result.max_timestamp, log_append_time=result.log_append_time,
+                log_start_offset=self._log_start_offset, num_messages=result.num_messages,
+                valid_bytes=len(data), shallow_offset_of_max_timestamp=result.shallow_offset_of_max_timestamp,
+            )
+            segment = self._maybe_roll(len(data), info, now)
+            for header, _pos in result.batches:
+                if header.partition_leader_epoch >= 0:
+                    self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+                    break
+            segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp,
+                           data, result.batches)
+            self._update_log_end_offset(info.last_offset + 1, segment)
+            self._track_transactions(result.batches, data, segment)
+            self._high_watermark = self._next_offset_metadata
+            if self.unflushed_messages >= self.config.flush_messages:
+                self._flush_locked(self.log_end_offset)
+            return info
+
+    def _track_transactions(self, batches: list, data: bytearray, segment: LogSegment) -> None:
+        psm = self.producer_state_manager
+        for header, pos in batches:
+            if not header.is_transactional:
+                continue
+            completed = psm.update(header, data, pos)
+            if completed is not None and completed.is_aborted:
+                lso = psm.last_stable_offset_after(completed)
+                segment.update_txn_index(psm.aborted(completed, lso))
+
+    def _update_log_end_offset(self, offset: int, segment: LogSegment) -> None:
+        self._next_offset_metadata = LogOffsetMetadata(offset, segment.base_offset, segment.size())
+
+    # -- rolling --------------------------------------------------------------------------------
+    def _maybe_roll(self, messages_size: int, info: LogAppendInfo, now: int) -> LogSegment:
+        segment = self.segments.active_segment()
+        params = RollParams(self.config.segment_ms, self.config.segment_bytes, info.max_timestamp,
+                            info.last_offset, messages_size, now)
+        if segment.should_roll(params):
+            return self._roll_locked(info.first_offset)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        with self._lock:
+            self._check_open()
+            return self._roll_locked(expected_next_offset)
+
+    def _roll_locked(self, expected_next_offset: int | None) -> LogSegment:
+        new_offset = max(expected_next_offset or 0, self.log_end_offset)
+        active = self.segments.active_segment()
+        existing = self.segments.get(new_offset)
+        if existing is not None:
+            if existing is active and active.size() == 0:
+                # KAFKA-6388: an empty active segment whose index reports full is recreated in place.
+                self.segments.remove(new_offset)
+                active.delete_if_exists()
+            else:
+                raise KafkaStorageError(
+                    f"Trying to roll a new log segment for topic partition {self.topic_partition} with start "
+                    f"offset {new_offset} =max(provided offset = {expected_next_offset}, LEO = "
+                    f"{self.log_end_offset}) while it already exists."
+                )
+        elif new_offset < active.base_offset:
+            raise KafkaStorageError(f"Trying to roll to offset {new_offset} below the active segment {active.base_offset}")
+        else:
+            active.on_become_inactive_segment()
+        for stale in (".log", ".index", ".timeindex", ".txnindex"):
+            path = self.dir / f"{new_offset:020d}{stale}"
+            if path.exists():
+                path.unlink()  # a leftover from an earlier incarnation of this offset
+        segment = LogSegment.open(self.dir, new_offset, self.config, self.clock,
+                                  init_file_size=self.config.segment_bytes, preallocate=self.config.preallocate)
+        self.segments.add(segment)
+        self._update_log_end_offset(self.log_end_offset, segment)
+        if self._high_watermark.message_offset == self.log_end_offset:
+            self._high_watermark = self._next_offset_metadata
+        if self.background is not None:
+            # Flush the finished segment off the append path (Kafka schedules "flush-log").
+            self.background(lambda: self.flush(new_offset))
+        return segment
+
+    # -- flush ----------------------------------------------------------------------------------
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync segments below `up_to` (default: the LEO); the recovery point only moves on a real fsync."""
+        with self._lock:
+            if self._closed:
+                return
+            self._flush_locked(self.log_end_offset if up_to is None else min(up_to, self.log_end_offset))
+
+    def _flush_locked(self, flush_offset: int) -> None:
+        if flush_offset <= self._recovery_point:
+            return
+        for segment in self.segments.values(self._recovery_point, flush_offset):
+            segment.flush()
+        self._recovery_point = flush_offset
+        self._last_flushed_ms = self.clock.milliseconds()
+
+    def flush_if_due(self) -> bool:
+        """The flush.ms rule (LogManager's flusher calls this periodically)."""
+        if self.clock.milliseconds() - self._last_flushed_ms >= self.config.flush_ms and self.unflushed_messages > 0:
+            self.flush()
+            return True
+        return False
+
+    # -- read -----------------------------------------------------------------------------------
+    def read(self, fetch_offset: int, max_bytes: int, *, isolation: Isolation = "read_uncommitted",
+             min_one_message: bool = True) -> FetchDataInfo:
+        """File range of the batches from fetch_offset, bounded by max_bytes and the isolation's upper offset."""
+        end_metadata = self._next_offset_metadata
+        if fetch_offset < self._log_start_offset or fetch_offset > end_metadata.message_offset:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {fetch_offset} for partition {self.topic_partition}, but we only "
+                f"have log segments upto {end_metadata.message_offset} and log start offset {self._log_start_offset}."
+            )
+        if isolation == "log_end":
+            max_metadata = end_metadata
+        elif isolation == "read_committed":
+            max_metadata = self._last_stable_offset_metadata()
+        else:
+            max_metadata = self._high_watermark
+        if fetch_offset >= max_metadata.message_offset:
+            return FetchDataInfo(self._offset_metadata_or_offset(fetch_offset))
+        if max_metadata.message_offset_only:
+            max_metadata = self._convert_to_offset_metadata(max_metadata.message_offset)
+        segment = self.segments.floor_segment(fetch_offset)
+        while segment is not None:
+            if segment.base_offset < max_metadata.segment_base_offset:
+                max_position = segment.size()
+            elif segment.base_offset == max_metadata.segment_base_offset:
+                max_position = max_metadata.relative_position_in_segment
+            else:
+                break
+            found = segment.read(fetch_offset, max_bytes, max_position, min_one_message)
+            if found is not None:
+                info = FetchDataInfo(
+                    LogOffsetMetadata(fetch_offset, segment.base_offset, found.position),
+                    file=segment.log.file, position=found.position, size=found.size,
+                    first_entry_incomplete=False, path=segment.log.path,
+                )
+                if isolation == "read_committed":
+                    info.aborted_transactions = self._collect_aborted(fetch_offset, max_metadata.message_offset)
+                return info
+            segment = self.segments.higher_segment(segment.base_offset)
+        return FetchDataInfo(LogOffsetMetadata(fetch_offset))
+
+    def read_bytes(self, fetch_offset: int, max_bytes: int, **kwargs: Any) -> bytes:
+        return self.read(fetch_offset, max_bytes, **kwargs).read_bytes()
+
+    def _collect_aborted(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        found: list[AbortedTxn] = []
+        for segment in self.segments.values(fetch_offset, None):
+            result = segment.collect_aborted_txns(fetch_offset, upper_bound)
+            found.extend(result.aborted_transactions)
+            if result.is_complete:
+                break
+        return found
+
+    def _last_stable_offset_metadata(self) -> LogOffsetMetadata:
+        hw = self._high_watermark
+        first_unstable = self.producer_state_manager.first_unstable_offset()
+        if first_unstable is None or first_unstable >= hw.message_offset:
+            return hw
+        return self._convert_to_offset_metadata(first_unstable)
+
+    def _convert_to_offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        if offset == self._next_offset_metadata.message_offset:
+            return self._next_offset_metadata
+        segment = self.segments.floor_segment(offset)
+        if segment is None:
+            return LogOffsetMetadata(offset)
+        found = segment.translate_offset(offset)
+        if found is None:
+            return LogOffsetMetadata(offset, segment.base_offset, segment.size())
+        return LogOffsetMetadata(offset, segment.base_offset, found.position)
+
+    def _offset_metadata_or_offset(self, offset: int) -> LogOffsetMetadata:
+        if offset == self._next_offset_metadata.message_offset:
+            return self._next_offset_metadata
+        return LogOffsetMetadata(offset)
+
+    # -- timestamps -----------------------------------------------------------------------------
+    def fetch_offset_by_timestamp(self, timestamp: int, *, isolation: Isolation = "read_uncommitted"
+                                  ) -> tuple[int, int] | None:
+        """ListOffsets: (offset, timestamp) of the first record with timestamp >= `timestamp`.
+
+        Special values: -2 earliest, -1 latest (HW, or LSO for read_committed), -3 the record with
+        the largest timestamp, -4 earliest local. None when no record qualifies.
+        """
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return (self._log_start_offset, -1)
+        if timestamp == LATEST_TIMESTAMP:
+            return (self.last_stable_offset if isolation == "read_committed" else self.high_watermark, -1)
+        if timestamp == LATEST_TIERED_TIMESTAMP:
+            return None
+        segments = self.segments.values()
+        if timestamp == MAX_TIMESTAMP:
+            return self._max_timestamp_offset(segments)
+        if timestamp < 0:
+            return None
+        for segment in segments:
+            if segment.max_timestamp_so_far >= timestamp:
+                found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+                if found is not None:
+                    return (found.offset, found.timestamp)
+        return None
+
+    def _max_timestamp_offset(self, segments: list[LogSegment]) -> tuple[int, int] | None:
+        best: LogSegment | None = None
+        for segment in segments:
+            if best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far:
+                best = segment
+        if best is None or best.max_timestamp_so_far < 0:
+            return None
+        target = best.max_timestamp_and_offset_so_far
+        position = best.offset_index.lookup(target.offset).position
+        for batch in best.log.batches(position, with_data=True):
+            if batch.header.max_timestamp == target.timestamp:
+                return (best.log.offset_of_max_timestamp(batch), target.timestamp)
+        return None
+
+    # -- log start offset / truncation ----------------------------------------------------------
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int, reason: str = "client delete records") -> bool:
+        """DeleteRecords: raise the log start offset, never past the high watermark."""
+        with self._lock:
+            self._check_open()
+            if new_log_start_offset > self.high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"Cannot increment the log start offset to {new_log_start_offset} of partition "
+                    f"{self.topic_partition} since it is larger than the high watermark {self.high_watermark}"
+                )
+            if new_log_start_offset <= self._log_start_offset:
+                return False
+            self._log_start_offset = new_log_start_offset
+            self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
+            self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
+            if self._recovery_point < new_log_start_offset:
+                self._recovery_point = new_log_start_offset
+            return True
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Drop everything at and above target_offset. Returns whether anything was removed."""
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.topic_partition} to a negative offset ({target_offset}).")
+        with self._lock:
+            self._check_open()
+            if target_offset >= self.log_end_offset:
+                return False
+            first = self.segments.first_segment()
+            if first is None or target_offset < first.base_offset:
+                self.truncate_fully_and_start_at(target_offset)
+                return True
+            for segment in self.segments.higher_segments(target_offset):
+                if segment.base_offset >= target_offset and segment is not first:
+                    self.segments.remove(segment.base_offset)
+                    segment.delete_if_exists()
+            active = self.segments.active_segment()
+            active.truncate_to(target_offset)
+            self._update_log_end_offset(active.read_next_offset(), active)
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+            self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
+            self.producer_state_manager.truncate_and_reload(self._log_start_offset, self.log_end_offset)
+            if self._high_watermark.message_offset > self.log_end_offset:
+                self._high_watermark = self._next_offset_metadata
+            else:
+                self._high_watermark = self._next_offset_metadata  # single node: HW == LEO
+            self._recovery_point = min(self._recovery_point, self.log_end_offset)
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and restart the log empty at new_offset."""
+        with self._lock:
+            self._check_open()
+            for segment in self.segments.values():
+                self.segments.remove(segment.base_offset)
+                segment.delete_if_exists()
+            segment = LogSegment.open(self.dir, new_offset, self.config, self.clock,
+                                      init_file_size=self.config.segment_bytes, preallocate=self.config.preallocate)
+            self.segments.add(segment)
+            self._update_log_end_offset(new_offset, segment)
+            self.leader_epoch_cache.clear()
+            self.producer_state_manager.truncate_fully_and_start_at(new_offset)
+            self._log_start_offset = new_offset
+            self._recovery_point = new_offset
+            self._high_watermark = self._next_offset_metadata
+
+    # -- retention (a later issue) ----------------------------------------------------------------
+    def delete_old_segments(self) -> int:
+        """Retention by log start offset / retention.bytes / retention.ms: not built yet (issue 4)."""
+        return 0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"The log for partition {self.topic_partition} is closed")
+
+    def close(self) -> None:
+        """Trim and unmap indexes, close files (no fsync: callers flush first if they need to)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self.segments.close()
+
+    def rename_dir(self, new_dir: Path) -> None:
+        with self._lock:
+            os.replace(self.dir, new_dir)
+            self.dir = Path(new_dir)
+            for segment in self.segments.values():
+                segment.update_parent_dir(self.dir)
+            self.partition_metadata_file = PartitionMetadataFile(self.dir)
+            self.leader_epoch_cache.checkpoint.path = self.dir / LEADER_EPOCH_CHECKPOINT_FILE
+
+    def delete(self) -> None:
+        """Close and remove the whole partition directory."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                for segment in self.segments.values():
+                    segment.close_handlers()
+            self.segments.clear()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        return (f"Log({self.topic_partition}, start={self.log_start_offset}, hw={self.high_watermark}, "
+                f"leo={self.log_end_offset}, segments={len(self.segments)})")

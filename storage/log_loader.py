@@ -1,0 +1,219 @@
+"""LogLoader: rebuild a partition's segments from disk at startup.
+
+Order (each step makes a crash at any point recoverable): delete `.deleted` / `.cleaned`
+leftovers, complete interrupted `.swap` operations, open every segment (deleting orphan
+indexes, rebuilding missing or corrupt ones), recover from the recovery point unless the
+shutdown was clean, and wipe the log when the log-start checkpoint is past its end.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from storage.clock import Clock
+from storage.errors import CorruptIndexError, LogSegmentOffsetOverflowError
+from storage.leader_epoch_cache import LeaderEpochFileCache
+from storage.log_config import LogConfig
+from storage.log_file_utils import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
+    is_index_file,
+    offset_from_file_name,
+)
+from storage.log_segment import LogSegment
+from storage.log_segments import LogSegments
+from storage.producer_state_manager import ProducerStateManager
+
+if TYPE_CHECKING:
+    from storage.log import LogOffsetMetadata
+
+
+class LoadedLogOffsets(msgspec.Struct, frozen=True):
+    log_start_offset: int
+    recovery_point: int
+    next_offset_metadata: "LogOffsetMetadata"
+
+
+def _delete_indices_if_exist(dir: Path, base_offset: int, suffix: str = "") -> None:
+    for kind in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX):
+        (dir / f"{base_offset:020d}{kind}{suffix}").unlink(missing_ok=True)
+
+
+class LogLoader:
+    def __init__(self, dir: Path, config: LogConfig, clock: Clock, segments: LogSegments, *,
+                 log_start_offset_checkpoint: int, recovery_point_checkpoint: int, had_clean_shutdown: bool,
+                 leader_epoch_cache: LeaderEpochFileCache, producer_state_manager: ProducerStateManager) -> None:
+        self.dir = Path(dir)
+        self.config = config
+        self.clock = clock
+        self.segments = segments
+        self.log_start_offset_checkpoint = log_start_offset_checkpoint
+        self.recovery_point_checkpoint = recovery_point_checkpoint
+        self.had_clean_shutdown = had_clean_shutdown
+        self.leader_epoch_cache = leader_epoch_cache
+        self.producer_state_manager = producer_state_manager
+        self.recovered_segments: list[int] = []  # base offsets recovered (for tests and metrics)
+
+    def load(self) -> "LoadedLogOffsets":
+        from storage.log import LogOffsetMetadata
+
+        swap_files = self._remove_temp_files_and_collect_swap_files()
+        self._complete_swap_operations(swap_files)
+        self._load_segment_files()
+        recovery_point, next_offset = self._recover_log()
+        active = self.segments.active_segment()
+        active.resize_indexes(self.config.max_index_size)
+        self.leader_epoch_cache.truncate_from_end(next_offset)
+        log_start = max(self.log_start_offset_checkpoint, self.segments.first_segment().base_offset)  # type: ignore[union-attr]
+        self.leader_epoch_cache.truncate_from_start(log_start)
+        self.producer_state_manager.truncate_and_reload(log_start, next_offset)
+        return LoadedLogOffsets(
+            log_start_offset=log_start,
+            recovery_point=recovery_point,
+            next_offset_metadata=LogOffsetMetadata(next_offset, active.base_offset, active.size()),
+        )
+
+    # -- step 1: temp files ---------------------------------------------------------------------
+    def _remove_temp_files_and_collect_swap_files(self) -> list[Path]:
+        swap_files: list[Path] = []
+        cleaned_files: list[Path] = []
+        min_cleaned_offset: int | None = None
+        for path in sorted(self.dir.iterdir()):
+            if not path.is_file():
+                continue
+            name = path.name
+            if name.endswith(DELETED_FILE_SUFFIX):
+                path.unlink(missing_ok=True)  # the second phase of an async delete that never ran
+            elif name.endswith(CLEANED_FILE_SUFFIX):
+                offset = offset_from_file_name(name)
+                min_cleaned_offset = offset if min_cleaned_offset is None else min(min_cleaned_offset, offset)
+                cleaned_files.append(path)
+            elif name.endswith(SWAP_FILE_SUFFIX):
+                base_name = name[: -len(SWAP_FILE_SUFFIX)]
+                offset = offset_from_file_name(base_name)
+                if is_index_file(base_name):
+                    _delete_indices_if_exist(self.dir, offset)
+                elif base_name.endswith(LOG_FILE_SUFFIX):
+                    _delete_indices_if_exist(self.dir, offset)
+                    swap_files.append(path)
+        # A .swap at or above the smallest .cleaned offset is from an incomplete split: not valid yet.
+        valid_swaps = []
+        for path in swap_files:
+            if min_cleaned_offset is not None and offset_from_file_name(path.name) >= min_cleaned_offset:
+                path.unlink(missing_ok=True)
+                _delete_indices_if_exist(self.dir, offset_from_file_name(path.name), SWAP_FILE_SUFFIX)
+            else:
+                valid_swaps.append(path)
+        for path in cleaned_files:
+            path.unlink(missing_ok=True)
+        return valid_swaps
+
+    # -- step 2: swaps --------------------------------------------------------------------------
+    def _complete_swap_operations(self, swap_files: list[Path]) -> None:
+        if not swap_files:
+            return
+        min_swap: int | None = None
+        max_swap = -1
+        for path in swap_files:
+            base = offset_from_file_name(path.name)
+            segment = LogSegment.open(self.dir, base, self.config, self.clock, file_already_exists=True,
+                                      file_suffix=SWAP_FILE_SUFFIX)
+            try:
+                segment.recover(None, None)
+                next_offset = segment.read_next_offset()
+            finally:
+                segment.close()
+            min_swap = base if min_swap is None else min(min_swap, base)
+            max_swap = max(max_swap, next_offset)
+        # The swap replaces every live segment file whose base lies in [min_swap, max_swap).
+        for path in list(self.dir.iterdir()):
+            if not path.is_file() or path.name.endswith(SWAP_FILE_SUFFIX):
+                continue
+            try:
+                offset = offset_from_file_name(path.name)
+            except ValueError:
+                continue
+            if min_swap is not None and min_swap <= offset < max_swap:
+                path.unlink(missing_ok=True)
+        for path in list(self.dir.iterdir()):
+            if path.is_file() and path.name.endswith(SWAP_FILE_SUFFIX):
+                os.replace(path, path.with_name(path.name[: -len(SWAP_FILE_SUFFIX)]))
+
+    # -- step 3: open segments ------------------------------------------------------------------
+    def _load_segment_files(self) -> None:
+        names = sorted(p.name for p in self.dir.iterdir() if p.is_file())
+        present = set(names)
+        for name in names:
+            if is_index_file(name):
+                base = name[: name.index(".")]
+                if base + LOG_FILE_SUFFIX not in present:
+                    (self.dir / name).unlink(missing_ok=True)  # orphan index
+        for name in names:
+            if not name.endswith(LOG_FILE_SUFFIX):
+                continue
+            try:
+                base_offset = offset_from_file_name(name)
+            except ValueError:
+                continue
+            time_index_newly_created = not (self.dir / f"{base_offset:020d}{TIME_INDEX_FILE_SUFFIX}").exists()
+            segment = LogSegment.open(self.dir, base_offset, self.config, self.clock, file_already_exists=True)
+            try:
+                segment.sanity_check(time_index_newly_created)
+            except CorruptIndexError:
+                # Indexes carry no checksum: rebuild them from the log.
+                segment.offset_index.delete_if_exists()
+                segment.time_index.delete_if_exists()
+                segment.txn_index.delete_if_exists()
+                self._recover_segment(segment)
+            self.segments.add(segment)
+
+    def _recover_segment(self, segment: LogSegment) -> int:
+        try:
+            truncated = segment.recover(self.producer_state_manager, self.leader_epoch_cache)
+        except LogSegmentOffsetOverflowError:
+            raise
+        self.recovered_segments.append(segment.base_offset)
+        return truncated
+
+    # -- step 4: recovery -----------------------------------------------------------------------
+    def _recover_log(self) -> tuple[int, int]:
+        if not self.had_clean_shutdown:
+            unflushed = self.segments.values(self.recovery_point_checkpoint, None)
+            for i, segment in enumerate(unflushed):
+                truncated = self._recover_segment(segment)
+                if truncated > 0:
+                    # Everything after the first invalid byte is gone, including later segments.
+                    for later in unflushed[i + 1 :]:
+                        self.segments.remove(later.base_offset)
+                        later.delete_if_exists()
+                    break
+        log_end = self._delete_segments_if_log_start_greater_than_log_end()
+        if self.segments.is_empty():
+            segment = LogSegment.open(self.dir, self.log_start_offset_checkpoint, self.config, self.clock,
+                                      init_file_size=self.config.segment_bytes, preallocate=self.config.preallocate)
+            self.segments.add(segment)
+        next_offset = log_end if log_end is not None else self.log_start_offset_checkpoint
+        recovery_point = next_offset if self.had_clean_shutdown else min(self.recovery_point_checkpoint, next_offset)
+        return recovery_point, next_offset
+
+    def _delete_segments_if_log_start_greater_than_log_end(self) -> int | None:
+        if self.segments.is_empty():
+            return None
+        log_end = self.segments.active_segment().read_next_offset()
+        if log_end >= self.log_start_offset_checkpoint:
+            return log_end
+        # Segment files vanished under the checkpoint: restart empty at the checkpointed start.
+        for segment in self.segments.values():
+            self.segments.remove(segment.base_offset)
+            segment.delete_if_exists()
+        self.leader_epoch_cache.clear()
+        self.producer_state_manager.truncate_fully_and_start_at(self.log_start_offset_checkpoint)
+        return None

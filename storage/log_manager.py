@@ -1,0 +1,397 @@
+"""LogManager: every partition log across `log.dirs`.
+
+Locks each directory, stamps `meta.properties`, loads (and if needed recovers) all logs in
+parallel at startup, places new partitions in the directory with the fewest, deletes
+partitions by renaming them `-delete` first, and writes the offset checkpoints and the
+clean-shutdown marker. Periodic jobs are plain methods the service schedules.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import shutil
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable
+
+import msgspec
+
+from storage.atomic_file import fsync_dir, write_atomically
+from storage.clock import SYSTEM_CLOCK, Clock
+from storage.errors import KafkaStorageError, LogDirLockedError
+from storage.log import Log
+from storage.log_config import LogConfig
+from storage.log_file_utils import CLEAN_SHUTDOWN_FILE, DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX
+from storage.meta_properties import MetaProperties, random_kafka_uuid, read_meta_properties, write_meta_properties
+from storage.offset_checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE,
+    REPLICATION_OFFSET_CHECKPOINT_FILE,
+    CorruptCheckpointError,
+    OffsetCheckpointFile,
+)
+from storage.topic_name import validate_topic_name
+from storage.topic_partition import TopicPartition
+
+logger = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
+TOPIC_CONFIGS_FILE = "asyncbroker-topic-configs.json"
+"""Topic config overrides (Kafka keeps them in the KRaft metadata log, which we do not have)."""
+CLUSTER_METADATA_DIR = "__cluster_metadata-0"
+REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"
+
+
+class TopicInfo(msgspec.Struct, frozen=True):
+    name: str
+    topic_id: uuid.UUID | None
+    partition_count: int
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[Path] | list[str], default_config: LogConfig | None = None, *,
+                 clock: Clock = SYSTEM_CLOCK, node_id: int = 1, cluster_id: str | None = None,
+                 recovery_threads_per_data_dir: int = 2, file_delete_delay_ms: int | None = None) -> None:
+        self.log_dirs = [Path(d).resolve() for d in log_dirs]
+        if len(set(self.log_dirs)) != len(self.log_dirs):
+            raise KafkaStorageError(f"Duplicate log directory found: {', '.join(map(str, log_dirs))}")
+        self.default_config = default_config or LogConfig()
+        self.clock = clock
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.recovery_threads_per_data_dir = max(1, recovery_threads_per_data_dir)
+        self.file_delete_delay_ms = (self.default_config.file_delete_delay_ms
+                                     if file_delete_delay_ms is None else file_delete_delay_ms)
+        self.directory_ids: dict[Path, str] = {}
+        self.had_clean_shutdown: dict[Path, bool] = {}
+        self._logs: dict[TopicPartition, Log] = {}
+        self._lock = threading.RLock()  # Kafka's logCreationOrDeletionLock
+        self._dir_locks: dict[Path, int] = {}
+        self._logs_to_delete: list[tuple[Path, int]] = []
+        self._topic_configs: dict[str, dict[str, str]] = {}
+        self._flusher: ThreadPoolExecutor | None = None
+        self._started = False
+
+    # -- startup --------------------------------------------------------------------------------
+    def startup(self) -> None:
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+        self._lock_log_dirs()
+        try:
+            self._load_meta_properties()
+            self._topic_configs = self._read_topic_configs()
+            self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-flusher")
+            self._load_logs()
+        except BaseException:
+            self._unlock_log_dirs()
+            raise
+        self._started = True
+
+    def _lock_log_dirs(self) -> None:
+        for d in self.log_dirs:
+            fd = os.open(d / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                self._unlock_log_dirs()
+                raise LogDirLockedError(
+                    f"Failed to acquire lock on file .lock in {d}. A Kafka instance in another process or "
+                    f"thread is using this directory."
+                ) from None
+            self._dir_locks[d] = fd
+
+    def _unlock_log_dirs(self) -> None:
+        for fd in self._dir_locks.values():
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+        self._dir_locks.clear()
+
+    def _load_meta_properties(self) -> None:
+        metas = {d: read_meta_properties(d) for d in self.log_dirs}
+        cluster_ids = {m.cluster_id for m in metas.values() if m is not None}
+        if self.cluster_id is not None:
+            cluster_ids.add(self.cluster_id)
+        if len(cluster_ids) > 1:
+            raise KafkaStorageError(f"Log directories belong to different clusters: {sorted(cluster_ids)}")
+        self.cluster_id = cluster_ids.pop() if cluster_ids else random_kafka_uuid()
+        for d, meta in metas.items():
+            if meta is not None and meta.node_id != self.node_id:
+                raise KafkaStorageError(
+                    f"Stored node id {meta.node_id} doesn't match previous node id {self.node_id} in "
+                    f"{d / 'meta.properties'}. If you moved your data, make sure your configured node id "
+                    f"matches. If you intend to create a new node, you should remove all data in your data "
+                    f"directories."
+                )
+            directory_id = meta.directory_id if meta is not None and meta.directory_id else random_kafka_uuid()
+            if meta is None or meta.directory_id != directory_id:
+                write_meta_properties(d, MetaProperties(1, self.cluster_id, self.node_id, directory_id))
+            self.directory_ids[d] = directory_id
+
+    def _load_logs(self) -> None:
+        """Per directory: consume the clean-shutdown marker, read checkpoints, open logs in parallel."""
+        jobs = []
+        pools = []
+        for d in self.log_dirs:
+            marker = d / CLEAN_SHUTDOWN_FILE
+            had_clean = marker.exists()
+            if had_clean:
+                # Deleted before loading, so a crash mid-load is treated as unclean next time.
+                marker.unlink()
+                fsync_dir(d)
+            self.had_clean_shutdown[d] = had_clean
+            recovery_points = _read_checkpoint(d / RECOVERY_POINT_CHECKPOINT_FILE)
+            log_starts = _read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT_FILE)
+            pool = ThreadPoolExecutor(max_workers=self.recovery_threads_per_data_dir,
+                                      thread_name_prefix=f"log-recovery-{d}")
+            pools.append(pool)
+            for entry in sorted(os.scandir(d), key=lambda e: e.name):
+                if not entry.is_dir() or entry.name in (CLUSTER_METADATA_DIR, REMOTE_INDEX_CACHE_DIR):
+                    continue
+                path = Path(entry.path)
+                if entry.name.endswith(DELETE_DIR_SUFFIX):
+                    self._logs_to_delete.append((path, self.clock.milliseconds()))
+                    continue
+                if entry.name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+                    logger.warning("Ignoring %s: future/stray logs are not supported", path)
+                    continue
+                try:
+                    tp = TopicPartition.from_dir_name(entry.name)
+                except ValueError:
+                    logger.warning("Skipping %s: not a topic-partition directory", path)
+                    continue
+                jobs.append((tp, pool.submit(self._load_log, path, tp, recovery_points.get(tp, 0),
+                                                 log_starts.get(tp, 0), had_clean)))
+        try:
+            for tp, future in jobs:
+                log = future.result()
+                if tp in self._logs:
+                    raise KafkaStorageError(
+                        f"Duplicate log directories for {tp} are found in both {self._logs[tp].dir} and {log.dir}."
+                    )
+                self._logs[tp] = log
+        finally:
+            for pool in pools:
+                pool.shutdown(wait=True)
+
+    def _load_log(self, path: Path, tp: TopicPartition, recovery_point: int, log_start: int,
+                  had_clean_shutdown: bool) -> Log:
+        return Log.open(path, self.config_for(tp.topic), clock=self.clock, log_start_offset=log_start,
+                        recovery_point=recovery_point, had_clean_shutdown=had_clean_shutdown,
+                        background=self._submit_background)
+
+    def _submit_background(self, task: Callable[[], None]) -> None:
+        flusher = self._flusher
+        if flusher is None:
+            return
+        def run() -> None:
+            try:
+                task()
+            except Exception:  # noqa: BLE001 - a failed async flush leaves the recovery point behind
+                logger.exception("Background flush failed")
+        try:
+            flusher.submit(run)
+        except RuntimeError:
+            pass  # shutting down: the final flush covers it
+
+    # -- registry -------------------------------------------------------------------------------
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        return self._logs.get(tp)
+
+    def all_logs(self) -> list[Log]:
+        return list(self._logs.values())
+
+    def logs_by_dir(self) -> dict[Path, list[Log]]:
+        out: dict[Path, list[Log]] = {d: [] for d in self.log_dirs}
+        for log in self.all_logs():
+            out.setdefault(log.dir.parent, []).append(log)
+        return out
+
+    def config_for(self, topic: str) -> LogConfig:
+        overrides = self._topic_configs.get(topic)
+        if not overrides:
+            return self.default_config
+        return LogConfig.from_props(overrides, self.default_config)
+
+    def _next_log_dir(self) -> Path:
+        """The directory holding the fewest partitions (Kafka's placement)."""
+        counts = {d: 0 for d in self.log_dirs}
+        for log in self._logs.values():
+            parent = log.dir.parent
+            if parent in counts:
+                counts[parent] += 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def create_log(self, tp: TopicPartition, config: LogConfig | None = None,
+                   topic_id: uuid.UUID | None = None) -> Log:
+        """Get or create the log of `tp`; a new one goes to the least-loaded directory."""
+        validate_topic_name(tp.topic)
+        with self._lock:
+            existing = self._logs.get(tp)
+            if existing is not None:
+                if topic_id is not None and existing.topic_id is None:
+                    existing.assign_topic_id(topic_id)
+                return existing
+            parent = self._next_log_dir()
+            path = parent / tp.dir_name
+            log = Log.open(path, config or self.config_for(tp.topic), clock=self.clock,
+                           background=self._submit_background, topic_id=topic_id)
+            fsync_dir(parent)
+            self._logs[tp] = log
+            return log
+
+    def delete_log(self, tp: TopicPartition) -> Log | None:
+        """Rename the partition directory `<topic>-<p>.<uuid>-delete`; `delete_logs` unlinks it later."""
+        with self._lock:
+            log = self._logs.pop(tp, None)
+            if log is None:
+                return None
+            parent = log.dir.parent
+            with log._lock:
+                log.close()
+                target = parent / f"{tp.dir_name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+                os.replace(log.dir, target)
+                log.dir = target
+            fsync_dir(parent)
+            self._logs_to_delete.append((target, self.clock.milliseconds()))
+            self._checkpoint_dir(parent)
+            return log
+
+    def delete_logs(self) -> int:
+        """Unlink `-delete` directories whose file.delete.delay.ms has passed."""
+        now = self.clock.milliseconds()
+        with self._lock:
+            due = [(p, t) for p, t in self._logs_to_delete if now - t >= self.file_delete_delay_ms]
+            self._logs_to_delete = [(p, t) for p, t in self._logs_to_delete if now - t < self.file_delete_delay_ms]
+        for path, _ in due:
+            shutil.rmtree(path, ignore_errors=True)
+        return len(due)
+
+    def pending_deletes(self) -> list[Path]:
+        with self._lock:
+            return [p for p, _ in self._logs_to_delete]
+
+    def topics(self) -> dict[str, TopicInfo]:
+        """Topics discovered from the logs: name, topic id, partition count."""
+        found: dict[str, TopicInfo] = {}
+        for tp, log in sorted(self._logs.items()):
+            prev = found.get(tp.topic)
+            count = max(prev.partition_count if prev else 0, tp.partition + 1)
+            topic_id = (prev.topic_id if prev and prev.topic_id else None) or log.topic_id
+            found[tp.topic] = TopicInfo(tp.topic, topic_id, count)
+        return found
+
+    # -- topic configs --------------------------------------------------------------------------
+    def set_topic_config(self, topic: str, overrides: dict[str, str]) -> None:
+        """Persist a topic's overrides (atomically, in every dir) and apply them to its logs."""
+        config = LogConfig.from_props(overrides, self.default_config)  # validates before persisting
+        with self._lock:
+            if overrides:
+                self._topic_configs[topic] = dict(overrides)
+            else:
+                self._topic_configs.pop(topic, None)
+            data = json.dumps(self._topic_configs, sort_keys=True, indent=1).encode()
+            for d in self.log_dirs:
+                write_atomically(d / TOPIC_CONFIGS_FILE, data)
+            for tp, log in self._logs.items():
+                if tp.topic == topic:
+                    log.update_config(config)
+
+    def topic_config_overrides(self, topic: str) -> dict[str, str]:
+        return dict(self._topic_configs.get(topic, {}))
+
+    def _read_topic_configs(self) -> dict[str, dict[str, str]]:
+        merged: dict[str, dict[str, str]] = {}
+        newest = -1.0
+        for d in self.log_dirs:
+            path = d / TOPIC_CONFIGS_FILE
+            try:
+                mtime = path.stat().st_mtime
+                data = json.loads(path.read_text())
+            except (FileNotFoundError, ValueError):
+                continue
+            if mtime > newest:
+                newest, merged = mtime, {str(k): {str(a): str(b) for a, b in v.items()} for k, v in data.items()}
+        return merged
+
+    # -- periodic jobs --------------------------------------------------------------------------
+    def flush_dirty_logs(self) -> None:
+        """The flush.ms rule for every log."""
+        for log in self.all_logs():
+            try:
+                log.flush_if_due()
+            except KafkaStorageError:
+                logger.exception("Error flushing %s", log)
+
+    def checkpoint_recovery_offsets(self) -> None:
+        for d, logs in self.logs_by_dir().items():
+            OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT_FILE).write(
+                {log.topic_partition: log.recovery_point for log in logs})
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for d, logs in self.logs_by_dir().items():
+            OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT_FILE).write(
+                {log.topic_partition: log.log_start_offset for log in logs
+                 if log.log_start_offset > log.local_log_start_offset})
+
+    def checkpoint_high_watermarks(self) -> None:
+        for d, logs in self.logs_by_dir().items():
+            OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT_FILE).write(
+                {log.topic_partition: log.high_watermark for log in logs})
+
+    def _checkpoint_dir(self, d: Path) -> None:
+        logs = self.logs_by_dir().get(d, [])
+        OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT_FILE).write(
+            {log.topic_partition: log.recovery_point for log in logs})
+        OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT_FILE).write(
+            {log.topic_partition: log.log_start_offset for log in logs
+             if log.log_start_offset > log.local_log_start_offset})
+
+    def cleanup_logs(self) -> int:
+        """Retention (issue 4): delete old segments of every non-compacted log."""
+        total = 0
+        for log in self.all_logs():
+            if log.config.delete:
+                total += log.delete_old_segments()
+        return total
+
+    # -- shutdown -------------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Flush and close every log, write checkpoints and the clean-shutdown marker, unlock."""
+        if not self._started:
+            return
+        if self._flusher is not None:
+            self._flusher.shutdown(wait=True)
+            self._flusher = None
+        by_dir = self.logs_by_dir()
+
+        def close_dir(logs: list[Log]) -> None:
+            for log in logs:
+                log.flush()
+                log.close()
+
+        with ThreadPoolExecutor(max_workers=max(1, len(by_dir))) as pool:
+            for future in [pool.submit(close_dir, logs) for logs in by_dir.values()]:
+                future.result()
+        self.checkpoint_recovery_offsets()
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
+        for d in self.log_dirs:
+            write_atomically(d / CLEAN_SHUTDOWN_FILE, b"")
+        self._unlock_log_dirs()
+        self._started = False
+
+
+def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    """A corrupt checkpoint is tolerated: every log then recovers from 0 / its first segment."""
+    try:
+        return OffsetCheckpointFile(path).read()
+    except CorruptCheckpointError:
+        logger.warning("Ignoring corrupt checkpoint %s", path)
+        return {}

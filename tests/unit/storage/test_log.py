@@ -1,0 +1,365 @@
+"""Log: offsets, append validation, reads, timestamps, flush, truncation, log start offset."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatch
+
+from conftest import BASE_TS, batch
+from storage.clock import MockClock
+from storage.log import Log
+from storage.log_config import LogConfig
+from wire.compression import CompressionType
+from wire.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
+)
+from wire.records import (
+    ControlRecordType,
+    Record,
+    build_batch,
+    decode_records,
+    encode_control_key,
+    encode_control_value,
+    iter_batch_headers,
+)
+
+SMALL = LogConfig(segment_bytes=2000, index_interval_bytes=100)
+
+
+def _offsets(data: bytes) -> list[int]:
+    return [r.offset for bp in iter_batch_headers(data) for r in decode_records(data, bp.position)]
+
+
+def test_append_assigns_offsets_and_advances_hw(make_log) -> None:
+    log = make_log()
+    assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (0, 0, 0)
+    info = log.append_as_leader(batch(3), leader_epoch=5)
+    assert (info.first_offset, info.last_offset, info.num_messages) == (0, 2, 3)
+    info = log.append_as_leader(batch(2))
+    assert (info.first_offset, info.last_offset) == (3, 4)
+    assert log.log_end_offset == log.high_watermark == 5
+    assert log.last_stable_offset == 5
+    data = log.read_bytes(0, 10_000)
+    assert _offsets(data) == [0, 1, 2, 3, 4]
+    first = next(iter_batch_headers(data)).header
+    assert first.partition_leader_epoch == 5
+    assert log.leader_epoch_cache.entries() == [(5, 0)]
+
+
+def test_log_files_parse_with_kafka_python(make_log, log_dir: Path) -> None:
+    log = make_log(SMALL)
+    for i in range(30):
+        log.append_as_leader(batch(3, ts=BASE_TS + i))
+    log.roll()
+    offsets = []
+    names = sorted(p.name for p in log_dir.glob("*.log"))
+    assert len(names) > 1 and all(len(n) == len("00000000000000000000.log") for n in names)
+    for name in names:
+        data = (log_dir / name).read_bytes()
+        pos = 0
+        while pos < len(data):
+            size = int.from_bytes(data[pos + 8 : pos + 12], "big") + 12
+            b = DefaultRecordBatch(data[pos : pos + size])  # kafka-python checks the CRC to the buffer's end
+            assert b.validate_crc()
+            offsets += [r.offset for r in b]
+            pos += size
+    assert offsets == list(range(90))
+
+
+def test_read_bounds(make_log) -> None:
+    log = make_log(SMALL)
+    for _ in range(20):
+        log.append_as_leader(batch(5))
+    assert log.num_segments > 1
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(101, 100)
+    empty = log.read(100, 100)  # at the LEO: nothing, but not an error
+    assert empty.size == 0 and empty.read_bytes() == b""
+    for offset in (0, 7, 33, 64, 99):
+        data = log.read_bytes(offset, 10_000)
+        got = _offsets(data)
+        assert got[0] <= offset < got[0] + 5
+    log.maybe_increment_log_start_offset(50)
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(49, 100)
+    assert _offsets(log.read_bytes(50, 100_000))[0] == 50
+
+
+def test_read_returns_file_positions(make_log) -> None:
+    log = make_log()
+    log.append_as_leader(batch(2))
+    info = log.read(0, 10_000)
+    assert info.path is not None and info.path.name == "00000000000000000000.log"
+    assert os.pread(info.file.fileno(), info.size, info.position) == info.read_bytes()
+    assert info.fetch_offset_metadata.segment_base_offset == 0
+
+
+def test_max_bytes_and_min_one_message(make_log) -> None:
+    log = make_log()
+    log.append_as_leader(batch(1, value_size=500))
+    log.append_as_leader(batch(1, value_size=500))
+    assert log.read(0, 10, min_one_message=True).size > 500
+    assert log.read(0, 10, min_one_message=False).size == 10
+    assert log.read(0, 0, min_one_message=False).size == 0
+
+
+def test_read_across_offset_gaps(log_dir: Path, clock: MockClock) -> None:
+    """Compacted logs have gaps; a fetch inside a gap returns the next batch."""
+    log_dir.mkdir(parents=True)
+    data = b"".join(
+        build_batch([Record(offset=base + i, timestamp=BASE_TS, key=b"k", value=b"v") for i in range(2)],
+                    base_offset=base)
+        for base in (0, 10, 20)
+    )
+    (log_dir / "00000000000000000000.log").write_bytes(data)
+    log = Log.open(log_dir, LogConfig(), clock=clock)
+    assert log.log_end_offset == 22
+    assert _offsets(log.read_bytes(5, 10_000))[0] == 10
+    assert _offsets(log.read_bytes(11, 10_000))[:2] == [10, 11]
+    assert _offsets(log.read_bytes(15, 10_000)) == [20, 21]
+    log.close()
+
+
+def test_roll_by_size(make_log) -> None:
+    log = make_log(LogConfig(segment_bytes=1000))
+    for _ in range(30):
+        log.append_as_leader(batch(1, value_size=100))
+    assert log.num_segments >= 4
+    assert all(s.size() <= 1000 for s in log.segments.values())
+    bases = log.segments.base_offsets()
+    assert bases == sorted(bases) and bases[0] == 0
+
+
+def test_roll_by_time_uses_record_timestamps_and_clock(make_log, clock: MockClock) -> None:
+    log = make_log(LogConfig(segment_ms=1000))
+    log.append_as_leader(batch(1, ts=clock.milliseconds()))
+    log.append_as_leader(batch(1, ts=clock.milliseconds() + 999))
+    assert log.num_segments == 1
+    clock.advance(1001)
+    log.append_as_leader(batch(1, ts=clock.milliseconds()))
+    assert log.num_segments == 2 and log.active_segment.base_offset == 2
+
+
+def test_roll_by_time_with_log_append_time(make_log, clock: MockClock) -> None:
+    log = make_log(LogConfig(segment_ms=5000, message_timestamp_type="LogAppendTime"))
+    info = log.append_as_leader(batch(1, ts=123))
+    assert info.log_append_time == clock.milliseconds() == info.max_timestamp
+    clock.advance(5001)
+    log.append_as_leader(batch(1, ts=123))
+    assert log.num_segments == 2
+    header = next(iter_batch_headers(log.read_bytes(1, 1000))).header
+    assert header.max_timestamp == clock.milliseconds() and header.attributes & 0x08
+
+
+def test_roll_when_index_full(make_log) -> None:
+    log = make_log(LogConfig(segment_index_bytes=8 * 4, index_interval_bytes=1))
+    for _ in range(12):
+        log.append_as_leader(batch(1))
+    assert log.num_segments >= 3
+    assert _offsets(log.read_bytes(0, 100_000)) == list(range(12))[: len(_offsets(log.read_bytes(0, 100_000)))]
+
+
+def test_empty_active_segment_with_full_index_is_recreated(make_log) -> None:
+    """KAFKA-6388: an index too small for any entry must not make roll fail."""
+    log = make_log(LogConfig(segment_index_bytes=12))  # time index: only the reserved slot
+    log.append_as_leader(batch(1))
+    log.append_as_leader(batch(1))
+    assert log.log_end_offset == 2
+
+
+def test_offset_overflow_forces_roll(make_log) -> None:
+    log = make_log()
+    log.append_as_leader(batch(1))
+    log.truncate_fully_and_start_at(0)
+    log.append_as_leader(batch(1))
+    seg = log.active_segment
+    assert not seg.can_convert_to_relative_offset(2**31 + 5)
+    log.truncate_fully_and_start_at(2**31 - 1)
+    log.append_as_leader(batch(3))  # offsets 2^31-1 .. 2^31+1 fit relative to base 2^31-1
+    assert log.log_end_offset == 2**31 + 2
+
+
+def test_message_too_large_and_batch_too_large(make_log) -> None:
+    log = make_log(LogConfig(max_message_bytes=500))
+    with pytest.raises(RecordTooLargeError):
+        log.append_as_leader(batch(1, value_size=600))
+    log = make_log(LogConfig(segment_bytes=300, max_message_bytes=10_000))
+    with pytest.raises(RecordBatchTooLargeError):
+        log.append_as_leader(batch(1, value_size=400))
+    assert log.log_end_offset == 0
+
+
+def test_corrupt_batch_rejected(make_log) -> None:
+    log = make_log()
+    data = bytearray(batch(2))
+    data[-1] ^= 0xFF
+    with pytest.raises(CorruptRecordError):
+        log.append_as_leader(data)
+    with pytest.raises(CorruptRecordError):
+        log.append_as_leader(batch(2)[:-3])  # truncated
+    assert log.log_end_offset == 0 and log.size_in_bytes == 0
+
+
+def test_timestamp_bounds(make_log, clock: MockClock) -> None:
+    log = make_log(LogConfig(message_timestamp_after_max_ms=1000, message_timestamp_before_max_ms=5000))
+    with pytest.raises(InvalidTimestampError) as exc:
+        log.append_as_leader(batch(1, ts=clock.milliseconds() + 2000))
+    assert exc.value.record_errors
+    with pytest.raises(InvalidTimestampError):
+        log.append_as_leader(batch(1, ts=clock.milliseconds() - 6000))
+    log.append_as_leader(batch(1, ts=clock.milliseconds() + 500))
+    assert log.log_end_offset == 1
+
+
+def test_compacted_topic_requires_keys(make_log) -> None:
+    log = make_log(LogConfig(cleanup_policy=("compact",)))
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(batch(2, key=None))
+    log.append_as_leader(batch(2, key=b"k"))
+    assert log.log_end_offset == 2
+
+
+def test_recompression_to_topic_codec(make_log) -> None:
+    log = make_log(LogConfig(compression_type="gzip"))
+    log.append_as_leader(batch(3, compression=CompressionType.NONE))
+    data = log.read_bytes(0, 10_000)
+    header = next(iter_batch_headers(data)).header
+    assert header.compression == CompressionType.GZIP
+    assert [r.offset for r in decode_records(data, 0)] == [0, 1, 2]
+
+
+def test_control_batches_from_clients_rejected(make_log) -> None:
+    log = make_log()
+    marker = build_batch([Record(offset=0, timestamp=BASE_TS, key=encode_control_key(ControlRecordType.COMMIT),
+                                 value=encode_control_value(0))], is_control=True, is_transactional=True,
+                         producer_id=7, producer_epoch=0, base_sequence=-1)
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(marker)
+
+
+def test_fetch_offset_by_timestamp(make_log) -> None:
+    log = make_log(SMALL)
+    for i in range(30):
+        log.append_as_leader(batch(2, ts=BASE_TS + i * 10))  # records ts, ts+1
+    assert log.num_segments > 1
+    assert log.fetch_offset_by_timestamp(BASE_TS + 101) == (21, BASE_TS + 101)
+    assert log.fetch_offset_by_timestamp(BASE_TS + 102) == (22, BASE_TS + 110)
+    assert log.fetch_offset_by_timestamp(0) == (0, BASE_TS)
+    assert log.fetch_offset_by_timestamp(BASE_TS + 10_000) is None
+    assert log.fetch_offset_by_timestamp(-2) == (0, -1)
+    assert log.fetch_offset_by_timestamp(-1) == (60, -1)
+    assert log.fetch_offset_by_timestamp(-3) == (59, BASE_TS + 291)
+    log.maybe_increment_log_start_offset(25)
+    assert log.fetch_offset_by_timestamp(0) == (25, BASE_TS + 121)
+    assert log.fetch_offset_by_timestamp(-2) == (25, -1)
+
+
+def test_max_timestamp_not_last(make_log) -> None:
+    log = make_log()
+    log.append_as_leader(build_batch([Record(offset=0, timestamp=BASE_TS + 50, value=b"a"),
+                                      Record(offset=1, timestamp=BASE_TS + 900, value=b"b"),
+                                      Record(offset=2, timestamp=BASE_TS + 10, value=b"c")]))
+    log.append_as_leader(batch(1, ts=BASE_TS + 100))
+    assert log.fetch_offset_by_timestamp(-3) == (1, BASE_TS + 900)
+
+
+def test_log_start_offset_never_past_hw(make_log) -> None:
+    log = make_log()
+    log.append_as_leader(batch(10))
+    with pytest.raises(OffsetOutOfRangeError):
+        log.maybe_increment_log_start_offset(11)
+    assert log.maybe_increment_log_start_offset(10)
+    assert log.log_start_offset == log.high_watermark == log.log_end_offset == 10
+    assert not log.maybe_increment_log_start_offset(5)  # never moves back
+    assert log.log_start_offset == 10
+
+
+def test_truncate_to(make_log) -> None:
+    log = make_log(SMALL)
+    for _ in range(30):
+        log.append_as_leader(batch(2))
+    segments_before = log.num_segments
+    assert not log.truncate_to(60)
+    assert log.truncate_to(20)
+    assert log.log_end_offset == log.high_watermark == 20
+    assert log.num_segments < segments_before
+    assert _offsets(log.read_bytes(0, 100_000))[-1] == 19
+    info = log.append_as_leader(batch(1))
+    assert info.first_offset == 20
+    assert log.truncate_to(0)
+    assert log.log_end_offset == 0 and log.num_segments == 1
+
+
+def test_truncate_fully_and_start_at(make_log, log_dir: Path) -> None:
+    log = make_log()
+    log.append_as_leader(batch(5))
+    log.truncate_fully_and_start_at(100)
+    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (100, 100, 100)
+    assert sorted(p.name for p in log_dir.glob("*.log")) == ["00000000000000000100.log"]
+    assert log.append_as_leader(batch(1)).first_offset == 100
+
+
+def test_flush_messages_advances_recovery_point(make_log) -> None:
+    log = make_log(LogConfig(flush_messages=3))
+    log.append_as_leader(batch(1))
+    log.append_as_leader(batch(1))
+    assert log.recovery_point == 0
+    log.append_as_leader(batch(1))
+    assert log.recovery_point == 3
+    log.append_as_leader(batch(1))
+    assert log.recovery_point == 3
+    log.flush()
+    assert log.recovery_point == 4
+
+
+def test_flush_ms(make_log, clock: MockClock) -> None:
+    log = make_log(LogConfig(flush_ms=1000))
+    log.append_as_leader(batch(1))
+    assert not log.flush_if_due()
+    clock.advance(1000)
+    assert log.flush_if_due() and log.recovery_point == 1
+    clock.advance(1000)
+    assert not log.flush_if_due()  # nothing unflushed
+
+
+def test_read_committed_stops_at_open_transaction(make_log) -> None:
+    log = make_log()
+    log.append_as_leader(batch(2))
+    txn = build_batch([Record(offset=i, timestamp=BASE_TS, value=b"t") for i in range(2)],
+                      is_transactional=True, producer_id=9, producer_epoch=0, base_sequence=0)
+    log.append_as_leader(txn)
+    assert log.high_watermark == 4 and log.last_stable_offset == 2
+    committed = log.read(0, 10_000, isolation="read_committed")
+    assert _offsets(committed.read_bytes()) == [0, 1]
+    assert log.fetch_offset_by_timestamp(-1, isolation="read_committed") == (2, -1)
+    assert log.read(2, 10_000, isolation="read_committed").size == 0
+    assert _offsets(log.read_bytes(0, 10_000)) == [0, 1, 2, 3]
+
+
+def test_isolation_log_end(make_log) -> None:
+    log = make_log()
+    log.append_as_leader(batch(2))
+    assert log.read(0, 1000, isolation="log_end").size == log.read(0, 1000).size
+
+
+def test_empty_append(make_log) -> None:
+    log = make_log()
+    info = log.append_as_leader(b"")
+    assert info.num_messages == 0 and log.log_end_offset == 0
+
+
+def test_partition_metadata_written(make_log, log_dir: Path) -> None:
+    import uuid
+
+    tid = uuid.UUID("f3d7a8b2-1c4e-4a5f-9b6d-0e1f2a3b4c5d")
+    log = make_log(topic_id=tid)
+    text = (log_dir / "partition.metadata").read_text()
+    assert text == "version: 0\ntopic_id: 89eoshxOSl-bbQ4fKjtMXQ"
+    assert log.topic_id == tid

@@ -1,0 +1,174 @@
+"""LogSegment: append/read/translate, recovery, truncation, roll conditions, timestamps."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import BASE_TS, batch
+from storage.clock import MockClock
+from storage.errors import LogSegmentOffsetOverflowError
+from storage.log_config import LogConfig
+from storage.log_segment import LogSegment, RollParams
+from wire.records import LOG_OVERHEAD, assign_offsets, iter_batch_headers
+
+
+def _segment(tmp_path: Path, base: int = 40, **config) -> LogSegment:
+    cfg = LogConfig(**{"index_interval_bytes": 1, **config})
+    return LogSegment.open(tmp_path, base, cfg, MockClock(BASE_TS))
+
+
+def _append(seg: LogSegment, first_offset: int, n: int, ts: int = BASE_TS) -> bytes:
+    data = bytearray(batch(n, ts=ts))
+    assign_offsets(data, 0, first_offset, 0)
+    headers = [(bp.header, bp.position) for bp in iter_batch_headers(data)]
+    last = first_offset + n - 1
+    seg.append(last, ts + n - 1, last, data, headers)
+    return bytes(data)
+
+
+def test_read_before_first_and_past_last(tmp_path: Path) -> None:
+    seg = _segment(tmp_path)
+    assert seg.read(40, 200) is None  # empty segment
+    _append(seg, 50, 2)
+    _append(seg, 60, 2)
+    first = seg.read(41, 10_000)  # before the first offset: the first batch
+    assert first is not None and first.position == 0 and first.size == seg.size()
+    assert seg.read(62, 10_000) is None  # past the last offset
+    seg.close()
+
+
+def test_read_starts_at_batch_and_respects_max_size(tmp_path: Path) -> None:
+    seg = _segment(tmp_path)
+    a = _append(seg, 40, 3)
+    b = _append(seg, 43, 3)
+    r = seg.read(44, 10_000)
+    assert r is not None and r.position == len(a) and r.size == len(b)
+    r = seg.read(40, 10)  # smaller than a batch, partial bytes allowed
+    assert r is not None and r.size == 10
+    r = seg.read(40, 10, min_one_message=True)
+    assert r is not None and r.size == len(a)
+    r = seg.read(40, 10_000, max_position=len(a))
+    assert r is not None and r.size == len(a)
+    seg.close()
+
+
+def test_translate_offset_with_sparse_index(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, base=0, index_interval_bytes=300)
+    positions = []
+    for i in range(50):
+        positions.append(seg.size())
+        _append(seg, i * 2, 2)
+    assert 0 < seg.offset_index.entries < 50
+    for i in range(50):
+        found = seg.translate_offset(i * 2 + 1)
+        assert found is not None and found.position == positions[i] and found.offset == i * 2 + 1
+    seg.close()
+
+
+def test_recover_rebuilds_identical_indexes(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, base=0, index_interval_bytes=200)
+    for i in range(40):
+        _append(seg, i * 3, 3, ts=BASE_TS + i * 10)
+    offsets, times = seg.offset_index.entries_list(), seg.time_index.entries_list()
+    assert seg.recover() == 0
+    assert seg.offset_index.entries_list() == offsets
+    assert seg.time_index.entries_list()[: len(times)] == times
+    assert seg.read_next_offset() == 120
+    seg.close()
+
+
+def test_recover_truncates_garbage_tail(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, base=0)
+    _append(seg, 0, 2)
+    size = seg.size()
+    seg.log.append(b"\x00" * 7 + b"garbage" * 20)
+    assert seg.recover() == 147
+    assert seg.size() == size and seg.read_next_offset() == 2
+    seg.close()
+
+
+def test_truncate_to(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, base=0)
+    a = _append(seg, 0, 2)
+    _append(seg, 2, 2)
+    _append(seg, 4, 2)
+    assert seg.truncate_to(2) > 0
+    assert seg.size() == len(a) and seg.read_next_offset() == 2
+    assert seg.read(2, 100) is None
+    _append(seg, 2, 1)
+    assert seg.read_next_offset() == 3
+    assert seg.truncate_to(0) == seg.size() + 0 or seg.size() == 0
+    assert seg.size() == 0 and seg.read_next_offset() == 0
+    seg.close()
+
+
+def test_offset_overflow_rejected(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, base=0)
+    with pytest.raises(LogSegmentOffsetOverflowError):
+        _append(seg, 2**31, 1)
+    assert seg.size() == 0
+    seg.close()
+
+
+def test_roll_conditions(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, base=0, segment_index_bytes=8 * 3)
+    now = BASE_TS
+
+    def params(**kw) -> RollParams:
+        base = dict(max_segment_ms=1000, max_segment_bytes=10_000, max_timestamp_in_messages=BASE_TS,
+                    max_offset_in_messages=10, messages_size=100, now=now)
+        base.update(kw)
+        return RollParams(**base)
+
+    assert not seg.should_roll(params())
+    assert not seg.should_roll(params(max_timestamp_in_messages=BASE_TS + 5000))  # empty: no time roll
+    _append(seg, 0, 1)
+    assert seg.should_roll(params(messages_size=10_000))  # size
+    assert seg.should_roll(params(max_timestamp_in_messages=BASE_TS + 1001))  # segment.ms
+    assert not seg.should_roll(params(max_timestamp_in_messages=BASE_TS + 999))
+    assert seg.should_roll(params(max_offset_in_messages=2**31))  # offset overflow
+    _append(seg, 1, 1)  # first index entries; the 24-byte time index now has only its reserved slot
+    assert seg.time_index.is_full() and seg.should_roll(params())  # index full
+    seg.close()
+
+
+def test_roll_jitter_subtracts_from_segment_ms(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, base=0)
+    seg.roll_jitter_ms = 300
+    _append(seg, 0, 1)
+    p = RollParams(1000, 10_000, BASE_TS + 800, 1, 10, BASE_TS)
+    assert seg.should_roll(p)
+    seg.close()
+
+
+def test_find_offset_by_timestamp_and_largest_timestamp(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, base=0, index_interval_bytes=100)
+    for i in range(20):
+        _append(seg, i * 5, 5, ts=BASE_TS + i * 100)  # records at ts, ts+1, ...
+    found = seg.find_offset_by_timestamp(BASE_TS + 702)
+    assert (found.offset, found.timestamp) == (37, BASE_TS + 702)
+    found = seg.find_offset_by_timestamp(BASE_TS + 705)  # between batches -> next batch's first record
+    assert (found.offset, found.timestamp) == (40, BASE_TS + 800)
+    assert seg.find_offset_by_timestamp(BASE_TS + 10_000) is None
+    assert seg.largest_timestamp() == BASE_TS + 1904
+    seg.close()
+
+
+def test_become_inactive_writes_final_time_entry_and_trims(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, base=0, index_interval_bytes=10_000)
+    _append(seg, 0, 3, ts=BASE_TS + 50)
+    assert seg.time_index.entries == 0
+    seg.on_become_inactive_segment()
+    assert seg.time_index.last_entry().timestamp == BASE_TS + 52
+    assert seg.offset_index.path.stat().st_size == 0
+    assert seg.time_index.path.stat().st_size == 12
+    seg.close()
+
+
+def test_batch_position_bookkeeping(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, base=0)
+    data = _append(seg, 0, 4)
+    assert seg.size() == len(data)
+    assert seg.log.read(0, LOG_OVERHEAD)[:8] == (0).to_bytes(8, "big")
+    seg.close()

@@ -1,0 +1,242 @@
+"""Request/response bodies through kio, plus the API key table.
+
+kio generates one frozen dataclass per API/version from Kafka's JSON schemas
+and ships a native decoder; we use it for every API and keep hand-written
+encoders only for the two hot responses (see wire.response_encoders, re-
+exported here). The rules for unknown APIs are Kafka's: an ApiVersions
+request of an unknown version gets UNSUPPORTED_VERSION in a v0 body
+(`unsupported_api_versions_response`); any other unknown key/version means
+the connection is closed (`UnsupportedApiError` from request_class/decode).
+"""
+
+from __future__ import annotations
+
+import enum
+import io
+import struct
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader, entity_writer
+
+from wire.errors import ErrorCode, RequestDecodeError, UnsupportedApiError
+from wire.headers import RequestHeader
+from wire.response_encoders import (
+    FetchPartitionData,
+    FetchTopicData,
+    ProducePartitionResult,
+    ProduceTopicResult,
+    encode_fetch_response,
+    encode_produce_response,
+    fetch_response_size,
+)
+
+__all__ = [
+    "ApiKey",
+    "kio_version_range",
+    "request_class",
+    "response_class",
+    "decode_request",
+    "encode_response",
+    "encode_request",
+    "decode_response",
+    "unsupported_api_versions_response",
+    "FetchPartitionData",
+    "FetchTopicData",
+    "ProducePartitionResult",
+    "ProduceTopicResult",
+    "encode_fetch_response",
+    "encode_produce_response",
+    "fetch_response_size",
+]
+
+
+class ApiKey(enum.IntEnum):
+    """Kafka API keys with Kafka's names (ApiKeys.java)."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
+    DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    CREATE_DELEGATION_TOKEN = 38
+    RENEW_DELEGATION_TOKEN = 39
+    EXPIRE_DELEGATION_TOKEN = 40
+    DESCRIBE_DELEGATION_TOKEN = 41
+    DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
+    VOTE = 52
+    BEGIN_QUORUM_EPOCH = 53
+    END_QUORUM_EPOCH = 54
+    DESCRIBE_QUORUM = 55
+    ALTER_PARTITION = 56
+    UPDATE_FEATURES = 57
+    ENVELOPE = 58
+    FETCH_SNAPSHOT = 59
+    DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+    UNREGISTER_BROKER = 64
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
+    ALLOCATE_PRODUCER_IDS = 67
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+    CONTROLLER_REGISTRATION = 70
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
+    ASSIGN_REPLICAS_TO_DIRS = 73
+    LIST_CONFIG_RESOURCES = 74
+    DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    ADD_RAFT_VOTER = 80
+    REMOVE_RAFT_VOTER = 81
+    UPDATE_RAFT_VOTER = 82
+    INITIALIZE_SHARE_GROUP_STATE = 83
+    READ_SHARE_GROUP_STATE = 84
+    WRITE_SHARE_GROUP_STATE = 85
+    DELETE_SHARE_GROUP_STATE = 86
+    READ_SHARE_GROUP_STATE_SUMMARY = 87
+    STREAMS_GROUP_HEARTBEAT = 88
+    STREAMS_GROUP_DESCRIBE = 89
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
+
+
+def kio_version_range(api_key: int) -> tuple[int, int] | None:
+    """(min, max) version kio has schemas for, or None for an unknown key."""
+    name = api_key_map.get(api_key)
+    if name is None or name not in schema_name_map:
+        return None
+    versions = schema_name_map[name]
+    return min(versions), max(versions)
+
+
+@lru_cache(maxsize=2048)
+def request_class(api_key: int, api_version: int) -> type[Any]:
+    """kio request dataclass; UnsupportedApiError if kio has no such schema."""
+    try:
+        return load_request_schema(api_key, api_version)
+    except KioIndexError:
+        raise UnsupportedApiError(f"unsupported request api_key={api_key} version={api_version}") from None
+
+
+@lru_cache(maxsize=2048)
+def response_class(api_key: int, api_version: int) -> type[Any]:
+    """kio response dataclass; UnsupportedApiError if kio has no such schema."""
+    try:
+        return load_response_schema(api_key, api_version)
+    except KioIndexError:
+        raise UnsupportedApiError(f"unsupported response api_key={api_key} version={api_version}") from None
+
+
+@lru_cache(maxsize=2048)
+def _reader(cls: type[Any]) -> Any:
+    return entity_reader(cls)
+
+
+def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview, body_offset: int) -> Any:
+    """Decode the request body that follows the header in `frame`.
+
+    Produce records come back as `bytes` (kio's Records type), untouched.
+    UnsupportedApiError for an API/version kio lacks; RequestDecodeError
+    (INVALID_REQUEST: Kafka closes the connection) for a malformed body.
+    """
+    cls = request_class(header.api_key, header.api_version)
+    try:
+        entity, _size = _reader(cls)(frame, body_offset)
+    except Exception as exc:  # the native reader raises ValueError/IndexError/etc.
+        raise RequestDecodeError(
+            f"cannot decode {cls.__name__} v{header.api_version}: {type(exc).__name__}: {exc}"
+        ) from None
+    return entity
+
+
+def decode_response(api_key: int, api_version: int, body: bytes | bytearray | memoryview) -> Any:
+    """Decode a response body (tests and tools; the broker only encodes)."""
+    cls = response_class(api_key, api_version)
+    try:
+        entity, _size = _reader(cls)(body, 0)
+    except Exception as exc:
+        raise RequestDecodeError(f"cannot decode {cls.__name__}: {exc}") from None
+    return entity
+
+
+def encode_response(entity: Any) -> bytes:
+    """Encode a kio response entity's body (no size prefix, no header)."""
+    buf = io.BytesIO()
+    entity_writer(type(entity))(buf, entity)
+    return buf.getvalue()
+
+
+def encode_request(entity: Any) -> bytes:
+    """Encode a kio request entity's body (tests and tools)."""
+    return encode_response(entity)
+
+
+_I16 = struct.Struct(">h")
+_API_RANGE = struct.Struct(">hhh")
+
+
+def unsupported_api_versions_response(supported: Mapping[int, tuple[int, int]]) -> bytes:
+    """ApiVersions v0 body: UNSUPPORTED_VERSION plus the given ranges.
+
+    Sent (with response header v0) when a client asks for an ApiVersions
+    version newer than ours, so it can retry with one we support. Kafka
+    itself lists only ApiVersions' own range here; pass `{18: (lo, hi)}` for
+    exactly that, or the full table.
+    """
+    parts = [_I16.pack(ErrorCode.UNSUPPORTED_VERSION), struct.pack(">i", len(supported))]
+    for key in sorted(supported):
+        lo, hi = supported[key]
+        parts.append(_API_RANGE.pack(key, lo, hi))
+    return b"".join(parts)

@@ -1,0 +1,766 @@
+"""RecordBatch v2 (magic 2): Kafka's on-disk and on-the-wire record format.
+
+Layout of one batch (big-endian), offsets relative to the batch start::
+
+     0 baseOffset           int64   ┐ LOG_OVERHEAD (outside batchLength)
+     8 batchLength          int32   ┘ bytes after this field
+    12 partitionLeaderEpoch int32     (outside the CRC: patched on append)
+    16 magic                int8      (2)
+    17 crc                  uint32    CRC-32C of attributes .. end of batch
+    21 attributes           int16
+    23 lastOffsetDelta      int32
+    27 baseTimestamp        int64
+    35 maxTimestamp         int64
+    43 producerId           int64
+    51 producerEpoch        int16
+    53 baseSequence         int32
+    57 recordsCount         int32
+    61 records...                     (compressed as one block if a codec is set)
+
+baseOffset and partitionLeaderEpoch lie outside the CRC, which is why the
+produce path can assign offsets by patching 12 bytes without touching, let
+alone decompressing, the records (`assign_offsets`). Only LogAppendTime
+forces a CRC recomputation (maxTimestamp and attributes are covered).
+
+Everything here is pure computation over buffers; malformed input raises a
+typed `KafkaError` (mostly `CorruptRecordError`), never IndexError/struct.error,
+and work is bounded by the buffer size (declared counts are checked against
+the bytes available before any loop or allocation).
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
+
+import msgspec
+from crc32c import crc32c
+
+from wire.compression import CompressionType, compress, decompress
+from wire.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    UnsupportedForMessageFormatError,
+)
+
+__all__ = [
+    "BATCH_HEADER_SIZE",
+    "LOG_OVERHEAD",
+    "RECORD_BATCH_OVERHEAD",
+    "MAGIC_V2",
+    "NO_PRODUCER_ID",
+    "NO_PRODUCER_EPOCH",
+    "NO_SEQUENCE",
+    "NO_PARTITION_LEADER_EPOCH",
+    "NO_TIMESTAMP",
+    "COMPRESSION_CODEC_MASK",
+    "TIMESTAMP_TYPE_MASK",
+    "TRANSACTIONAL_FLAG_MASK",
+    "CONTROL_FLAG_MASK",
+    "DELETE_HORIZON_FLAG_MASK",
+    "TimestampType",
+    "BatchHeader",
+    "BatchPosition",
+    "Record",
+    "ControlRecordType",
+    "ControlRecord",
+    "read_batch_header",
+    "iter_batch_headers",
+    "validate_batch",
+    "compute_crc",
+    "assign_offsets",
+    "decode_records",
+    "iter_records",
+    "all_records_have_keys",
+    "build_batch",
+    "build_control_batch",
+    "parse_control_record",
+    "encode_control_key",
+    "encode_control_value",
+]
+
+# -- layout constants ---------------------------------------------------------
+BATCH_HEADER_SIZE = 61
+RECORD_BATCH_OVERHEAD = BATCH_HEADER_SIZE
+LOG_OVERHEAD = 12  # baseOffset (8) + batchLength (4)
+MAGIC_V2 = 2
+
+BASE_OFFSET_OFFSET = 0
+LENGTH_OFFSET = 8
+PARTITION_LEADER_EPOCH_OFFSET = 12
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+LAST_OFFSET_DELTA_OFFSET = 23
+BASE_TIMESTAMP_OFFSET = 27
+MAX_TIMESTAMP_OFFSET = 35
+RECORDS_COUNT_OFFSET = 57
+# batchLength counts everything after itself, so it is at least this much.
+MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
+
+COMPRESSION_CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG_MASK = 0x10
+CONTROL_FLAG_MASK = 0x20
+DELETE_HORIZON_FLAG_MASK = 0x40
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
+# The smallest possible encoded record: length, attributes, timestampDelta,
+# offsetDelta, keyLength(-1), valueLength(-1), headerCount: one byte each.
+MIN_RECORD_SIZE = 7
+_MAX_VARINT_BYTES = 5  # int32 varints, as Kafka's ByteUtils.readVarint
+_MAX_VARLONG_BYTES = 10  # int64 varlongs
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+assert _HEADER.size == BATCH_HEADER_SIZE
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_I16 = struct.Struct(">h")
+_OFFSET_AND_EPOCH_PREFIX = struct.Struct(">q")  # baseOffset
+_CONTROL_KEY = struct.Struct(">hh")
+_CONTROL_VALUE = struct.Struct(">hi")
+
+Buffer = bytes | bytearray | memoryview
+
+
+class TimestampType(enum.IntEnum):
+    """Timestamp semantics of a batch (attributes bit 3)."""
+
+    NO_TIMESTAMP_TYPE = -1
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class BatchHeader(msgspec.Struct, frozen=True):
+    """The 61 fixed bytes of a RecordBatch v2, decoded."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def compression(self) -> CompressionType:
+        """Codec of the records section; CorruptRecordError for ids 5-7."""
+        codec = self.attributes & COMPRESSION_CODEC_MASK
+        try:
+            return CompressionType(codec)
+        except ValueError:
+            raise CorruptRecordError(f"unknown compression codec id {codec}") from None
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self.attributes & TIMESTAMP_TYPE_MASK:
+            return TimestampType.LOG_APPEND_TIME
+        return TimestampType.CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_FLAG_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int:
+        """The delete horizon the cleaner stored in baseTimestamp, else -1."""
+        return self.base_timestamp if self.has_delete_horizon else NO_TIMESTAMP
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_sequence(self) -> int:
+        """Sequence of the last record (wraps at int32 max like Kafka), or -1."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % 0x80000000
+
+
+class BatchPosition(NamedTuple):
+    """A batch header and the byte position of the batch in its buffer."""
+
+    header: BatchHeader
+    position: int
+
+
+class Record(msgspec.Struct):
+    """One record. `offset` and `timestamp` are absolute (deltas resolved)."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None = None
+    value: bytes | None = None
+    headers: list[tuple[str, bytes | None]] = msgspec.field(default_factory=list)
+
+
+# -- header -------------------------------------------------------------------
+
+
+def read_batch_header(buf: Buffer, pos: int = 0) -> BatchHeader:
+    """Decode the fixed header of the batch at `pos` (does not check the CRC).
+
+    Raises UnsupportedForMessageFormatError for magic 0/1 message sets (as
+    Kafka 4 does on produce) and CorruptRecordError when the header is
+    truncated, the magic is unknown or batchLength is impossible.
+    """
+    avail = len(buf) - pos
+    if pos < 0 or avail < MAGIC_OFFSET + 1:
+        raise CorruptRecordError(f"truncated batch header at position {pos}: {max(avail, 0)} bytes")
+    magic = buf[pos + MAGIC_OFFSET]
+    if magic != MAGIC_V2:
+        if magic in (0, 1):
+            raise UnsupportedForMessageFormatError(
+                f"message format v{magic} is not supported; only RecordBatch v2"
+            )
+        raise CorruptRecordError(f"invalid magic byte {magic} at position {pos}")
+    if avail < BATCH_HEADER_SIZE:
+        raise CorruptRecordError(f"truncated batch header at position {pos}: {avail} bytes")
+    header = BatchHeader(*_HEADER.unpack_from(buf, pos))
+    if header.batch_length < MIN_BATCH_LENGTH:
+        raise CorruptRecordError(f"batch length {header.batch_length} is below the minimum {MIN_BATCH_LENGTH}")
+    return header
+
+
+def iter_batch_headers(buf: Buffer, *, strict: bool = False, start: int = 0) -> Iterator[BatchPosition]:
+    """Walk consecutive batches in `buf`, yielding `(header, position)`.
+
+    strict=False (fetch reads, log recovery): stop silently at a partial
+    trailing batch, i.e. fewer than LOG_OVERHEAD/61 bytes left or a batch whose
+    batchLength runs past the buffer. strict=True (produce): any partial
+    trailing bytes are CorruptRecordError. In both modes a structurally bad
+    header (bad magic, impossible length) raises. CRCs are not checked here.
+    """
+    end = len(buf)
+    pos = start
+    while pos < end:
+        remaining = end - pos
+        if remaining < BATCH_HEADER_SIZE:
+            if not strict and (remaining < MAGIC_OFFSET + 1 or buf[pos + MAGIC_OFFSET] == MAGIC_V2):
+                return
+            read_batch_header(buf, pos)  # raises the precise error
+        header = read_batch_header(buf, pos)
+        size = header.batch_length + LOG_OVERHEAD
+        if size > remaining:
+            if strict:
+                raise CorruptRecordError(
+                    f"batch at position {pos} declares {size} bytes but only {remaining} remain"
+                )
+            return
+        yield BatchPosition(header, pos)
+        pos += size
+
+
+def compute_crc(buf: Buffer, pos: int, batch_length: int) -> int:
+    """CRC-32C over attributes..end of the batch at `pos`."""
+    start = pos + ATTRIBUTES_OFFSET
+    end = pos + LOG_OVERHEAD + batch_length
+    with memoryview(buf) as mv:
+        return crc32c(mv[start:end])
+
+
+def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False) -> BatchHeader:
+    """Check one batch's structure and CRC-32C without per-record work.
+
+    Checks: magic 2, batchLength within the buffer, CRC, codec id, a
+    records count that fits in the bytes (uncompressed batches).
+    `from_client=True` adds the rules Kafka's LogValidator applies to
+    client-produced batches (InvalidRecordError): at least one record,
+    lastOffsetDelta == recordsCount - 1, a base sequence when a producer id
+    is set. Leave it False for data already in a log: compaction keeps
+    lastOffsetDelta while dropping records, and may leave empty batches.
+    """
+    header = read_batch_header(buf, pos)
+    size = header.batch_length + LOG_OVERHEAD
+    if pos + size > len(buf):
+        raise CorruptRecordError(
+            f"batch at position {pos} declares {size} bytes but only {len(buf) - pos} remain"
+        )
+    actual = compute_crc(buf, pos, header.batch_length)
+    if actual != header.crc:
+        raise CorruptRecordError(
+            f"record batch CRC mismatch at position {pos}: stored {header.crc:#010x}, computed {actual:#010x}"
+        )
+    codec = header.compression  # raises for unknown codec ids
+    count = header.records_count
+    if count < 0:
+        raise CorruptRecordError(f"negative records count {count}")
+    if codec is CompressionType.NONE and count * MIN_RECORD_SIZE > header.batch_length - MIN_BATCH_LENGTH:
+        raise CorruptRecordError(
+            f"records count {count} cannot fit in {header.batch_length - MIN_BATCH_LENGTH} bytes"
+        )
+    if header.last_offset_delta < 0:
+        raise CorruptRecordError(f"negative lastOffsetDelta {header.last_offset_delta}")
+    if from_client:
+        if count <= 0:
+            raise InvalidRecordError("invalid reported count for record batch")
+        if header.last_offset_delta + 1 != count:
+            raise InvalidRecordError(
+                f"inconsistent batch offset range ({header.last_offset_delta + 1}) and record count ({count})"
+            )
+        if header.has_producer_id and header.base_sequence < 0:
+            raise InvalidRecordError(f"invalid sequence number {header.base_sequence} for producer {header.producer_id}")
+    return header
+
+
+def assign_offsets(
+    buf: bytearray | memoryview,
+    pos: int,
+    base_offset: int,
+    partition_leader_epoch: int,
+    log_append_time_ms: int | None = None,
+) -> None:
+    """Patch baseOffset and partitionLeaderEpoch of the batch at `pos` in place.
+
+    Both fields are outside the CRC, so the CRC stays valid. With
+    `log_append_time_ms` (topic uses LogAppendTime) the timestamp-type bit and
+    maxTimestamp are set and the CRC recomputed, like Kafka's
+    `setMaxTimestamp(LOG_APPEND_TIME, t)`. The caller validated the batch.
+    """
+    _I64.pack_into(buf, pos + BASE_OFFSET_OFFSET, base_offset)
+    _I32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, partition_leader_epoch)
+    if log_append_time_ms is not None:
+        (attributes,) = _I16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
+        _I16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_MASK)
+        _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, log_append_time_ms)
+        (batch_length,) = _I32.unpack_from(buf, pos + LENGTH_OFFSET)
+        _U32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, batch_length))
+
+
+# -- varints ------------------------------------------------------------------
+
+
+def _read_uvarint(data: bytes, p: int, limit: int, max_bytes: int) -> tuple[int, int]:
+    """Unsigned LEB128 at data[p:limit]; returns (value, next position)."""
+    value = 0
+    shift = 0
+    for i in range(max_bytes):
+        if p >= limit:
+            raise CorruptRecordError("truncated varint in record")
+        b = data[p]
+        p += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, p
+        shift += 7
+    raise CorruptRecordError(f"varint longer than {max_bytes} bytes in record")
+
+
+def _write_uvarint(out: bytearray, v: int) -> None:
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _write_varlong(out: bytearray, n: int) -> None:
+    """Zigzag-encode a signed 64-bit value."""
+    _write_uvarint(out, ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def _write_varint(out: bytearray, n: int) -> None:
+    """Zigzag-encode a signed 32-bit value."""
+    _write_uvarint(out, ((n << 1) ^ (n >> 31)) & 0xFFFFFFFF)
+
+
+# -- records ------------------------------------------------------------------
+
+
+def _records_section(buf: Buffer, pos: int, header: BatchHeader) -> bytes:
+    """The (decompressed) records bytes of the batch at `pos`."""
+    end = pos + LOG_OVERHEAD + header.batch_length
+    if end > len(buf):
+        raise CorruptRecordError(
+            f"batch at position {pos} declares {header.size_in_bytes} bytes but only {len(buf) - pos} remain"
+        )
+    with memoryview(buf) as mv:
+        body = mv[pos + BATCH_HEADER_SIZE : end]
+        codec = header.compression
+        if codec is CompressionType.NONE:
+            return bytes(body)
+        return decompress(codec, body)
+
+
+def decode_records(buf: Buffer, pos: int = 0) -> list[Record]:
+    """Decode every record of the batch at `pos` (decompressing if needed).
+
+    Validates each varint's length (<= 5 bytes for int32, 10 for int64),
+    every length against the bytes available, the declared records count
+    against the data, and that records consume the section exactly. Does
+    not check the CRC (see validate_batch).
+    """
+    header = read_batch_header(buf, pos)
+    data = _records_section(buf, pos, header)
+    return _decode_section(data, header)
+
+
+def iter_records(buf: Buffer, pos: int = 0) -> Iterator[Record]:
+    """Records of the batch at `pos`, in order (see decode_records)."""
+    return iter(decode_records(buf, pos))
+
+
+def _decode_section(data: bytes, header: BatchHeader) -> list[Record]:
+    count = header.records_count
+    n = len(data)
+    if count < 0 or count * MIN_RECORD_SIZE > n:
+        raise CorruptRecordError(f"records count {count} cannot fit in {n} bytes of record data")
+    base_offset = header.base_offset
+    base_ts = header.base_timestamp
+    log_append = header.attributes & TIMESTAMP_TYPE_MASK
+    max_ts = header.max_timestamp
+    read = _read_uvarint
+    records: list[Record] = []
+    append = records.append
+    p = 0
+    for _ in range(count):
+        # record length (fast path: one byte)
+        b = data[p] if p < n else 0x100
+        if b < 0x80:
+            length = b
+            p += 1
+        else:
+            if b == 0x100:
+                raise CorruptRecordError("truncated record data: fewer records than declared")
+            length, p = read(data, p, n, _MAX_VARINT_BYTES)
+        length = (length >> 1) ^ -(length & 1)
+        rec_end = p + length
+        if length < MIN_RECORD_SIZE - 1 or rec_end > n:
+            raise CorruptRecordError(f"invalid record length {length}")
+        p += 1  # attributes: unused in v2
+        # timestampDelta (varlong)
+        b = data[p]
+        if b < 0x80:
+            ts_delta = b
+            p += 1
+        else:
+            ts_delta, p = read(data, p, rec_end, _MAX_VARLONG_BYTES)
+        ts_delta = (ts_delta >> 1) ^ -(ts_delta & 1)
+        # offsetDelta
+        b = data[p] if p < rec_end else 0x100
+        if b < 0x80:
+            off_delta = b
+            p += 1
+        else:
+            off_delta, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
+        off_delta = (off_delta >> 1) ^ -(off_delta & 1)
+        # key
+        b = data[p] if p < rec_end else 0x100
+        if b < 0x80:
+            klen = b
+            p += 1
+        else:
+            klen, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
+        klen = (klen >> 1) ^ -(klen & 1)
+        if klen < 0:
+            if klen != -1:
+                raise CorruptRecordError(f"invalid key length {klen}")
+            key = None
+        else:
+            if p + klen > rec_end:
+                raise CorruptRecordError(f"key length {klen} runs past the record")
+            key = data[p : p + klen]
+            p += klen
+        # value
+        b = data[p] if p < rec_end else 0x100
+        if b < 0x80:
+            vlen = b
+            p += 1
+        else:
+            vlen, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
+        vlen = (vlen >> 1) ^ -(vlen & 1)
+        if vlen < 0:
+            if vlen != -1:
+                raise CorruptRecordError(f"invalid value length {vlen}")
+            value = None
+        else:
+            if p + vlen > rec_end:
+                raise CorruptRecordError(f"value length {vlen} runs past the record")
+            value = data[p : p + vlen]
+            p += vlen
+        # headers
+        b = data[p] if p < rec_end else 0x100
+        if b < 0x80:
+            hcount = b
+            p += 1
+        else:
+            hcount, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
+        hcount = (hcount >> 1) ^ -(hcount & 1)
+        if hcount < 0 or hcount * 2 > rec_end - p:
+            raise CorruptRecordError(f"invalid header count {hcount}")
+        headers: list[tuple[str, bytes | None]] = []
+        for _h in range(hcount):
+            hk, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
+            hk = (hk >> 1) ^ -(hk & 1)
+            if hk < 0 or p + hk > rec_end:
+                raise CorruptRecordError(f"invalid header key length {hk}")
+            try:
+                hkey = data[p : p + hk].decode("utf-8")
+            except UnicodeDecodeError:
+                raise CorruptRecordError("record header key is not valid UTF-8") from None
+            p += hk
+            hv, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
+            hv = (hv >> 1) ^ -(hv & 1)
+            if hv < 0:
+                if hv != -1:
+                    raise CorruptRecordError(f"invalid header value length {hv}")
+                hval = None
+            else:
+                if p + hv > rec_end:
+                    raise CorruptRecordError(f"header value length {hv} runs past the record")
+                hval = data[p : p + hv]
+                p += hv
+            headers.append((hkey, hval))
+        if p != rec_end:
+            raise CorruptRecordError(
+                f"invalid record size: expected {length} bytes in record payload, read {length - (rec_end - p)}"
+            )
+        append(
+            Record(
+                base_offset + off_delta,
+                max_ts if log_append else base_ts + ts_delta,
+                key,
+                value,
+                headers,
+            )
+        )
+    if p != n:
+        raise CorruptRecordError(f"{n - p} bytes left over after the declared {count} records")
+    return records
+
+
+def all_records_have_keys(buf: Buffer, pos: int = 0) -> bool:
+    """True when no record of the batch has a null key (compacted topics)."""
+    return all(r.key is not None for r in decode_records(buf, pos))
+
+
+def _encode_record(out: bytearray, rec: Record, ts_delta: int, off_delta: int) -> None:
+    body = bytearray(b"\x00")  # attributes
+    _write_varlong(body, ts_delta)
+    _write_varint(body, off_delta)
+    if rec.key is None:
+        body.append(0x01)  # zigzag(-1)
+    else:
+        _write_varint(body, len(rec.key))
+        body += rec.key
+    if rec.value is None:
+        body.append(0x01)
+    else:
+        _write_varint(body, len(rec.value))
+        body += rec.value
+    _write_varint(body, len(rec.headers))
+    for hkey, hval in rec.headers:
+        kb = hkey.encode("utf-8")
+        _write_varint(body, len(kb))
+        body += kb
+        if hval is None:
+            body.append(0x01)
+        else:
+            _write_varint(body, len(hval))
+            body += hval
+    _write_varint(out, len(body))
+    out += body
+
+
+def build_batch(
+    records: Sequence[Record] | Iterable[Record],
+    *,
+    base_offset: int = 0,
+    compression: CompressionType | int = CompressionType.NONE,
+    timestamp_type: TimestampType | int = TimestampType.CREATE_TIME,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    delete_horizon_ms: int | None = None,
+    max_timestamp: int | None = None,
+    last_offset_delta: int | None = None,
+) -> bytes:
+    """Encode a RecordBatch v2.
+
+    Each record's offset delta is `record.offset - base_offset` (strictly
+    increasing, >= 0), so gaps survive (compaction). baseTimestamp is the
+    first record's timestamp, or `delete_horizon_ms` when given (and the
+    delete-horizon attribute is set). maxTimestamp is the largest record
+    timestamp unless `max_timestamp` overrides it (LogAppendTime).
+    `last_offset_delta` defaults to the last record's delta (0 if empty; set
+    it to keep an empty batch's offset range after compaction).
+    """
+    recs = list(records)
+    codec = CompressionType(compression)
+    if delete_horizon_ms is not None:
+        base_ts = delete_horizon_ms
+    elif recs:
+        base_ts = recs[0].timestamp
+    else:
+        base_ts = NO_TIMESTAMP
+    body = bytearray()
+    prev_delta = -1
+    max_ts = NO_TIMESTAMP
+    for rec in recs:
+        delta = rec.offset - base_offset
+        if delta <= prev_delta:
+            raise ValueError(f"record offsets must be strictly increasing and >= base_offset (got {rec.offset})")
+        prev_delta = delta
+        if rec.timestamp > max_ts:
+            max_ts = rec.timestamp
+        _encode_record(body, rec, rec.timestamp - base_ts, delta)
+    if max_timestamp is not None:
+        max_ts = max_timestamp
+    if last_offset_delta is None:
+        last_offset_delta = max(prev_delta, 0)
+    payload = compress(codec, body) if codec is not CompressionType.NONE else bytes(body)
+    attributes = int(codec)
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_FLAG_MASK
+    if is_control:
+        attributes |= CONTROL_FLAG_MASK
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_FLAG_MASK
+    batch_length = BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload)
+    out = bytearray(BATCH_HEADER_SIZE + len(payload))
+    _HEADER.pack_into(
+        out,
+        0,
+        base_offset,
+        batch_length,
+        partition_leader_epoch,
+        MAGIC_V2,
+        0,  # CRC placeholder
+        attributes,
+        last_offset_delta,
+        base_ts,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(recs),
+    )
+    out[BATCH_HEADER_SIZE:] = payload
+    _U32.pack_into(out, CRC_OFFSET, compute_crc(out, 0, batch_length))
+    return bytes(out)
+
+
+# -- control records ----------------------------------------------------------
+
+
+class ControlRecordType(enum.IntEnum):
+    """Type field of a control record key (ControlRecordType.java)."""
+
+    UNKNOWN = -1
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
+
+
+class ControlRecord(msgspec.Struct, frozen=True):
+    """A decoded control record; coordinator_epoch only for ABORT/COMMIT."""
+
+    type: ControlRecordType
+    version: int = 0
+    coordinator_epoch: int = -1
+
+
+CONTROL_KEY_VERSION = 0
+END_TXN_MARKER_VERSION = 0
+
+
+def encode_control_key(control_type: ControlRecordType | int) -> bytes:
+    return _CONTROL_KEY.pack(CONTROL_KEY_VERSION, int(control_type))
+
+
+def encode_control_value(coordinator_epoch: int) -> bytes:
+    """EndTxnMarker value: version int16 + coordinatorEpoch int32."""
+    return _CONTROL_VALUE.pack(END_TXN_MARKER_VERSION, coordinator_epoch)
+
+
+def parse_control_record(key: bytes | None, value: bytes | None) -> ControlRecord:
+    """Decode a control record's key (and, for markers, its value).
+
+    Unknown types decode as UNKNOWN like Kafka, so a newer marker never
+    breaks a reader; a key shorter than 4 bytes is CorruptRecordError.
+    """
+    if key is None or len(key) < 4:
+        raise CorruptRecordError("control record key must have at least 4 bytes")
+    version, type_id = _CONTROL_KEY.unpack_from(key, 0)
+    try:
+        ctype = ControlRecordType(type_id)
+    except ValueError:
+        ctype = ControlRecordType.UNKNOWN
+    if ctype in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        if value is None or len(value) < 6:
+            raise CorruptRecordError("end transaction marker value must have at least 6 bytes")
+        _vversion, epoch = _CONTROL_VALUE.unpack_from(value, 0)
+        return ControlRecord(ctype, version, epoch)
+    return ControlRecord(ctype, version)
+
+
+def build_control_batch(
+    control_type: ControlRecordType | int,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    timestamp: int,
+    coordinator_epoch: int = 0,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+) -> bytes:
+    """A transactional control batch holding one COMMIT/ABORT marker."""
+    rec = Record(
+        base_offset,
+        timestamp,
+        encode_control_key(control_type),
+        encode_control_value(coordinator_epoch),
+    )
+    return build_batch(
+        [rec],
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=NO_SEQUENCE,
+        is_transactional=True,
+        is_control=True,
+        partition_leader_epoch=partition_leader_epoch,
+    )
