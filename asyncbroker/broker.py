@@ -50,7 +50,7 @@ class Broker:
         self.node_id: int = config.node_id
         self.socket_request_max_bytes: int = config.socket_request_max_bytes
         # sendfile from executor threads for large fetch slices (see connection.py).
-        self.use_sendfile = False
+        self.use_sendfile = True
         self.handlers = HandlerRegistry.discover()
         self.fetch_waiters = FetchWaiters()
         self.advertised_host, self.advertised_port = config.advertised_host_port()

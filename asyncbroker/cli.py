@@ -19,7 +19,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asyncbroker.config import ConfigException, KafkaConfig
+from asyncbroker.config import BROKER_CONFIG_KEYS, ConfigException, KafkaConfig
 
 log = logging.getLogger("asyncbroker.cli")
 
@@ -102,6 +102,9 @@ def serve(args: argparse.Namespace) -> int:
     from asyncbroker.server import configure_logging
 
     configure_logging(args.log_level)
+    for name in sorted(config.originals):
+        if BROKER_CONFIG_KEYS[name].inert:
+            log.info("%s is accepted for compatibility with Kafka's server.properties; it has no effect here", name)
     import uvloop
 
     return uvloop.run(_serve(config, args))

@@ -18,12 +18,12 @@ import re
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
-if TYPE_CHECKING:  # storage is imported lazily: config must load before storage exists
-    from storage.log_config import LogConfig
+from storage.log_config import TOPIC_CONFIG_KEYS, LogConfig
+from wire.errors import InvalidConfigurationError
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -668,16 +668,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
 
     def _check_topic_defaults(self) -> None:
         """The log.* keys must also be valid as the topic keys they feed."""
-        try:
-            from storage.log_config import LogConfig
-            from wire.errors import InvalidConfigurationError
-        except ImportError:  # storage not importable yet: nothing to cross-check against
-            return
-        props = self.topic_config_defaults()
-        known = _storage_topic_keys() or frozenset(props)
-        for topic_key, value in props.items():
-            if topic_key not in known:
-                continue
+        for topic_key, value in self.topic_config_defaults().items():
             try:
                 LogConfig.from_props({topic_key: value}, None)
             except InvalidConfigurationError as e:
@@ -750,6 +741,8 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         }
         out: dict[str, str] = {}
         for topic_key, synonyms in TOPIC_DEFAULT_SYNONYMS.items():
+            if topic_key not in TOPIC_CONFIG_KEYS:  # a key storage does not know: not a topic config here
+                continue
             value = resolved[topic_key] if topic_key in resolved else self.get(synonyms[0])
             text = format_value(value)
             if text is not None:
@@ -758,13 +751,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
 
     def log_config_defaults(self) -> LogConfig:
         """The broker-wide defaults for every topic as storage's LogConfig."""
-        from storage.log_config import LogConfig
-
-        props = self.topic_config_defaults()
-        known = _storage_topic_keys()
-        if known is not None:
-            props = {k: v for k, v in props.items() if k in known}
-        return LogConfig.from_props(props, None)
+        return LogConfig.from_props(self.topic_config_defaults(), None)
 
     # ---- introspection (DescribeConfigs BROKER)
 
@@ -808,10 +795,3 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             )
         return entries
 
-
-def _storage_topic_keys() -> frozenset[str] | None:
-    try:
-        from storage.log_config import TOPIC_CONFIG_KEYS
-    except ImportError:
-        return None
-    return frozenset(TOPIC_CONFIG_KEYS)

@@ -19,7 +19,7 @@ import select
 import struct
 from typing import TYPE_CHECKING, Any
 
-from wire.framing import FrameReader, FramingError
+from wire.framing import FramingError
 from wire.headers import (
     encode_response_header,
     parse_request_header,
@@ -28,6 +28,8 @@ from wire.headers import (
 from wire.messages import ApiKey, decode_request, encode_response, unsupported_api_versions_response
 
 from asyncbroker.encoded_response import EncodedResponse, FileRegion
+from asyncbroker.frame_assembler import FrameAssembler
+from asyncbroker.metrics import METRICS
 
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
@@ -52,15 +54,20 @@ class CloseConnection(Exception):
     """
 
 
-class KafkaConnection(asyncio.Protocol):
-    """Serves the Kafka protocol on one accepted socket."""
+class KafkaConnection(asyncio.BufferedProtocol):
+    """Serves the Kafka protocol on one accepted socket.
+
+    A BufferedProtocol: the transport receives straight into the frame
+    assembler's buffers (see frame_assembler.py), so large Produce frames are
+    never copied on their way in.
+    """
 
     def __init__(self, broker: "Broker", registry: "HandlerRegistry", connections: set["KafkaConnection"]) -> None:
         self._broker = broker
         self._registry = registry
         self._connections = connections
         self._loop = asyncio.get_running_loop()
-        self._reader = FrameReader(broker.socket_request_max_bytes)
+        self._frames = FrameAssembler(broker.socket_request_max_bytes)
         self._queue: collections.deque[Any] = collections.deque()
         self._worker: asyncio.Task[None] | None = None
         self._transport: asyncio.Transport | None = None
@@ -77,13 +84,18 @@ class KafkaConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self._connections.add(self)
+        METRICS.connection_opened()
         log.debug("Accepted connection from %s", self._peer)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._frames.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         if self._closing or self._closed:
             return
+        METRICS.bytes_in(nbytes)
         try:
-            frames = self._reader.feed(data)
+            frames = self._frames.buffer_updated(nbytes)
         except FramingError as exc:
             log.warning("Closing socket connection to %s due to invalid frame: %s", self._peer, exc)
             self._abort()
@@ -106,7 +118,9 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
-        self._connections.discard(self)
+        if self in self._connections:
+            self._connections.discard(self)
+            METRICS.connection_closed()
         if self._write_ready is not None and not self._write_ready.done():
             self._write_ready.set_result(None)
         if self._worker is not None and not self._closing:
@@ -205,14 +219,22 @@ class KafkaConnection(asyncio.Protocol):
             )
             self._abort()
             return
+        METRICS.request(header.api_key)
         try:
             result = await spec.handle(self._broker, header, request)
         except CloseConnection as exc:
+            METRICS.request_error(header.api_key)
             log.info("Closing socket connection to %s: %s", self._peer, exc)
             self._abort()
             return
-        if result is None or self._closed:
+        except Exception:
+            METRICS.request_error(header.api_key)
+            raise
+        if result is None:
             return  # acks=0 produce: Kafka sends nothing back
+        if self._closed:
+            _release_files(result)
+            return
         resp_header = encode_response_header(
             header.correlation_id, response_header_version(header.api_key, header.api_version)
         )
@@ -230,6 +252,7 @@ class KafkaConnection(asyncio.Protocol):
         if transport is None or self._closed:
             return
         prefix = _SIZE.pack(len(resp_header) + size) + resp_header
+        METRICS.bytes_out(len(prefix) + size)
         if len(parts) == 1 and size < 16384:
             transport.write(prefix + parts[0])
         else:
@@ -246,23 +269,27 @@ class KafkaConnection(asyncio.Protocol):
         """
         transport = self._transport
         assert transport is not None
-        transport.write(_SIZE.pack(len(resp_header) + result.size) + resp_header)
-        pending: list[Any] = []
-        for part in result.parts:
-            if not isinstance(part, FileRegion):
-                pending.append(part)
-                continue
-            if part.size < SENDFILE_MIN_BYTES or not self._broker.use_sendfile:
-                pending.append(await self._broker.run_blocking(part.read))
-                continue
-            if pending:
+        try:
+            transport.write(_SIZE.pack(len(resp_header) + result.size) + resp_header)
+            METRICS.bytes_out(4 + len(resp_header) + result.size)
+            pending: list[Any] = []
+            for part in result.parts:
+                if not isinstance(part, FileRegion):
+                    pending.append(part)
+                    continue
+                if part.size < SENDFILE_MIN_BYTES or not self._broker.use_sendfile:
+                    pending.append(await self._broker.run_blocking(part.read))
+                    continue
+                if pending:
+                    transport.writelines(pending)
+                    pending = []
+                await self._sendfile(part)
+                if self._closed:
+                    return
+            if pending and not self._closed:
                 transport.writelines(pending)
-                pending = []
-            await self._sendfile(part)
-            if self._closed:
-                return
-        if pending and not self._closed:
-            transport.writelines(pending)
+        finally:
+            _release_files(result)
 
     async def _sendfile(self, region: FileRegion) -> None:
         transport = self._transport
@@ -282,6 +309,14 @@ class KafkaConnection(asyncio.Protocol):
         if sent < region.size and not self._closed:
             rest = FileRegion(region.file, region.position + sent, region.size - sent)
             transport.write(await self._broker.run_blocking(rest.read))
+
+
+def _release_files(result: Any) -> None:
+    """Close the file descriptors a response's regions own (sent or not)."""
+    if isinstance(result, EncodedResponse):
+        for part in result.parts:
+            if isinstance(part, FileRegion):
+                part.close()
 
 
 def _sendfile_blocking(sock_fd: int, region: FileRegion, timeout_ms: int = 30_000) -> int:

@@ -28,10 +28,6 @@ class FetchWaiter:
         self.needed = needed
         self.accumulated = 0
 
-    def wake(self) -> None:
-        if not self._future.done():
-            self._future.set_result(None)
-
     @property
     def done(self) -> bool:
         return self._future.done()

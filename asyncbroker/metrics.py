@@ -4,8 +4,10 @@ Usage from the service (CORE's connection code and broker):
 
     from asyncbroker.metrics import METRICS
 
-    METRICS.request("Produce")            # once per request handled, by API name
-    METRICS.request_error("Produce")      # a request whose handler raised
+    METRICS.request(header.api_key)       # once per request handled: the API key (int) or a
+                                          # name; keys are labelled with Kafka's names
+                                          # ("Produce", "CreateTopics", ...)
+    METRICS.request_error(header.api_key) # a request answered with an error / whose handler raised
     METRICS.bytes_in(len(frame) + 4)      # bytes read from clients
     METRICS.bytes_out(n)                  # bytes written to clients
     METRICS.connection_opened() / METRICS.connection_closed()
@@ -35,6 +37,18 @@ log = logging.getLogger(__name__)
 
 # The *_created series double the output and no dashboard uses them.
 disable_created_metrics()
+
+
+def api_name(api: int | str) -> str:
+    """Kafka's name of an API ("CreateTopics") from its key; names pass through."""
+    if isinstance(api, str):
+        return api
+    from kio.schema.index import api_key_map
+
+    schema = api_key_map.get(int(api))
+    if schema is None:
+        return f"Unknown{int(api)}"
+    return "".join(part.capitalize() for part in schema.split("_"))
 
 
 class _LogCollector:
@@ -100,8 +114,8 @@ class BrokerMetrics:
         self._connections_total = Counter("asyncbroker_connections_accepted", "Client connections accepted",
                                           registry=self.registry)
         # Label children cached per name: labels() costs a lock and a tuple build.
-        self._request_children: dict[str, Any] = {}
-        self._error_children: dict[str, Any] = {}
+        self._request_children: dict[int | str, Any] = {}
+        self._error_children: dict[int | str, Any] = {}
         self._message_children: dict[str, Any] = {}
         self.registry.register(_LogCollector(self))
 
@@ -113,16 +127,16 @@ class BrokerMetrics:
         if self.broker is broker:
             self.broker = None
 
-    def request(self, api_name: str) -> None:
-        child = self._request_children.get(api_name)
+    def request(self, api: int | str) -> None:
+        child = self._request_children.get(api)
         if child is None:
-            child = self._request_children[api_name] = self._requests.labels(api_name)
+            child = self._request_children[api] = self._requests.labels(api_name(api))
         child.inc()
 
-    def request_error(self, api_name: str) -> None:
-        child = self._error_children.get(api_name)
+    def request_error(self, api: int | str) -> None:
+        child = self._error_children.get(api)
         if child is None:
-            child = self._error_children[api_name] = self._errors.labels(api_name)
+            child = self._error_children[api] = self._errors.labels(api_name(api))
         child.inc()
 
     def bytes_in(self, n: int) -> None:

@@ -101,8 +101,10 @@ class TopicDeletionDisabledError(KafkaError):
 class TopicManager:
     """Topic table + admin operations over `broker.log_manager`.
 
-    Built by the Broker after `LogManager.startup()`; reads the topics the log
-    directories hold and their persisted config overrides.
+    Built by the Broker after `LogManager.startup()` as `TopicManager(broker)`;
+    reads the topics the log directories hold and their persisted config
+    overrides. Without a broker (unit tests), pass `config`, `log_manager`
+    and `run_blocking` instead.
     """
 
     def __init__(
@@ -113,7 +115,6 @@ class TopicManager:
         log_manager: Any = None,
         run_blocking: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
-        self._broker = broker
         self.config: KafkaConfig = config if config is not None else broker.config
         self.log_manager = log_manager if log_manager is not None else broker.log_manager
         self._run_blocking = run_blocking if run_blocking is not None else broker.run_blocking
@@ -260,8 +261,21 @@ class TopicManager:
         # found at startup never lacks its topic's configs.
         if overrides is not None:
             self.log_manager.set_topic_config(name, overrides)
-        for partition in range(first, end):
-            self.log_manager.create_log(TopicPartition(name, partition), log_config, topic_id)
+        created: list[TopicPartition] = []
+        try:
+            for partition in range(first, end):
+                tp = TopicPartition(name, partition)
+                self.log_manager.create_log(tp, log_config, topic_id)
+                created.append(tp)
+        except BaseException:
+            # All or nothing: a half-created topic would resurface at the next
+            # start with partitions the table never knew about.
+            for tp in created:
+                try:
+                    self.log_manager.delete_log(tp)
+                except Exception:  # noqa: BLE001 - report the original failure
+                    log.exception("Could not roll back partition %s", tp)
+            raise
 
     async def delete_topic(self, name: str) -> TopicMetadata:
         """Delete a topic's partitions (renamed `-delete`, removed later) and its overrides."""

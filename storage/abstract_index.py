@@ -35,6 +35,7 @@ class AbstractIndex:
         self._entries = 0
         self._max_entries = 0
         self._length = 0
+        self._deleted = False
 
     # -- lazy mapping ---------------------------------------------------------------------------
     @property
@@ -48,6 +49,10 @@ class AbstractIndex:
     def _ensure(self) -> None:
         if not self._mapped:
             with self._lock:
+                if self._deleted:
+                    from storage.errors import KafkaStorageError
+
+                    raise KafkaStorageError(f"Index {self._path} has been deleted")
                 if not self._mapped:
                     self._open()
 
@@ -124,8 +129,7 @@ class AbstractIndex:
             if rounded == self._length:
                 return False
             if self._mmap is not None:
-                if self.writable:
-                    self._mmap.flush()
+                # No msync: dirty pages survive the unmap in the page cache (as in Kafka's resize).
                 self._mmap.close()
                 self._mmap = None
             os.truncate(self._path, rounded)
@@ -197,7 +201,7 @@ class AbstractIndex:
         with self._lock:
             if self._mapped and self.writable:
                 self.trim_to_valid_size()
-            elif self.writable and not self._path.exists():
+            elif self.writable and not self._deleted and not self._path.exists():
                 # Never used: leave an empty index so the segment's file set is complete.
                 self._path.touch()
             self.close_handler()
@@ -218,6 +222,7 @@ class AbstractIndex:
     def delete_if_exists(self) -> bool:
         with self._lock:
             self.close_handler()
+            self._deleted = True
             try:
                 self._path.unlink()
                 return True
@@ -230,25 +235,24 @@ class AbstractIndex:
     def sanity_check(self) -> None:
         """Cheap structural check without mapping: whole entries only, then subclass rules."""
         try:
-            length = os.path.getsize(self._path)
+            fd = os.open(self._path, os.O_RDONLY)
         except FileNotFoundError:
             raise CorruptIndexError(f"Index file {self._path} is missing") from None
-        if length % self.ENTRY_SIZE != 0:
-            raise CorruptIndexError(
-                f"Index file {self._path} is corrupt, found {length} bytes which is neither positive "
-                f"nor a multiple of {self.ENTRY_SIZE}."
-            )
-        self._check_entries(length // self.ENTRY_SIZE)
-
-    def _check_entries(self, entries: int) -> None:
-        """Hook for subclasses."""
-
-    def _pread_entry(self, slot: int) -> bytes:
-        fd = os.open(self._path, os.O_RDONLY)
         try:
-            return os.pread(fd, self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
+            length = os.fstat(fd).st_size
+            if length % self.ENTRY_SIZE != 0:
+                raise CorruptIndexError(
+                    f"Index file {self._path} is corrupt, found {length} bytes which is neither positive "
+                    f"nor a multiple of {self.ENTRY_SIZE}."
+                )
+            entries = length // self.ENTRY_SIZE
+            if entries:
+                self._check_entries(entries, lambda slot: os.pread(fd, self.ENTRY_SIZE, slot * self.ENTRY_SIZE))
         finally:
             os.close(fd)
+
+    def _check_entries(self, entries: int, read_entry: Callable[[int], bytes]) -> None:
+        """Hook for subclasses: inspect entries (read_entry(slot) -> raw bytes)."""
 
     def relative_offset(self, offset: int) -> int:
         """offset - base_offset, refusing what does not fit in 4 bytes (the cause of offset overflow)."""

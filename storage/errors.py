@@ -1,7 +1,7 @@
 """Storage-internal failures, typed like Kafka's so the service can map them to error codes."""
 from __future__ import annotations
 
-from wire.errors import KafkaStorageError, OffsetOutOfRangeError  # noqa: F401  (re-exported for callers)
+from wire.errors import KafkaStorageError
 
 
 class CorruptIndexError(KafkaStorageError):

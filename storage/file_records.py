@@ -16,6 +16,7 @@ from wire.errors import CorruptRecordError, UnsupportedForMessageFormatError
 from wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, TimestampType, decode_records, read_batch_header
 
 READ_CHUNK = 1 << 20
+HEADER_SCAN_CHUNK = 16 << 10  # header-only walks cover about one index interval (4 KiB by default)
 
 
 class LogOffsetPosition(msgspec.Struct, frozen=True):
@@ -43,7 +44,9 @@ class FileRecords:
     def __init__(self, path: Path, fd: int, size: int) -> None:
         self._path = Path(path)
         self._fd = fd
-        self._file = os.fdopen(fd, "r+b", buffering=0, closefd=False)
+        # The file object owns the fd: a FetchDataInfo holding it keeps the fd valid (and the number
+        # never reused) even after the segment is deleted; the fd closes when the last holder drops it.
+        self._file = os.fdopen(fd, "r+b", buffering=0)
         self._size = size
 
     @classmethod
@@ -101,14 +104,12 @@ class FileRecords:
 
     def trim(self) -> None:
         """Cut preallocated space past the last batch."""
-        if os.fstat(self._fd).st_size != self._size:
+        if not self._file.closed and os.fstat(self._fd).st_size != self._size:
             os.ftruncate(self._fd, self._size)
 
     def close(self) -> None:
-        if self._fd >= 0:
+        if not self._file.closed:
             self._file.close()
-            os.close(self._fd)
-            self._fd = -1
 
     def rename_to(self, path: Path) -> None:
         os.replace(self._path, path)
@@ -118,7 +119,7 @@ class FileRecords:
         self._path = Path(parent) / self._path.name
 
     def delete_if_exists(self) -> bool:
-        self.close()
+        """Unlink the file; the fd stays open for readers that still hold `file`."""
         try:
             self._path.unlink()
             return True
@@ -136,6 +137,7 @@ class FileRecords:
         """Walk batches in [start, end). Stops quietly at a partial trailing batch;
         a structurally invalid header raises CorruptRecordError/UnsupportedForMessageFormatError."""
         end = self._size if end is None else end
+        chunk = READ_CHUNK if with_data else HEADER_SCAN_CHUNK
         pos = start
         buf = b""
         base = pos
@@ -143,7 +145,7 @@ class FileRecords:
             rel = pos - base
             avail = len(buf) - rel
             if avail < BATCH_HEADER_SIZE:
-                buf = os.pread(self._fd, min(READ_CHUNK, end - pos), pos)
+                buf = os.pread(self._fd, min(chunk, end - pos), pos)
                 base, rel, avail = pos, 0, len(buf)
                 if avail < BATCH_HEADER_SIZE:
                     return  # a partial trailing header: never visible below the LEO

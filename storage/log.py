@@ -6,6 +6,7 @@ snapshots of the offset metadata and segment list and never block on the writer.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import threading
@@ -27,6 +28,8 @@ from storage.producer_state_manager import ProducerStateManager
 from storage.topic_partition import TopicPartition
 from storage.transaction_index import AbortedTxn
 from wire.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
+
+logger = logging.getLogger(__name__)
 
 Isolation = Literal["read_uncommitted", "read_committed", "log_end"]
 
@@ -105,6 +108,7 @@ class Log:
         self._last_flushed_ms = clock.milliseconds()
         self._validator = LogValidator(config)
         self._closed = False
+        self._pending_deletes: list[tuple[LogSegment, int]] = []
         self.partition_metadata_file = PartitionMetadataFile(self.dir)
         self.topic_id = topic_id
         if topic_id is None:
@@ -204,15 +208,20 @@ class Log:
             self.partition_metadata_file.write(topic_id)
 
     # -- append ---------------------------------------------------------------------------------
-    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int = 0) -> LogAppendInfo:
-        """Validate, assign offsets, write; the HW follows the LEO (single node)."""
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int = 0, *,
+                         origin: Literal["client", "coordinator"] = "client") -> LogAppendInfo:
+        """Validate, assign offsets, write; the HW follows the LEO (single node).
+
+        origin="coordinator" is the WriteTxnMarkers path: control batches are allowed.
+        """
         with self._lock:
             self._check_open()
             if len(records) == 0:
                 leo = self.log_end_offset
                 return LogAppendInfo(leo, leo - 1, -1, -1, self._log_start_offset, 0, 0)
             now = self.clock.milliseconds()
-            result = self._validator.validate_and_assign_offsets(records, self.log_end_offset, now, leader_epoch)
+            result = self._validator.validate_and_assign_offsets(records, self.log_end_offset, now, leader_epoch,
+                                                                 from_client=origin == "client")
             data = result.records
             if len(data) > self.config.segment_bytes:
                 raise RecordBatchTooLargeError(
@@ -302,11 +311,29 @@ class Log:
 
     # -- flush ----------------------------------------------------------------------------------
     def flush(self, up_to: int | None = None) -> None:
-        """fsync segments below `up_to` (default: the LEO); the recovery point only moves on a real fsync."""
+        """fsync segments below `up_to` (default: the LEO); the recovery point only moves on a real fsync.
+
+        The fsyncs run outside the lock so appends are not stalled behind the disk.
+        """
         with self._lock:
             if self._closed:
                 return
-            self._flush_locked(self.log_end_offset if up_to is None else min(up_to, self.log_end_offset))
+            target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
+            if target <= self._recovery_point:
+                return
+            segments = self.segments.values(self._recovery_point, target)
+        for segment in segments:
+            try:
+                segment.flush()
+            except (OSError, ValueError):
+                if self._closed or self.segments.get(segment.base_offset) is not segment:
+                    return  # closed or truncated away meanwhile: nothing to make durable
+                raise
+        with self._lock:
+            # A truncation meanwhile may have moved the LEO below the target: then do not advance.
+            if self._recovery_point < target <= self.log_end_offset:
+                self._recovery_point = target
+                self._last_flushed_ms = self.clock.milliseconds()
 
     def _flush_locked(self, flush_offset: int) -> None:
         if flush_offset <= self._recovery_point:
@@ -504,10 +531,110 @@ class Log:
             self._recovery_point = new_offset
             self._high_watermark = self._next_offset_metadata
 
-    # -- retention (a later issue) ----------------------------------------------------------------
+    # -- retention (cleanup.policy=delete) ----------------------------------------------------
     def delete_old_segments(self) -> int:
-        """Retention by log start offset / retention.bytes / retention.ms: not built yet (issue 4)."""
-        return 0
+        """Delete whole oldest segments breaching the log start offset, retention.bytes, retention.ms.
+
+        Compact-only logs drop just the segments below the log start offset. Never deletes at or
+        above the high watermark and never leaves the log without a segment.
+        """
+        with self._lock:
+            if self._closed:
+                return 0
+            if self.config.delete:
+                return (self._delete_log_start_offset_breached_segments()
+                        + self._delete_retention_size_breached_segments()
+                        + self._delete_retention_ms_breached_segments())
+            return self._delete_log_start_offset_breached_segments()
+
+    def _delete_log_start_offset_breached_segments(self) -> int:
+        def breached(segment: LogSegment, next_segment: LogSegment | None) -> bool:
+            return next_segment is not None and next_segment.base_offset <= self._log_start_offset
+
+        return self._delete_segments(self._deletable_segments(breached), "log start offset breach")
+
+    def _delete_retention_size_breached_segments(self) -> int:
+        retention = self.config.retention_bytes
+        size = self.size_in_bytes
+        if retention < 0 or size < retention:
+            return 0
+        diff = size - retention
+
+        def breached(segment: LogSegment, next_segment: LogSegment | None) -> bool:
+            nonlocal diff
+            if diff - segment.size() >= 0:
+                diff -= segment.size()
+                return True
+            return False
+
+        return self._delete_segments(self._deletable_segments(breached), "retention size breach")
+
+    def _delete_retention_ms_breached_segments(self) -> int:
+        retention = self.config.retention_ms
+        if retention < 0:
+            return 0
+        now = self.clock.milliseconds()
+
+        def breached(segment: LogSegment, next_segment: LogSegment | None) -> bool:
+            # A future-dated segment is never old enough (its largest timestamp is ahead of now).
+            return now - segment.largest_timestamp() > retention
+
+        return self._delete_segments(self._deletable_segments(breached), "retention time breach")
+
+    def _deletable_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> list[LogSegment]:
+        """Oldest-first prefix of segments satisfying predicate, wholly below the HW, never the
+        empty active segment."""
+        with self._lock:
+            segments = self.segments.values()
+            hw = self.high_watermark
+            deletable: list[LogSegment] = []
+            for i, segment in enumerate(segments):
+                next_segment = segments[i + 1] if i + 1 < len(segments) else None
+                if next_segment is not None:
+                    upper_bound, last_and_empty = next_segment.base_offset, False
+                else:
+                    upper_bound, last_and_empty = self.log_end_offset, segment.size() == 0
+                if hw >= upper_bound and not last_and_empty and predicate(segment, next_segment):
+                    deletable.append(segment)
+                else:
+                    break
+            return deletable
+
+    def _delete_segments(self, deletable: list[LogSegment], reason: str) -> int:
+        if not deletable:
+            return 0
+        with self._lock:
+            self._check_open()
+            if len(self.segments) == len(deletable):
+                self._roll_locked(None)  # the log must always keep a segment
+            for segment in deletable:
+                self.segments.remove(segment.base_offset)
+            first = self.segments.first_segment()
+            if first is not None and first.base_offset > self._log_start_offset:
+                self._log_start_offset = first.base_offset
+                self.leader_epoch_cache.truncate_from_start(first.base_offset)
+                self.producer_state_manager.on_log_start_offset_incremented(first.base_offset)
+            self._recovery_point = max(self._recovery_point, self._log_start_offset)
+            due = self.clock.milliseconds() + self.config.file_delete_delay_ms
+            for segment in deletable:
+                # Two-phase delete: rename now (no longer served), unlink after file.delete.delay.ms
+                # so in-flight reads holding the file can finish.
+                segment.rename_to_deleted()
+                self._pending_deletes.append((segment, due))
+            if self.config.file_delete_delay_ms == 0:
+                self.delete_pending_files()
+        logger.info("Deleted %d segment(s) of %s: %s", len(deletable), self.topic_partition, reason)
+        return len(deletable)
+
+    def delete_pending_files(self, now_ms: int | None = None) -> int:
+        """Unlink `.deleted` segments whose file.delete.delay.ms has passed (LogManager's job)."""
+        now = self.clock.milliseconds() if now_ms is None else now_ms
+        with self._lock:
+            due = [(s, t) for s, t in self._pending_deletes if t <= now]
+            self._pending_deletes = [(s, t) for s, t in self._pending_deletes if t > now]
+        for segment, _ in due:
+            segment.delete_if_exists()
+        return len(due)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -521,6 +648,16 @@ class Log:
                 return
             self._closed = True
             self.segments.close()
+
+    def close_handlers(self) -> None:
+        """Stop serving without trimming or closing `.log` fds (the log is about to be deleted;
+        in-flight fetches keep their file objects)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for segment in self.segments.values():
+                segment.close_handlers()
 
     def rename_dir(self, new_dir: Path) -> None:
         with self._lock:
@@ -548,3 +685,7 @@ class Log:
     def __repr__(self) -> str:
         return (f"Log({self.topic_partition}, start={self.log_start_offset}, hw={self.high_watermark}, "
                 f"leo={self.log_end_offset}, segments={len(self.segments)})")
+
+
+UnifiedLog = Log
+"""The seeds' name for the partition log façade (Log is UnifiedLog and LocalLog in one class)."""

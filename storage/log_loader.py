@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from storage.clock import Clock
-from storage.errors import CorruptIndexError, LogSegmentOffsetOverflowError
+from storage.errors import CorruptIndexError
 from storage.leader_epoch_cache import LeaderEpochFileCache
 from storage.log_config import LogConfig
 from storage.log_file_utils import (
@@ -86,10 +86,12 @@ class LogLoader:
         swap_files: list[Path] = []
         cleaned_files: list[Path] = []
         min_cleaned_offset: int | None = None
-        for path in sorted(self.dir.iterdir()):
+        for name in sorted(os.listdir(self.dir)):
+            if not name.endswith((DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)):
+                continue
+            path = self.dir / name
             if not path.is_file():
                 continue
-            name = path.name
             if name.endswith(DELETED_FILE_SUFFIX):
                 path.unlink(missing_ok=True)  # the second phase of an async delete that never ran
             elif name.endswith(CLEANED_FILE_SUFFIX):
@@ -149,7 +151,7 @@ class LogLoader:
 
     # -- step 3: open segments ------------------------------------------------------------------
     def _load_segment_files(self) -> None:
-        names = sorted(p.name for p in self.dir.iterdir() if p.is_file())
+        names = sorted(os.listdir(self.dir))
         present = set(names)
         for name in names:
             if is_index_file(name):
@@ -163,23 +165,23 @@ class LogLoader:
                 base_offset = offset_from_file_name(name)
             except ValueError:
                 continue
-            time_index_newly_created = not (self.dir / f"{base_offset:020d}{TIME_INDEX_FILE_SUFFIX}").exists()
+            prefix = name[: -len(LOG_FILE_SUFFIX)]
+            time_index_newly_created = prefix + TIME_INDEX_FILE_SUFFIX not in present
             segment = LogSegment.open(self.dir, base_offset, self.config, self.clock, file_already_exists=True)
             try:
-                segment.sanity_check(time_index_newly_created)
+                segment.sanity_check(time_index_newly_created, prefix + TXN_INDEX_FILE_SUFFIX in present)
             except CorruptIndexError:
                 # Indexes carry no checksum: rebuild them from the log.
-                segment.offset_index.delete_if_exists()
-                segment.time_index.delete_if_exists()
+                for index in (segment.offset_index, segment.time_index):
+                    index.close_handler()
+                    index.path.unlink(missing_ok=True)
                 segment.txn_index.delete_if_exists()
                 self._recover_segment(segment)
             self.segments.add(segment)
 
     def _recover_segment(self, segment: LogSegment) -> int:
-        try:
-            truncated = segment.recover(self.producer_state_manager, self.leader_epoch_cache)
-        except LogSegmentOffsetOverflowError:
-            raise
+        # An offset overflow (a legacy segment Kafka would split) propagates: it is not a torn tail.
+        truncated = segment.recover(self.producer_state_manager, self.leader_epoch_cache)
         self.recovered_segments.append(segment.base_offset)
         return truncated
 

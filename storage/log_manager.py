@@ -253,11 +253,9 @@ class LogManager:
             if log is None:
                 return None
             parent = log.dir.parent
-            with log._lock:
-                log.close()
-                target = parent / f"{tp.dir_name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-                os.replace(log.dir, target)
-                log.dir = target
+            log.close_handlers()
+            target = parent / f"{tp.dir_name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            log.rename_dir(target)
             fsync_dir(parent)
             self._logs_to_delete.append((target, self.clock.milliseconds()))
             self._checkpoint_dir(parent)
@@ -271,6 +269,8 @@ class LogManager:
             self._logs_to_delete = [(p, t) for p, t in self._logs_to_delete if now - t < self.file_delete_delay_ms]
         for path, _ in due:
             shutil.rmtree(path, ignore_errors=True)
+        for log in self.all_logs():
+            log.delete_pending_files()
         return len(due)
 
     def pending_deletes(self) -> list[Path]:
@@ -354,11 +354,16 @@ class LogManager:
              if log.log_start_offset > log.local_log_start_offset})
 
     def cleanup_logs(self) -> int:
-        """Retention (issue 4): delete old segments of every non-compacted log."""
+        """Retention (kafka-log-retention): delete old segments of every non-compacted log
+        (compacted ones are the cleaner's), then unlink `.deleted` files that are due."""
         total = 0
         for log in self.all_logs():
-            if log.config.delete:
-                total += log.delete_old_segments()
+            try:
+                if not log.config.compact:
+                    total += log.delete_old_segments()
+                log.delete_pending_files()
+            except KafkaStorageError:
+                logger.exception("Error running retention on %s", log)
         return total
 
     # -- shutdown -------------------------------------------------------------------------------
@@ -383,7 +388,8 @@ class LogManager:
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
         for d in self.log_dirs:
-            write_atomically(d / CLEAN_SHUTDOWN_FILE, b"")
+            # Kafka's CleanShutdownFileHandler content; only the file's existence matters on load.
+            write_atomically(d / CLEAN_SHUTDOWN_FILE, b'{"version":0,"brokerEpoch":-1}')
         self._unlock_log_dirs()
         self._started = False
 

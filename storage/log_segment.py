@@ -271,18 +271,16 @@ class LogSegment:
         self.bytes_since_last_index_entry = valid_bytes - last_index_entry
         return truncated
 
-    def sanity_check(self, time_index_file_newly_created: bool = False) -> None:
-        """Cheap checks at load (no mapping): index shapes and the txn index; raises CorruptIndexError."""
-        if not self.offset_index.path.exists():
-            from storage.errors import CorruptIndexError
-
-            raise CorruptIndexError(f"Offset index file {self.offset_index.path} does not exist")
+    def sanity_check(self, time_index_file_newly_created: bool = False, txn_index_exists: bool = True) -> None:
+        """Cheap checks at load (no mapping): index shapes and the txn index; raises CorruptIndexError
+        (also for a missing offset index, which the loader then rebuilds)."""
         if time_index_file_newly_created:
             self.time_index.resize(0)
         self.offset_index.sanity_check()
-        if self.time_index.path.exists():
+        if not time_index_file_newly_created:
             self.time_index.sanity_check()
-        self.txn_index.sanity_check()
+        if txn_index_exists:
+            self.txn_index.sanity_check()
 
     # -- truncation -----------------------------------------------------------------------------
     def truncate_to(self, offset: int) -> int:
@@ -343,9 +341,10 @@ class LogSegment:
         self.log.close()
 
     def close_handlers(self) -> None:
+        """Unmap the indexes without trimming (a crash, or a log being deleted); the .log fd is
+        left to close when its last reader drops it."""
         self.offset_index.close_handler()
         self.time_index.close_handler()
-        self.log.close()
 
     def files(self) -> list[Path]:
         return [self.log.path, self.offset_index.path, self.time_index.path, self.txn_index.path]

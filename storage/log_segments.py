@@ -63,13 +63,13 @@ class LogSegments:
         from_offset up to (excluding) the segments whose base is >= to_offset."""
         bases, seg_map = self._bases, self._map
         if from_offset is None:
-            return [seg_map[b] for b in bases if b in seg_map]
+            return [s for s in map(seg_map.get, bases) if s is not None]
         if from_offset == to_offset:
             return []
         i = bisect.bisect_right(bases, from_offset) - 1
         i = max(i, 0)
         j = len(bases) if to_offset is None else bisect.bisect_left(bases, to_offset)
-        return [seg_map[b] for b in bases[i:j] if b in seg_map]
+        return [s for s in map(seg_map.get, bases[i:j]) if s is not None]
 
     def __iter__(self) -> Iterator[LogSegment]:
         return iter(self.values())
@@ -106,7 +106,7 @@ class LogSegments:
     def higher_segments(self, offset: int) -> list[LogSegment]:
         bases = self._bases
         i = bisect.bisect_right(bases, offset)
-        return [self._map[b] for b in bases[i:] if b in self._map]
+        return [s for s in map(self._map.get, bases[i:]) if s is not None]
 
     def size_in_bytes(self) -> int:
         return sum(s.size() for s in self.values())

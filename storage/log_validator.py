@@ -48,11 +48,8 @@ class ValidationResult(msgspec.Struct):
     recompressed: bool
 
 
-class RecordValidationError(InvalidRecordError):
-    """Kept for callers that want the per-record errors (batch index, message)."""
-
-
 def _fail(exc_type: type, message: str, batch_index: int) -> Exception:
+    """The typed error, carrying Kafka's per-record errors list [(index, message)] for the response."""
     exc = exc_type(message)
     exc.record_errors = [(batch_index, message)]  # type: ignore[attr-defined]
     return exc
@@ -72,7 +69,7 @@ class LogValidator:
             raise CorruptRecordError("produce request carries no record batch")
         target_codec = _TOPIC_CODECS.get(config.compression_type)  # None = keep the producer's codec
         log_append = config.log_append_time
-        rebuilt: list[bytes] | None = None
+        needs_recompression = False
 
         for index, (header, pos) in enumerate(batches):
             size = header.batch_length + LOG_OVERHEAD
@@ -88,9 +85,9 @@ class LogValidator:
                 raise _fail(InvalidRecordError,
                             "Compacted topic cannot accept message without key in topic partition", index)
             if target_codec is not None and header.compression != target_codec and not header.is_control:
-                rebuilt = rebuilt if rebuilt is not None else []
+                needs_recompression = True
 
-        if rebuilt is not None:
+        if needs_recompression:
             buf, batches = self._recompress(buf, batches, target_codec)  # type: ignore[arg-type]
 
         first_offset = offset_counter
@@ -115,7 +112,7 @@ class LogValidator:
             records=buf, batches=assigned, first_offset=first_offset, last_offset=offset_counter - 1,
             max_timestamp=max_ts, shallow_offset_of_max_timestamp=max_ts_offset,
             log_append_time=now_ms if log_append else -1, num_messages=num_messages,
-            recompressed=rebuilt is not None,
+            recompressed=needs_recompression,
         )
 
     def _check_timestamps(self, header: BatchHeader, now_ms: int, index: int) -> None:

@@ -92,17 +92,15 @@ class OffsetIndex(AbstractIndex):
                 new_entries = slot + 1
             self._truncate_to_entries(new_entries)
 
-    def _check_entries(self, entries: int) -> None:
-        if entries == 0:
-            return
-        rel, pos = _ENTRY.unpack(self._pread_entry(entries - 1))
+    def _check_entries(self, entries: int, read_entry) -> None:  # noqa: ANN001
+        rel, pos = _ENTRY.unpack(read_entry(entries - 1))
         if rel < 0 or pos < 0:
             raise CorruptIndexError(
                 f"Corrupt index found, index file ({self.path}) has non-zero size but the last offset "
                 f"is {self.base_offset + rel} which is less than the base offset {self.base_offset}."
             )
         if entries > 1:
-            prev_rel, prev_pos = _ENTRY.unpack(self._pread_entry(entries - 2))
+            prev_rel, prev_pos = _ENTRY.unpack(read_entry(entries - 2))
             if prev_rel >= rel or prev_pos >= pos:
                 raise CorruptIndexError(f"Corrupt index found, index file ({self.path}) entries are not increasing")
 

@@ -97,11 +97,9 @@ class TimeIndex(AbstractIndex):
                 new_entries = slot + 1
             self._truncate_to_entries(new_entries)
 
-    def _check_entries(self, entries: int) -> None:
-        if entries == 0:
-            return
-        last_ts, last_rel = _ENTRY.unpack(self._pread_entry(entries - 1))
-        first_ts, _ = _ENTRY.unpack(self._pread_entry(0))
+    def _check_entries(self, entries: int, read_entry) -> None:  # noqa: ANN001
+        last_ts, last_rel = _ENTRY.unpack(read_entry(entries - 1))
+        first_ts, _ = _ENTRY.unpack(read_entry(0))
         if last_rel < 0:
             raise CorruptIndexError(
                 f"Corrupt time index found, time index file ({self.path}) has non-zero size but the last "

@@ -83,7 +83,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 )
             )
             continue
-        configs = tuple(
+        configs = () if not rb.has("CreatableTopicConfigs") else tuple(  # v5+ only
             rb.entity(
                 "CreatableTopicConfigs",
                 name=e.name,

@@ -48,8 +48,9 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     for resource in request.resources:
         keys = resource.configuration_keys
         try:
+            # null lists every key; a list (even an empty one) filters, as in Kafka.
             entries = describe_resource(broker, resource.resource_type, resource.resource_name,
-                                        tuple(keys) if keys else None)
+                                        None if keys is None else tuple(keys))
             code, message = ErrorCode.NONE, None
         except KafkaError as exc:
             entries, code, message = [], error_code_for(exc), error_message_for(exc)

@@ -31,14 +31,13 @@ from wire.errors import (
 from wire.messages import ApiKey
 
 from asyncbroker.encoded_response import FileRegion
+from asyncbroker.fetch_response import encode_fetch_body
 from asyncbroker.handlers import error_code_for
-from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.FETCH
 MIN_VERSION = 4
 MAX_VERSION = 17
 
-_ZERO_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1
 # Record slices at least this large are left in the file and sent with sendfile.
 FILE_REGION_MIN_BYTES = 64 * 1024
@@ -147,7 +146,8 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
 
     max_wait_ms = int(request.max_wait.total_seconds() * 1000)
     min_bytes = request.min_bytes
-    max_bytes = request.max_bytes
+    # fetch.max.bytes caps what one response may carry, whatever the client asks.
+    max_bytes = min(request.max_bytes, broker.config.fetch_max_bytes)
     isolation = request.isolation_level
     use_regions = broker.use_sendfile
 
@@ -176,47 +176,4 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
 
 
 def _response(broker: Any, version: int, reads: list[PartitionRead], error: int = ErrorCode.NONE) -> Any:
-    return response_entity(version, reads, error)
-
-
-def response_entity(version: int, reads: list[PartitionRead], error: int) -> Any:
-    """The kio entity for a fetch answer (used when no region stays in a file)."""
-    b = ResponseBuilder(API_KEY, version)
-    topics: list[Any] = []
-    current: list[Any] | None = None
-    last_key: object = object()
-    for r in reads:
-        key = (r.topic, r.topic_id)
-        if key != last_key:
-            current = []
-            topics.append((r, current))
-            last_key = key
-        assert current is not None
-        records = r.records
-        assert not isinstance(records, FileRegion), "file regions need the encoded-response path"
-        current.append(
-            b.entity(
-                "PartitionData",
-                partition_index=r.index,
-                error_code=r.error,
-                high_watermark=r.high_watermark,
-                last_stable_offset=r.last_stable_offset,
-                log_start_offset=r.log_start_offset,
-                aborted_transactions=(
-                    None if r.aborted is None
-                    else tuple(b.entity("AbortedTransaction", producer_id=p, first_offset=o) for p, o in r.aborted)
-                ),
-                preferred_read_replica=-1,
-                records=records,
-            )
-        )
-    responses = tuple(
-        b.entity(
-            "FetchableTopicResponse",
-            topic=r.topic or "",
-            topic_id=r.topic_id or _ZERO_UUID,
-            partitions=tuple(parts),
-        )
-        for r, parts in topics
-    )
-    return b.entity("FetchResponse", throttle_time=0, error_code=error, session_id=0, responses=responses)
+    return encode_fetch_body(version, reads, error)

@@ -29,7 +29,9 @@ from wire.messages import ApiKey
 
 from asyncbroker.connection import CloseConnection
 from asyncbroker.handlers import error_code_for, error_message_for
-from asyncbroker.response_builder import ResponseBuilder
+from asyncbroker.metrics import METRICS
+from asyncbroker.encoded_response import EncodedResponse
+from asyncbroker.produce_response import encode_produce_body
 
 API_KEY = ApiKey.PRODUCE
 MIN_VERSION = 3
@@ -59,7 +61,7 @@ class PartitionResult:
 
 
 class _Append:
-    __slots__ = ("tp", "log", "records", "result", "appended_bytes")
+    __slots__ = ("tp", "log", "records", "result", "appended_bytes", "appended_records")
 
     def __init__(self, tp: TopicPartition, log: Any, records: bytes, result: PartitionResult) -> None:
         self.tp = tp
@@ -67,6 +69,7 @@ class _Append:
         self.records = records
         self.result = result
         self.appended_bytes = 0
+        self.appended_records = 0
 
 
 def _append_all(appends: list[_Append]) -> None:
@@ -83,6 +86,7 @@ def _append_all(appends: list[_Append]) -> None:
         r.log_start_offset = info.log_start_offset
         r.record_errors = list(info.record_errors or [])
         a.appended_bytes = info.valid_bytes
+        a.appended_records = info.num_messages
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -128,6 +132,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         for a in appends:
             if a.appended_bytes:
                 waiters.on_append(a.tp, a.appended_bytes)
+                METRICS.messages_in(a.tp.topic, a.appended_records)
             elif a.result.error != ErrorCode.NONE:
                 log.debug("Produce to %s failed: %s %s", a.tp, ErrorCode(a.result.error).name, a.result.message)
 
@@ -139,25 +144,6 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     return _response(header.api_version, topics_out)
 
 
-def _response(version: int, topics_out: list[tuple[str, list[PartitionResult]]]) -> Any:
-    b = ResponseBuilder(API_KEY, version)
-    responses = []
-    for name, results in topics_out:
-        parts = tuple(
-            b.entity(
-                "PartitionProduceResponse",
-                index=r.index,
-                error_code=r.error,
-                base_offset=r.base_offset,
-                log_append_time=r.log_append_time,
-                log_start_offset=r.log_start_offset,
-                record_errors=tuple(
-                    b.entity("BatchIndexAndErrorMessage", batch_index=i, batch_index_error_message=m)
-                    for i, m in r.record_errors
-                ),
-                error_message=r.message if r.error else None,
-            )
-            for r in results
-        )
-        responses.append(b.entity("TopicProduceResponse", name=name, partition_responses=parts))
-    return b.entity("ProduceResponse", responses=tuple(responses), throttle_time=0)
+def _response(version: int, topics_out: list[tuple[str, list[PartitionResult]]]) -> EncodedResponse:
+    body = encode_produce_body(version, topics_out)
+    return EncodedResponse([body], len(body))

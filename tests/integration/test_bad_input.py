@@ -79,7 +79,8 @@ def test_unknown_api_key_closes(asyncbroker_bootstrap: str) -> None:
 
 
 def test_too_new_api_versions_gets_v0_error_answer(asyncbroker_bootstrap: str) -> None:
-    body = struct.pack(">hhih", 18, 99, 42, 1) + b"t"
+    # Header v2 (ApiVersions is flexible from v3 on): client id, then empty tagged fields.
+    body = struct.pack(">hhih", 18, 99, 42, 1) + b"t" + b"\x00"
     with RawClient(asyncbroker_bootstrap) as c:
         c.send_raw(struct.pack(">i", len(body)) + body)
         frame = c.recv_frame()

@@ -5,10 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from recovery_testlib import BASE_TS
 from storage.clock import MockClock
-from wire.records import Record, build_batch
-
-BASE_TS = 1_700_000_000_000
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -17,10 +15,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          help="run the exhaustive (slow) crash-point variants")
     except ValueError:
         pass  # already registered by another plugin
-
-
-def batch(n: int = 1, *, ts: int = BASE_TS, value_size: int = 10) -> bytes:
-    return build_batch([Record(offset=i, timestamp=ts + i, key=b"k", value=b"v" * value_size) for i in range(n)])
 
 
 @pytest.fixture

@@ -9,14 +9,7 @@ import pytest
 from storage.clock import MockClock
 from storage.log import Log
 from storage.log_config import LogConfig
-from wire.records import Record, build_batch
-
-BASE_TS = 1_700_000_000_000
-
-
-def batch(n: int = 1, *, ts: int = BASE_TS, value_size: int = 10, key: bytes | None = b"k", **kwargs) -> bytes:
-    """A v2 batch of n records (offsets 0..n-1 before assignment), timestamps ts, ts+1, ..."""
-    return build_batch([Record(offset=i, timestamp=ts + i, key=key, value=b"v" * value_size) for i in range(n)], **kwargs)
+from storage_testlib import BASE_TS
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
-from conftest import BASE_TS, batch
+from storage_testlib import BASE_TS, batch
 from storage.clock import MockClock
 from storage.log import Log
 from storage.log_config import LogConfig
@@ -363,3 +363,96 @@ def test_partition_metadata_written(make_log, log_dir: Path) -> None:
     text = (log_dir / "partition.metadata").read_text()
     assert text == "version: 0\ntopic_id: 89eoshxOSl-bbQ4fKjtMXQ"
     assert log.topic_id == tid
+
+
+def test_time_index_stays_monotone_when_timestamps_go_back(make_log) -> None:
+    log = make_log(LogConfig(index_interval_bytes=1))
+    for ts in (BASE_TS + 500, BASE_TS + 100, BASE_TS + 900, BASE_TS + 50, BASE_TS + 1000):
+        log.append_as_leader(batch(1, ts=ts))
+    entries = log.active_segment.time_index.entries_list()
+    assert [e.timestamp for e in entries] == sorted(e.timestamp for e in entries)
+    assert [e.offset for e in entries] == sorted(e.offset for e in entries)
+    assert log.fetch_offset_by_timestamp(BASE_TS + 600) == (2, BASE_TS + 900)
+    assert log.fetch_offset_by_timestamp(BASE_TS + 60) == (0, BASE_TS + 500)
+
+
+def test_preallocate(make_log, log_dir: Path, clock: MockClock) -> None:
+    config = LogConfig(preallocate=True, segment_bytes=1 << 20)
+    log = make_log(config)
+    log.append_as_leader(batch(3))
+    path = log_dir / "00000000000000000000.log"
+    assert path.stat().st_size == 1 << 20  # preallocated
+    size = log.active_segment.size()
+    log.roll()  # the finished segment is trimmed
+    assert path.stat().st_size == size
+    assert log.append_as_leader(batch(1)).first_offset == 3
+    log.close()
+    again = Log.open(log_dir, config, clock=clock, had_clean_shutdown=False)
+    assert again.log_end_offset == 4
+    again.close()
+
+
+def test_flush_after_truncation_does_not_advance_past_leo(make_log) -> None:
+    log = make_log()
+    log.append_as_leader(batch(2))
+    log.append_as_leader(batch(3))
+    log.truncate_to(2)
+    log.flush(10)
+    assert log.recovery_point == 2 == log.log_end_offset
+
+
+def test_index_files_decode_to_batch_positions(make_log, log_dir: Path) -> None:
+    """The .index/.timeindex bytes written for a log point at real batches (Kafka's layout)."""
+    import struct
+
+    log = make_log(LogConfig(index_interval_bytes=150))
+    for i in range(40):
+        log.append_as_leader(batch(2, ts=BASE_TS + i * 3))
+    log.close()
+    data = (log_dir / "00000000000000000000.log").read_bytes()
+    batches = {bp.position: bp.header for bp in iter_batch_headers(data)}
+    raw = (log_dir / "00000000000000000000.index").read_bytes()
+    entries = [struct.unpack_from(">ii", raw, i) for i in range(0, len(raw), 8)]
+    assert len(entries) > 5
+    for rel, pos in entries:
+        header = batches[pos]
+        assert header.base_offset + header.last_offset_delta == rel
+    raw = (log_dir / "00000000000000000000.timeindex").read_bytes()
+    times = [struct.unpack_from(">qi", raw, i) for i in range(0, len(raw), 12)]
+    by_last = {h.base_offset + h.last_offset_delta: h for h in batches.values()}
+    for ts, rel in times:
+        assert by_last[rel].max_timestamp == ts
+    assert times[-1] == (BASE_TS + 39 * 3 + 1, 79)  # the final entry written on close
+
+
+def test_roll_schedules_flush_of_finished_segment(log_dir: Path, clock: MockClock) -> None:
+    tasks: list = []
+    log = Log.open(log_dir, LogConfig(), clock=clock, background=tasks.append)
+    log.append_as_leader(batch(3))
+    log.roll()
+    assert log.recovery_point == 0 and len(tasks) == 1
+    tasks.pop()()  # the scheduler runs it later, off the append path
+    assert log.recovery_point == 3
+    log.close()
+
+
+def _marker(producer_id: int, kind: ControlRecordType) -> bytes:
+    return build_batch([Record(offset=0, timestamp=BASE_TS, key=encode_control_key(kind), value=encode_control_value(0))],
+                       is_control=True, is_transactional=True, producer_id=producer_id, producer_epoch=0)
+
+
+def test_aborted_transactions_reported_to_read_committed(make_log, log_dir: Path) -> None:
+    log = make_log()
+    txn = build_batch([Record(offset=i, timestamp=BASE_TS, value=b"t") for i in range(3)],
+                      is_transactional=True, producer_id=42, producer_epoch=0, base_sequence=0)
+    log.append_as_leader(txn)  # offsets 0..2
+    assert log.last_stable_offset == 0
+    log.append_as_leader(_marker(42, ControlRecordType.ABORT), origin="coordinator")  # offset 3
+    assert log.last_stable_offset == log.high_watermark == 4
+    info = log.read(0, 10_000, isolation="read_committed")
+    assert [(a.producer_id, a.first_offset, a.last_offset) for a in info.aborted_transactions] == [(42, 0, 3)]
+    assert (log_dir / "00000000000000000000.txnindex").stat().st_size == 34
+    log.append_as_leader(txn)
+    log.append_as_leader(_marker(42, ControlRecordType.COMMIT), origin="coordinator")
+    assert log.last_stable_offset == 8
+    assert len(log.read(4, 10_000, isolation="read_committed").aborted_transactions) == 0

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BASE_TS, batch
+from storage_testlib import BASE_TS, batch
 from storage.clock import MockClock
 from storage.errors import LogSegmentOffsetOverflowError
 from storage.log_config import LogConfig

@@ -1,0 +1,221 @@
+"""A read-only view of Kafka log directories: partitions, live segments, checkpoints.
+
+The Spark jobs plan work on the driver from this view without opening a `Log`:
+`Log.open` runs recovery (truncates torn tails, deletes `.cleaned` leftovers,
+completes `.swap` renames, creates files), which a reader must never do to a
+directory a broker may be writing. So this module only lists and stats files,
+using storage's file-name rules, and reads the offset checkpoints with
+storage's `OffsetCheckpointFile`.
+
+Live segments are the `.log` files with no suffix; `.deleted`, `.cleaned` and
+`.swap` files belong to a swap or deletion in flight and are counted (an
+operator signal) but never read. Partition directories with a `-delete`,
+`-future` or `-stray` suffix are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import msgspec
+
+from storage.log_config import LogConfig
+from storage.log_file_utils import (
+    CLEANED_FILE_SUFFIX,
+    DELETE_DIR_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    FUTURE_DIR_SUFFIX,
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    STRAY_DIR_SUFFIX,
+    SWAP_FILE_SUFFIX,
+    offset_from_file_name,
+)
+from storage.log_manager import TOPIC_CONFIGS_FILE
+from storage.offset_checkpoint import (
+    CLEANER_OFFSET_CHECKPOINT_FILE,
+    LOG_START_OFFSET_CHECKPOINT_FILE,
+    CorruptCheckpointError,
+    OffsetCheckpointFile,
+)
+from storage.topic_partition import TopicPartition
+
+__all__ = [
+    "SegmentFile",
+    "PartitionDir",
+    "LogDirView",
+    "scan_log_dirs",
+    "live_segments",
+    "partition_dirs",
+]
+
+_SKIPPED_DIR_SUFFIXES = (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)
+_IN_FLIGHT_SUFFIXES = (DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+
+
+class SegmentFile(msgspec.Struct, frozen=True):
+    """One live segment as it was when the directory was listed."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    path: str  # the .log file
+    size: int  # bytes at listing time: readers never go past it
+    is_active: bool  # the partition's last segment (the one a broker appends to)
+
+    @property
+    def index_path(self) -> str:
+        return self.path[: -len(LOG_FILE_SUFFIX)] + INDEX_FILE_SUFFIX
+
+
+class PartitionDir(msgspec.Struct, frozen=True):
+    """A partition directory and what the driver needs to plan and audit it."""
+
+    topic: str
+    partition: int
+    path: str
+    log_dir: str
+    segments: list[SegmentFile]
+    log_start_offset: int  # max(first segment base, log-start-offset-checkpoint)
+    cleaner_checkpoint: int | None  # first dirty offset, None when never cleaned
+    in_flight_files: int  # .deleted/.cleaned/.swap files present when listed
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+
+class LogDirView(msgspec.Struct, frozen=True):
+    """Every partition of one or more log dirs plus the topic config overrides found."""
+
+    partitions: list[PartitionDir]
+    topic_overrides: dict[str, dict[str, str]]
+
+    def topic_config(self, topic: str, defaults: LogConfig | None = None) -> LogConfig:
+        """The topic's effective LogConfig: persisted overrides over `defaults`."""
+        base = defaults or LogConfig()
+        overrides = self.topic_overrides.get(topic)
+        return LogConfig.from_props(overrides, base) if overrides else base
+
+
+def live_segments(partition_path: Path | str, topic: str, partition: int) -> tuple[list[SegmentFile], int]:
+    """Live segments of a partition dir, sorted by base offset, and the count of in-flight files.
+
+    A file that vanishes between listing and stat (a concurrent deletion) is
+    skipped: the reader plans over what exists now.
+    """
+    bases: list[tuple[int, str]] = []
+    in_flight = 0
+    with os.scandir(partition_path) as it:
+        for entry in it:
+            name = entry.name
+            if name.endswith(_IN_FLIGHT_SUFFIXES):
+                in_flight += 1
+                continue
+            if not name.endswith(LOG_FILE_SUFFIX):
+                continue
+            try:
+                base = offset_from_file_name(name)
+            except ValueError:
+                continue  # not a segment (e.g. a stray file with a .log name)
+            bases.append((base, entry.path))
+    bases.sort()
+    segments: list[SegmentFile] = []
+    for i, (base, path) in enumerate(bases):
+        try:
+            size = os.stat(path).st_size
+        except FileNotFoundError:
+            continue
+        segments.append(SegmentFile(topic, partition, base, path, size, i == len(bases) - 1))
+    if segments and not segments[-1].is_active:
+        # the true last segment vanished after listing: the last survivor is now the tail
+        last = segments[-1]
+        segments[-1] = SegmentFile(last.topic, last.partition, last.base_offset, last.path, last.size, True)
+    return segments, in_flight
+
+
+def partition_dirs(log_dir: Path | str) -> Iterable[tuple[TopicPartition, Path]]:
+    """`(TopicPartition, path)` of every serving partition directory in `log_dir`."""
+    with os.scandir(log_dir) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        if not entry.is_dir() or entry.name.endswith(_SKIPPED_DIR_SUFFIXES):
+            continue
+        try:
+            tp = TopicPartition.from_dir_name(entry.name)
+        except ValueError:
+            continue
+        yield tp, Path(entry.path)
+
+
+def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    try:
+        return OffsetCheckpointFile(path).read()
+    except CorruptCheckpointError:
+        return {}  # as the broker does: a corrupt checkpoint is as good as none
+
+
+def _read_topic_overrides(log_dir: Path) -> tuple[float, dict[str, dict[str, str]]]:
+    path = log_dir / TOPIC_CONFIGS_FILE
+    try:
+        mtime = path.stat().st_mtime
+        data = json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return -1.0, {}
+    return mtime, {str(t): {str(k): str(v) for k, v in props.items()} for t, props in data.items()}
+
+
+def scan_log_dirs(
+    log_dirs: Iterable[Path | str],
+    *,
+    topics: Iterable[str] | None = None,
+    partitions: Iterable[int] | None = None,
+) -> LogDirView:
+    """List every partition (optionally only some topics/partition numbers) of `log_dirs`."""
+    topic_set = set(topics) if topics is not None else None
+    partition_set = set(partitions) if partitions is not None else None
+    found: list[PartitionDir] = []
+    newest = -1.0
+    overrides: dict[str, dict[str, str]] = {}
+    for raw in log_dirs:
+        log_dir = Path(raw)
+        if not log_dir.is_dir():
+            raise FileNotFoundError(f"log dir {log_dir} does not exist")
+        mtime, dir_overrides = _read_topic_overrides(log_dir)
+        if mtime > newest:  # the broker writes the same file to every dir: newest wins
+            newest, overrides = mtime, dir_overrides
+        log_starts = _read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT_FILE)
+        cleaner = _read_checkpoint(log_dir / CLEANER_OFFSET_CHECKPOINT_FILE)
+        for tp, path in partition_dirs(log_dir):
+            if topic_set is not None and tp.topic not in topic_set:
+                continue
+            if partition_set is not None and tp.partition not in partition_set:
+                continue
+            segments, in_flight = live_segments(path, tp.topic, tp.partition)
+            first_base = segments[0].base_offset if segments else 0
+            found.append(
+                PartitionDir(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    path=str(path),
+                    log_dir=str(log_dir),
+                    segments=segments,
+                    log_start_offset=max(first_base, log_starts.get(tp, 0)),
+                    cleaner_checkpoint=cleaner.get(tp),
+                    in_flight_files=in_flight,
+                )
+            )
+    found.sort(key=lambda p: (p.topic, p.partition, p.log_dir))
+    return LogDirView(found, overrides)
+
+
+def topic_overrides_from(mapping: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
+    """Normalise user-supplied overrides (tests, CLI) to plain str dicts."""
+    return {str(t): {str(k): str(v) for k, v in props.items()} for t, props in mapping.items()}

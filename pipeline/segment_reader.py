@@ -1,0 +1,288 @@
+"""Read a byte range of one segment into Arrow record batches.
+
+Planning (driver): `plan_slices` cuts each live segment into `SegmentSlice`s,
+splitting segments larger than `max_slice_bytes` at positions taken from the
+segment's offset index. Index entries always point at the first byte of a
+batch, so a slice never starts mid-batch and no batch is read twice.
+
+Reading (Spark worker): `read_slice` walks batches with storage's
+`FileRecords` over a read-only descriptor and decodes records with
+`wire.records.decode_records`; there is no other parser. It never reads past
+the size the segment had when it was planned, and it stops quietly at a torn
+or still-being-written tail of the active segment (a header that does not
+parse, a batch that runs past the end, a CRC mismatch), which is how a broker
+appending meanwhile looks. The same faults in a closed segment are real
+corruption and raise `CorruptRecordError`.
+
+A planned segment that was swapped out by the cleaner before the task ran
+is read from its `.deleted` name (the same bytes), and one that is already
+gone yields nothing: the read sees the log as it was at planning time or
+loses that segment, never a mix of old and new files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+
+import msgspec
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.log_dir_scan import SegmentFile
+from storage.errors import CorruptIndexError
+from storage.file_records import BATCH_ERRORS, FileRecords
+from storage.log_file_utils import DELETED_FILE_SUFFIX
+from storage.offset_index import OffsetIndex
+from wire.errors import CorruptRecordError
+from wire.records import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, compute_crc, decode_records
+
+__all__ = ["SegmentSlice", "plan_slices", "read_slice", "DEFAULT_MAX_SLICE_BYTES", "DEFAULT_ROWS_PER_BATCH"]
+
+DEFAULT_MAX_SLICE_BYTES = 64 << 20
+DEFAULT_ROWS_PER_BATCH = 32_768
+NO_END_OFFSET = 2**63 - 1
+
+
+class SegmentSlice(msgspec.Struct, frozen=True):
+    """Bytes [start_position, end_position) of one segment; picklable for Spark tasks."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    path: str
+    start_position: int
+    end_position: int
+    is_active: bool  # a tail that may be torn or growing: stop quietly on a bad batch
+    start_offset: int = 0  # first offset wanted (records below are skipped)
+    end_offset: int = NO_END_OFFSET  # first offset not wanted
+
+
+def _split_positions(segment: SegmentFile, max_slice_bytes: int) -> list[int]:
+    """Batch-aligned cut positions inside the segment, from its offset index (none if unusable)."""
+    if segment.size <= max_slice_bytes:
+        return []
+    try:
+        index = OffsetIndex(segment.index_path, segment.base_offset, -1, writable=False)
+        try:
+            entries = index.entries_list()
+        finally:
+            index.close_handler()
+    except (FileNotFoundError, CorruptIndexError, ValueError, OSError):
+        return []  # no usable index: read the segment in one task
+    cuts: list[int] = []
+    last = 0
+    for entry in entries:
+        pos = entry.position
+        # Only strictly increasing positions inside the planned size are real entries: an
+        # active segment's index is preallocated with zeros past its last entry.
+        if pos <= last or pos >= segment.size:
+            continue
+        if pos - (cuts[-1] if cuts else 0) >= max_slice_bytes:
+            cuts.append(pos)
+        last = pos
+    return cuts
+
+
+def plan_slices(
+    segments: Sequence[SegmentFile],
+    *,
+    max_slice_bytes: int = DEFAULT_MAX_SLICE_BYTES,
+    start_offset: int = 0,
+    end_offset: int = NO_END_OFFSET,
+    next_base_offsets: Sequence[int | None] | None = None,
+) -> list[SegmentSlice]:
+    """Slices covering `segments` (one partition's, sorted) restricted to [start_offset, end_offset).
+
+    A segment whose offsets all lie outside the range (known from its base
+    offset and the next segment's) is left out.
+    """
+    slices: list[SegmentSlice] = []
+    for i, seg in enumerate(segments):
+        if seg.size == 0 or seg.base_offset >= end_offset:
+            continue
+        next_base = None
+        if next_base_offsets is not None:
+            next_base = next_base_offsets[i]
+        elif i + 1 < len(segments):
+            next_base = segments[i + 1].base_offset
+        if next_base is not None and next_base <= start_offset:
+            continue
+        bounds = [0, *_split_positions(seg, max_slice_bytes), seg.size]
+        for lo, hi in zip(bounds, bounds[1:]):
+            slices.append(
+                SegmentSlice(seg.topic, seg.partition, seg.base_offset, seg.path, lo, hi, seg.is_active,
+                             start_offset, end_offset)
+            )
+    return slices
+
+
+def _open_read_only(path: str) -> int | None:
+    for candidate in (path, path + DELETED_FILE_SUFFIX):
+        try:
+            return os.open(candidate, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+    return None
+
+
+class _Columns:
+    """Column lists for the requested fields, filled record by record."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.offset: list[int] = []
+        self.timestamp: list[int] = []
+        self.key: list[bytes | None] = []
+        self.value: list[bytes | None] = []
+        self.value_length: list[int] = []
+        self.header_offsets: list[int] = [0]
+        self.header_keys: list[str] = []
+        self.header_values: list[bytes | None] = []
+        # per-batch constants, expanded at build time from run lengths
+        self.runs: list[tuple[int, int, int, int]] = []  # (rows, producer id, attributes, base offset)
+
+
+def _build(cols: _Columns, schema: pa.Schema, topic: str, partition: int) -> pa.RecordBatch:
+    n = cols.rows
+    arrays: list[pa.Array] = []
+
+    def expand(pick) -> list:  # noqa: ANN001
+        out: list = []
+        for run in cols.runs:
+            out += [pick(run)] * run[0]
+        return out
+
+    for field in schema:
+        name = field.name
+        if name == "topic":
+            arr = pa.array([topic] * n, field.type)
+        elif name == "partition":
+            arr = pa.array([partition] * n, field.type)
+        elif name == "offset":
+            arr = pa.array(cols.offset, field.type)
+        elif name == "timestamp":
+            ms = pa.array(cols.timestamp, pa.int64())
+            arr = pc.multiply(ms, 1000).cast(field.type)
+        elif name == "timestamp_type":
+            arr = pa.array(expand(lambda r: 1 if r[2] & TIMESTAMP_TYPE_MASK else 0), field.type)
+        elif name == "key":
+            arr = pa.array(cols.key, field.type)
+        elif name == "value":
+            arr = pa.array(cols.value, field.type)
+        elif name == "value_length":
+            arr = pa.array(cols.value_length, field.type)
+        elif name == "headers":
+            struct_type = field.type.value_type
+            inner = pa.StructArray.from_arrays(
+                [pa.array(cols.header_keys, struct_type.field(0).type),
+                 pa.array(cols.header_values, struct_type.field(1).type)],
+                fields=[struct_type.field(0), struct_type.field(1)],
+            )
+            arr = pa.ListArray.from_arrays(pa.array(cols.header_offsets, pa.int32()), inner, type=field.type)
+        elif name == "producer_id":
+            arr = pa.array(expand(lambda r: r[1]), field.type)
+        elif name == "is_transactional":
+            arr = pa.array(expand(lambda r: bool(r[2] & TRANSACTIONAL_FLAG_MASK)), field.type)
+        elif name == "is_control":
+            arr = pa.array(expand(lambda r: bool(r[2] & CONTROL_FLAG_MASK)), field.type)
+        elif name == "batch_base_offset":
+            arr = pa.array(expand(lambda r: r[3]), field.type)
+        else:  # pragma: no cover - schema checked on the driver
+            raise ValueError(f"unknown column {name}")
+        arrays.append(arr)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def read_slice(
+    piece: SegmentSlice,
+    schema: pa.Schema,
+    *,
+    include_control: bool = False,
+    verify_crc: bool = True,
+    rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
+) -> Iterator[pa.RecordBatch]:
+    """Arrow batches (with exactly `schema`'s fields) of the records in `piece`."""
+    fd = _open_read_only(piece.path)
+    if fd is None:
+        return  # deleted since planning (retention or a finished swap)
+    records_file = FileRecords(piece.path, fd, piece.end_position)  # owns and closes fd
+    try:
+        yield from _read_batches(records_file, piece, schema, include_control, verify_crc, rows_per_batch)
+    finally:
+        records_file.close()
+
+
+def _read_batches(
+    records_file: FileRecords,
+    piece: SegmentSlice,
+    schema: pa.Schema,
+    include_control: bool,
+    verify_crc: bool,
+    rows_per_batch: int,
+) -> Iterator[pa.RecordBatch]:
+    names = schema.names
+    want_key = "key" in names
+    want_value = "value" in names
+    want_value_length = "value_length" in names
+    want_headers = "headers" in names
+    want_timestamp = "timestamp" in names
+    start_offset, end_offset = piece.start_offset, piece.end_offset
+    cols = _Columns()
+    batches = records_file.batches(piece.start_position, piece.end_position, with_data=True)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            break
+        except BATCH_ERRORS as exc:
+            if piece.is_active:
+                break  # a tail being written or preallocated zeros: the log ends here for now
+            raise CorruptRecordError(f"{piece.path}: unreadable batch header after position "
+                                     f"{piece.start_position}: {exc}") from exc
+        header = batch.header
+        if header.base_offset >= end_offset:
+            break
+        if header.base_offset + header.last_offset_delta < start_offset:
+            continue
+        attrs = header.attributes
+        if attrs & CONTROL_FLAG_MASK and not include_control:
+            continue
+        buf, pos = batch.buf, batch.offset_in_buf
+        if verify_crc and compute_crc(buf, pos, header.batch_length) != header.crc:  # type: ignore[arg-type]
+            if piece.is_active:
+                break
+            raise CorruptRecordError(f"{piece.path}: CRC mismatch in the batch at position {batch.position}")
+        records = decode_records(buf, pos)  # type: ignore[arg-type]
+        if start_offset > header.base_offset or header.base_offset + header.last_offset_delta >= end_offset:
+            records = [r for r in records if start_offset <= r.offset < end_offset]
+        n = len(records)
+        if n == 0:
+            continue
+        cols.runs.append((n, header.producer_id, attrs, header.base_offset))
+        cols.offset += [r.offset for r in records]
+        if want_timestamp:
+            cols.timestamp += [r.timestamp for r in records]
+        if want_key:
+            cols.key += [r.key for r in records]
+        if want_value:
+            cols.value += [r.value for r in records]
+        if want_value_length:
+            cols.value_length += [-1 if r.value is None else len(r.value) for r in records]
+        if want_headers:
+            hoffsets = cols.header_offsets
+            total = hoffsets[-1]
+            for r in records:
+                hs = r.headers
+                if hs:
+                    total += len(hs)
+                    for hk, hv in hs:
+                        cols.header_keys.append(hk)
+                        cols.header_values.append(hv)
+                hoffsets.append(total)
+        cols.rows += n
+        if cols.rows >= rows_per_batch:
+            yield _build(cols, schema, piece.topic, piece.partition)
+            cols = _Columns()
+    if cols.rows:
+        yield _build(cols, schema, piece.topic, piece.partition)

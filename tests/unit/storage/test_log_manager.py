@@ -1,0 +1,167 @@
+"""LogManager: locking, meta.properties, placement, create/delete, restart, checkpoints."""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from storage_testlib import batch
+from storage.clock import MockClock
+from storage.errors import KafkaStorageError, LogDirLockedError
+from storage.log_config import LogConfig
+from storage.log_manager import LogManager
+from storage.offset_checkpoint import OffsetCheckpointFile
+from storage.topic_partition import TopicPartition
+from wire.errors import InvalidConfigurationError, InvalidTopicError
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> list[Path]:
+    return [tmp_path / "d1", tmp_path / "d2"]
+
+
+@pytest.fixture
+def manager(dirs: list[Path], clock: MockClock):
+    managers: list[LogManager] = []
+
+    def make(**kwargs) -> LogManager:
+        lm = LogManager(dirs, LogConfig(), clock=clock, node_id=1, **kwargs)
+        lm.startup()
+        managers.append(lm)
+        return lm
+
+    yield make
+    for lm in managers:
+        lm.shutdown()
+
+
+def test_meta_properties_and_lock(manager, dirs: list[Path], clock: MockClock) -> None:
+    lm = manager()
+    for d in dirs:
+        text = (d / "meta.properties").read_text()
+        assert "version=1" in text and f"cluster.id={lm.cluster_id}" in text and "node.id=1" in text
+        assert "directory.id=" in text
+    with pytest.raises(LogDirLockedError):
+        LogManager(dirs, LogConfig(), clock=clock, node_id=1).startup()
+    lm.shutdown()
+    with pytest.raises(KafkaStorageError):
+        LogManager(dirs, LogConfig(), clock=clock, node_id=2).startup()  # another node's dirs
+    again = manager()
+    assert again.cluster_id == lm.cluster_id
+
+
+def test_placement_in_least_loaded_dir(manager, dirs: list[Path]) -> None:
+    lm = manager()
+    for p in range(6):
+        lm.create_log(TopicPartition("orders", p), LogConfig(), uuid.uuid4())
+    counts = [len(list(d.glob("orders-*"))) for d in dirs]
+    assert counts == [3, 3]
+    assert lm.create_log(TopicPartition("orders", 0)) is lm.get_log(TopicPartition("orders", 0))
+
+
+def test_invalid_topic_name_rejected(manager) -> None:
+    lm = manager()
+    with pytest.raises(InvalidTopicError):
+        lm.create_log(TopicPartition("bad/name", 0))
+
+
+def test_restart_loads_logs_and_topics(manager, dirs: list[Path], clock: MockClock) -> None:
+    lm = manager()
+    tid = uuid.uuid4()
+    for p in range(3):
+        log = lm.create_log(TopicPartition("t", p), LogConfig(), tid)
+        log.append_as_leader(batch(p + 1))
+    lm.set_topic_config("t", {"retention.ms": "1000"})
+    lm.shutdown()
+    assert all((d / ".kafka_cleanshutdown").exists() for d in dirs)
+    again = manager()
+    assert all(again.had_clean_shutdown.values())
+    assert not any((d / ".kafka_cleanshutdown").exists() for d in dirs)  # consumed at startup
+    assert again.topics()["t"].partition_count == 3 and again.topics()["t"].topic_id == tid
+    assert [again.get_log(TopicPartition("t", p)).log_end_offset for p in range(3)] == [1, 2, 3]
+    assert again.topic_config_overrides("t") == {"retention.ms": "1000"}
+    assert again.get_log(TopicPartition("t", 0)).config.retention_ms == 1000
+
+
+def test_checkpoint_files(manager, dirs: list[Path]) -> None:
+    lm = manager()
+    log = lm.create_log(TopicPartition("t", 0))
+    log.append_as_leader(batch(5))
+    log.maybe_increment_log_start_offset(2)
+    log.flush()
+    lm.checkpoint_recovery_offsets()
+    lm.checkpoint_log_start_offsets()
+    lm.checkpoint_high_watermarks()
+    d = log.dir.parent
+    assert (d / "recovery-point-offset-checkpoint").read_text() == "0\n1\nt 0 5\n"
+    assert (d / "log-start-offset-checkpoint").read_text() == "0\n1\nt 0 2\n"
+    assert (d / "replication-offset-checkpoint").read_text() == "0\n1\nt 0 5\n"
+    other = dirs[1] if d == dirs[0] else dirs[0]
+    assert OffsetCheckpointFile(other / "recovery-point-offset-checkpoint").read() == {}
+    lm.shutdown()
+    again = manager()
+    log = again.get_log(TopicPartition("t", 0))
+    assert (log.log_start_offset, log.log_end_offset, log.recovery_point) == (2, 5, 5)
+    assert (d / ".kafka_cleanshutdown").exists() is False
+
+
+def test_unclean_restart_uses_recovery_checkpoint(manager, dirs: list[Path], clock: MockClock) -> None:
+    lm = manager()
+    log = lm.create_log(TopicPartition("t", 0))
+    log.append_as_leader(batch(5))
+    log.flush()
+    lm.checkpoint_recovery_offsets()
+    lm.checkpoint_log_start_offsets()
+    log.append_as_leader(batch(5))
+    # Crash: no shutdown(); release the locks as the dying process would.
+    lm._flusher.shutdown(wait=True)
+    lm._unlock_log_dirs()
+    lm._started = False
+    again = manager()
+    assert not any(again.had_clean_shutdown.values())
+    log = again.get_log(TopicPartition("t", 0))
+    assert log.log_end_offset == 10 and log.recovery_point == 5
+
+
+def test_delete_log_renames_then_unlinks(manager, clock: MockClock) -> None:
+    lm = manager(file_delete_delay_ms=1000)
+    tp = TopicPartition("gone", 0)
+    log = lm.create_log(tp)
+    log.append_as_leader(batch(1))
+    parent = log.dir.parent
+    lm.delete_log(tp)
+    assert lm.get_log(tp) is None
+    pending = lm.pending_deletes()
+    assert len(pending) == 1 and pending[0].name.startswith("gone-0.") and pending[0].name.endswith("-delete")
+    assert pending[0].exists() and not (parent / "gone-0").exists()
+    assert lm.delete_logs() == 0
+    clock.advance(1000)
+    assert lm.delete_logs() == 1 and not pending[0].exists()
+    assert "gone" not in lm.topics()
+
+
+def test_delete_dirs_found_at_startup_are_queued(manager, dirs: list[Path]) -> None:
+    lm = manager()
+    lm.shutdown()
+    stale = dirs[0] / "x-0.0123456789abcdef0123456789abcdef-delete"
+    stale.mkdir()
+    again = manager(file_delete_delay_ms=0)
+    assert again.get_log(TopicPartition("x", 0)) is None
+    assert again.delete_logs() == 1 and not stale.exists()
+
+
+def test_bad_topic_config_rejected(manager) -> None:
+    lm = manager()
+    with pytest.raises(InvalidConfigurationError, match="segment.bytes"):
+        lm.set_topic_config("t", {"segment.bytes": "12"})
+
+
+def test_parallel_load_many_partitions(manager, clock: MockClock) -> None:
+    lm = manager(recovery_threads_per_data_dir=3)
+    for p in range(20):
+        lm.create_log(TopicPartition("many", p)).append_as_leader(batch(p % 3 + 1))
+    lm.shutdown()
+    again = manager(recovery_threads_per_data_dir=3)
+    assert len(again.all_logs()) == 20
+    assert again.get_log(TopicPartition("many", 7)).log_end_offset == 2

@@ -1,0 +1,221 @@
+"""The hand-written Produce/Fetch encoders are byte-identical to kio's."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode as KioErrorCode
+from kio.static.primitive import i32Timedelta
+
+from wire.messages import decode_response, encode_response
+from wire.response_encoders import (
+    FETCH_VERSIONS,
+    PRODUCE_VERSIONS,
+    FetchPartitionData,
+    FetchTopicData,
+    ProducePartitionResult,
+    ProduceTopicResult,
+    encode_fetch_response,
+    encode_produce_response,
+    fetch_response_size,
+)
+
+
+def _mk(cls: type, **values: Any) -> Any:
+    """Build a kio entity from the values its version has fields for."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def _ts(ms: int) -> datetime.datetime | None:
+    if ms < 0:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+
+
+def _throttle(ms: int) -> i32Timedelta:
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
+
+
+def _endpoints(m: Any, eps: list[tuple[int, str, int, str | None]]) -> tuple[Any, ...]:
+    return tuple(_mk(m.NodeEndpoint, node_id=n, host=h, port=p, rack=r) for n, h, p, r in eps)
+
+
+def kio_produce(version: int, topics: list[ProduceTopicResult], throttle: int, eps: list) -> bytes:
+    m = importlib.import_module(f"kio.schema.produce.v{version}.response")
+    responses = []
+    for t in topics:
+        parts = []
+        for p in t.partitions:
+            kw: dict[str, Any] = dict(
+                index=p.index,
+                error_code=KioErrorCode(p.error_code),
+                base_offset=p.base_offset,
+                log_append_time=_ts(p.log_append_time_ms),
+                log_start_offset=p.log_start_offset,
+                error_message=p.error_message,
+            )
+            if hasattr(m, "BatchIndexAndErrorMessage"):
+                kw["record_errors"] = tuple(
+                    m.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=msg)
+                    for i, msg in p.record_errors
+                )
+            if hasattr(m, "LeaderIdAndEpoch"):
+                leader = p.current_leader or (-1, -1)
+                kw["current_leader"] = m.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
+            parts.append(_mk(m.PartitionProduceResponse, **kw))
+        responses.append(
+            _mk(m.TopicProduceResponse, name=t.name, topic_id=t.topic_id, partition_responses=tuple(parts))
+        )
+    kw = dict(responses=tuple(responses), throttle_time=_throttle(throttle))
+    if hasattr(m, "NodeEndpoint"):
+        kw["node_endpoints"] = _endpoints(m, eps)
+    return encode_response(_mk(m.ProduceResponse, **kw))
+
+
+def kio_fetch(version: int, topics: list[FetchTopicData], throttle: int, error: int, session: int, eps: list) -> bytes:
+    m = importlib.import_module(f"kio.schema.fetch.v{version}.response")
+    responses = []
+    for t in topics:
+        parts = []
+        for p in t.partitions:
+            kw: dict[str, Any] = dict(
+                partition_index=p.partition_index,
+                error_code=KioErrorCode(p.error_code),
+                high_watermark=p.high_watermark,
+                last_stable_offset=p.last_stable_offset,
+                log_start_offset=p.log_start_offset,
+                aborted_transactions=None
+                if p.aborted_transactions is None
+                else tuple(m.AbortedTransaction(producer_id=a, first_offset=b) for a, b in p.aborted_transactions),
+                preferred_read_replica=p.preferred_read_replica,
+                records=None if p.records is None else b"".join(bytes(b) for b in p.records),
+            )
+            if hasattr(m, "EpochEndOffset"):
+                e = p.diverging_epoch or (-1, -1)
+                kw["diverging_epoch"] = m.EpochEndOffset(epoch=e[0], end_offset=e[1])
+                c = p.current_leader or (-1, -1)
+                kw["current_leader"] = m.LeaderIdAndEpoch(leader_id=c[0], leader_epoch=c[1])
+                s = p.snapshot_id or (-1, -1)
+                kw["snapshot_id"] = m.SnapshotId(end_offset=s[0], epoch=s[1])
+            parts.append(_mk(m.PartitionData, **kw))
+        responses.append(_mk(m.FetchableTopicResponse, topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)))
+    kw = dict(
+        throttle_time=_throttle(throttle),
+        error_code=KioErrorCode(error),
+        session_id=session,
+        responses=tuple(responses),
+    )
+    if hasattr(m, "NodeEndpoint"):
+        kw["node_endpoints"] = _endpoints(m, eps)
+    return encode_response(_mk(m.FetchResponse, **kw))
+
+
+_names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz._-0123456789", min_size=1, max_size=20)
+_opt_text = st.none() | st.text(max_size=12)
+_i32 = st.integers(-(2**31), 2**31 - 1)
+_i64 = st.integers(-1, 2**62)
+_pair32 = st.none() | st.tuples(_i32, _i32)
+_errors = st.sampled_from([0, 1, 2, 3, 6, 10, 43, 87, -1])
+_endpoint = st.tuples(st.integers(0, 1000), _names, st.integers(1, 65535), st.none() | _names)
+
+produce_partitions = st.builds(
+    ProducePartitionResult,
+    index=st.integers(0, 10_000),
+    error_code=_errors,
+    base_offset=_i64,
+    log_append_time_ms=st.sampled_from([-1, 0, 1_700_000_000_123]),
+    log_start_offset=_i64,
+    record_errors=st.lists(st.tuples(st.integers(0, 100), _opt_text), max_size=3),
+    error_message=_opt_text,
+    current_leader=_pair32,
+)
+produce_topics = st.lists(
+    st.builds(
+        ProduceTopicResult,
+        name=_names,
+        partitions=st.lists(produce_partitions, max_size=3),
+        topic_id=st.uuids(),
+    ),
+    max_size=3,
+)
+
+
+@pytest.mark.parametrize("version", range(PRODUCE_VERSIONS[0], PRODUCE_VERSIONS[1] + 1))
+@settings(max_examples=25, deadline=None)
+@given(topics=produce_topics, throttle=st.integers(0, 10_000), eps=st.lists(_endpoint, max_size=2))
+def test_produce_response_matches_kio(version: int, topics: list, throttle: int, eps: list) -> None:
+    ours = encode_produce_response(version, topics, throttle_time_ms=throttle, node_endpoints=eps)
+    assert ours == kio_produce(version, topics, throttle, eps)
+
+
+_record_parts = st.none() | st.lists(st.binary(max_size=40), max_size=3)
+fetch_partitions = st.builds(
+    FetchPartitionData,
+    partition_index=st.integers(0, 10_000),
+    error_code=_errors,
+    high_watermark=_i64,
+    last_stable_offset=_i64,
+    log_start_offset=_i64,
+    aborted_transactions=st.none() | st.lists(st.tuples(_i64, _i64), max_size=3),
+    preferred_read_replica=st.sampled_from([-1, 0, 1]),
+    records=_record_parts,
+    diverging_epoch=st.none() | st.tuples(_i32, _i64),
+    current_leader=_pair32,
+    snapshot_id=st.none() | st.tuples(_i64, _i32),
+)
+fetch_topics = st.lists(
+    st.builds(FetchTopicData, topic=_names, partitions=st.lists(fetch_partitions, max_size=3), topic_id=st.uuids()),
+    max_size=3,
+)
+
+
+@pytest.mark.parametrize("version", range(FETCH_VERSIONS[0], FETCH_VERSIONS[1] + 1))
+@settings(max_examples=25, deadline=None)
+@given(
+    topics=fetch_topics,
+    throttle=st.integers(0, 10_000),
+    error=_errors,
+    session=_i32,
+    eps=st.lists(_endpoint, max_size=2),
+)
+def test_fetch_response_matches_kio(version: int, topics: list, throttle: int, error: int, session: int, eps: list) -> None:
+    parts = encode_fetch_response(
+        version, topics, throttle_time_ms=throttle, error_code=error, session_id=session, node_endpoints=eps
+    )
+    body = b"".join(bytes(p) for p in parts)
+    assert fetch_response_size(parts) == len(body)
+    assert body == kio_fetch(version, topics, throttle, error, session, eps)
+
+
+def test_fetch_records_are_passed_through_without_copy() -> None:
+    big = bytearray(b"x" * 100_000)
+    view = memoryview(big)[10:90_010]
+    parts = encode_fetch_response(
+        12, [FetchTopicData("t", [FetchPartitionData(0, high_watermark=5, records=[view])])]
+    )
+    assert any(p is view for p in parts)
+    body = b"".join(bytes(p) for p in parts)
+    decoded = decode_response(1, 12, body)
+    assert decoded.responses[0].partitions[0].records == bytes(view)
+
+
+def test_produce_v13_uses_topic_id() -> None:
+    tid = uuid.uuid4()
+    body = encode_produce_response(13, [ProduceTopicResult("ignored", [ProducePartitionResult(0)], topic_id=tid)])
+    decoded = decode_response(0, 13, body)
+    assert decoded.responses[0].topic_id == tid
+
+
+def test_versions_outside_range_rejected() -> None:
+    with pytest.raises(ValueError):
+        encode_produce_response(2, [])
+    with pytest.raises(ValueError):
+        encode_fetch_response(18, [])
