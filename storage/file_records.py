@@ -6,7 +6,9 @@ the 61-byte headers, never the records.
 """
 from __future__ import annotations
 
+import io
 import os
+import threading
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
@@ -41,21 +43,45 @@ class FileBatch(NamedTuple):
 
 
 class FileRecords:
-    def __init__(self, path: Path, fd: int, size: int) -> None:
+    """The .log of one segment. The fd of an existing file is opened on first use, so a broker
+    with many old segments does not hold one descriptor per segment from startup on."""
+
+    def __init__(self, path: Path, fd: int | None, size: int) -> None:
         self._path = Path(path)
-        self._fd = fd
+        self._open_lock = threading.Lock()
+        self._file: io.FileIO | None = None
+        self._fd = -1
+        if fd is not None:
+            self._adopt(fd)
+        self._size = size
+        self._closed = False
+
+    def _adopt(self, fd: int) -> None:
         # The file object owns the fd: a FetchDataInfo holding it keeps the fd valid (and the number
         # never reused) even after the segment is deleted; the fd closes when the last holder drops it.
-        self._file = os.fdopen(fd, "r+b", buffering=0)
-        self._size = size
+        self._file = os.fdopen(fd, "r+b", buffering=0)  # type: ignore[assignment]
+        self._fd = fd
+
+    def _fileno(self) -> int:
+        if self._file is None:
+            with self._open_lock:
+                if self._file is None:
+                    if self._closed:
+                        raise ValueError(f"{self._path} is closed")
+                    self._adopt(os.open(self._path, os.O_RDWR))
+        return self._fd
 
     @classmethod
     def open(cls, path: Path, *, file_already_exists: bool = False, init_file_size: int = 0,
              preallocate: bool = False) -> "FileRecords":
-        flags = os.O_RDWR | os.O_CREAT
-        fd = os.open(path, flags, 0o644)
+        if file_already_exists:
+            try:
+                return cls(path, None, os.stat(path).st_size)
+            except FileNotFoundError:
+                pass
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         size = os.fstat(fd).st_size
-        if preallocate and not file_already_exists and size == 0 and init_file_size > 0:
+        if preallocate and size == 0 and init_file_size > 0:
             # The bytes past `size` are zeros; recovery treats them as a torn tail.
             os.ftruncate(fd, init_file_size)
             return cls(path, fd, 0)
@@ -67,12 +93,13 @@ class FileRecords:
         return self._path
 
     @property
-    def file(self):  # noqa: ANN201 - a raw FileIO usable with sendfile
+    def file(self) -> io.FileIO:
         """An open binary file object over the .log (for `loop.sendfile`/`os.sendfile`)."""
-        return self._file
+        self._fileno()
+        return self._file  # type: ignore[return-value]
 
     def fileno(self) -> int:
-        return self._fd
+        return self._fileno()
 
     def size_in_bytes(self) -> int:
         return self._size
@@ -82,7 +109,7 @@ class FileRecords:
         view = memoryview(data)
         pos = self._size
         while view:
-            written = os.pwrite(self._fd, view, pos)
+            written = os.pwrite(self._fileno(), view, pos)
             pos += written
             view = view[written:]
         appended = pos - self._size
@@ -90,7 +117,8 @@ class FileRecords:
         return appended
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        if self._file is not None or self._size:
+            os.fsync(self._fileno())
 
     def truncate_to(self, target_size: int) -> int:
         """Drop bytes from target_size on; returns the number removed."""
@@ -98,18 +126,22 @@ class FileRecords:
             raise ValueError(f"Attempt to truncate log segment {self._path} to {target_size} bytes failed, "
                              f"size of this log segment is {self._size} bytes.")
         removed = self._size - target_size
-        os.ftruncate(self._fd, target_size)
+        os.ftruncate(self._fileno(), target_size)
         self._size = target_size
         return removed
 
     def trim(self) -> None:
         """Cut preallocated space past the last batch."""
-        if not self._file.closed and os.fstat(self._fd).st_size != self._size:
+        if self._file is None or self._file.closed:
+            return  # never opened here: nothing was preallocated by this process
+        if os.fstat(self._fd).st_size != self._size:
             os.ftruncate(self._fd, self._size)
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._file.close()
+        with self._open_lock:
+            self._closed = True
+            if self._file is not None and not self._file.closed:
+                self._file.close()
 
     def rename_to(self, path: Path) -> None:
         os.replace(self._path, path)
@@ -131,12 +163,15 @@ class FileRecords:
 
     # -- reading --------------------------------------------------------------------------------
     def read(self, position: int, size: int) -> bytes:
-        return os.pread(self._fd, size, position)
+        return os.pread(self._fileno(), size, position)
 
     def batches(self, start: int = 0, end: int | None = None, *, with_data: bool = False) -> Iterator[FileBatch]:
         """Walk batches in [start, end). Stops quietly at a partial trailing batch;
         a structurally invalid header raises CorruptRecordError/UnsupportedForMessageFormatError."""
         end = self._size if end is None else end
+        if start >= end:
+            return
+        fd = self._fileno()
         chunk = READ_CHUNK if with_data else HEADER_SCAN_CHUNK
         pos = start
         buf = b""
@@ -145,7 +180,7 @@ class FileRecords:
             rel = pos - base
             avail = len(buf) - rel
             if avail < BATCH_HEADER_SIZE:
-                buf = os.pread(self._fd, min(chunk, end - pos), pos)
+                buf = os.pread(fd, min(chunk, end - pos), pos)
                 base, rel, avail = pos, 0, len(buf)
                 if avail < BATCH_HEADER_SIZE:
                     return  # a partial trailing header: never visible below the LEO
@@ -154,7 +189,7 @@ class FileRecords:
             if pos + size > end:
                 return
             if with_data and size > avail:
-                buf = os.pread(self._fd, max(size, min(READ_CHUNK, end - pos)), pos)
+                buf = os.pread(fd, max(size, min(READ_CHUNK, end - pos)), pos)
                 base, rel = pos, 0
                 if len(buf) < size:
                     return

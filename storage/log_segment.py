@@ -50,7 +50,6 @@ class SegmentRead(msgspec.Struct, frozen=True):
     fetch_offset: int
     position: int
     size: int
-    records_end_exclusive: bool = False
 
 
 class LogSegment:
@@ -284,7 +283,7 @@ class LogSegment:
 
     # -- truncation -----------------------------------------------------------------------------
     def truncate_to(self, offset: int) -> int:
-        """Remove every batch whose last offset >= offset... from the batch holding `offset` on."""
+        """Cut the log at the batch holding `offset` (that batch and all later ones go); returns bytes removed."""
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)

@@ -62,7 +62,7 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview)
     if codec is CompressionType.LZ4:
         # Independent blocks: Kafka's KafkaLZ4BlockInputStream rejects linked blocks.
         c = cramjam.lz4.Compressor(block_linked=False, content_checksum=False)
-        c.compress(data)
+        c.compress(data if isinstance(data, bytes) else bytes(data))
         return bytes(c.finish())
     if codec is CompressionType.ZSTD:
         return bytes(cramjam.zstd.compress(data, level=3))

@@ -301,9 +301,10 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False) -> B
     records count that fits in the bytes (uncompressed batches).
     `from_client=True` adds the rules Kafka's LogValidator applies to
     client-produced batches (InvalidRecordError): at least one record,
-    lastOffsetDelta == recordsCount - 1, a base sequence when a producer id
-    is set. Leave it False for data already in a log: compaction keeps
-    lastOffsetDelta while dropping records, and may leave empty batches.
+    lastOffsetDelta == recordsCount - 1 (sequence rules belong to the
+    producer state, not here). Leave it False for data already in a log:
+    compaction keeps lastOffsetDelta while dropping records, and may leave
+    empty batches.
     """
     header = read_batch_header(buf, pos)
     size = header.batch_length + LOG_OVERHEAD
@@ -333,8 +334,6 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False) -> B
             raise InvalidRecordError(
                 f"inconsistent batch offset range ({header.last_offset_delta + 1}) and record count ({count})"
             )
-        if header.has_producer_id and header.base_sequence < 0:
-            raise InvalidRecordError(f"invalid sequence number {header.base_sequence} for producer {header.producer_id}")
     return header
 
 

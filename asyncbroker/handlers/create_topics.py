@@ -38,10 +38,11 @@ def _partitions_from_assignments(broker: Any, topic: Any) -> int:
     if indexes != list(range(len(indexes))):
         raise InvalidReplicaAssignmentError("Partitions should be a consecutive 0-based integer sequence")
     for a in topic.assignments:
-        if len(a.broker_ids) != 1:
+        if not a.broker_ids:
+            raise InvalidReplicaAssignmentError("The manual partition assignment includes an empty replica list.")
+        if len(a.broker_ids) > 1:
             raise InvalidReplicationFactorError(
                 f"Unable to replicate the partition {len(a.broker_ids)} time(s): only 1 broker(s) are registered."
-                if a.broker_ids else "The manual partition assignment includes an empty replica list."
             )
         if a.broker_ids[0] != broker.node_id:
             raise InvalidReplicaAssignmentError(
