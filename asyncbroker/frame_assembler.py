@@ -47,14 +47,18 @@ class FrameAssembler:
             self._start, self._end = 0, pending
         return self._view[self._end :]
 
-    def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
-        """Account for `nbytes` received; return the frames now complete."""
-        frames: list[bytes | bytearray] = []
+    def buffer_updated(self, nbytes: int) -> list[bytes | memoryview]:
+        """Account for `nbytes` received; return the frames now complete.
+
+        A large frame comes back as a read-only memoryview of its own buffer
+        (kio's native decoder refuses writable buffers).
+        """
+        frames: list[bytes | memoryview] = []
         if self._big is not None:
             self._big_pos += nbytes
             if self._big_pos < len(self._big):
                 return frames
-            frames.append(self._big)
+            frames.append(memoryview(self._big).toreadonly())
             self._big = None
             return frames
         self._end += nbytes

@@ -109,12 +109,12 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-storage-", dir=args.dir))
     try:
         rate, secs, log = bench_append(root, args.mib, fsync=False)
-        print(f"append 1 MiB batches, no fsync   : {rate:8.1f} MB/s  ({args.mib} MiB in {secs:.2f} s)")
+        print(f"append 1 MiB batches, no fsync   : {rate:8.1f} MiB/s  ({args.mib} MiB in {secs:.2f} s)")
         rate, secs = bench_read(log)
-        print(f"read back (1 MiB fetches)        : {rate:8.1f} MB/s  ({secs:.2f} s)")
+        print(f"read back (1 MiB fetches)        : {rate:8.1f} MiB/s  ({secs:.2f} s)")
         log.close()
         rate, secs, flog = bench_append(root, args.fsync_mib, fsync=True)
-        print(f"append 1 MiB batches, fsync each : {rate:8.1f} MB/s  ({args.fsync_mib} MiB in {secs:.2f} s)")
+        print(f"append 1 MiB batches, fsync each : {rate:8.1f} MiB/s  ({args.fsync_mib} MiB in {secs:.2f} s)")
         flog.close()
         parts = root / "parts"
         parts.mkdir()

@@ -135,3 +135,11 @@ def test_multi_partition_topic(asyncbroker_bootstrap: str, topic_name: str) -> N
     for part in range(3):
         got = consume(asyncbroker_bootstrap, topic_name, 10, partition=part)
         assert [m.value() for m in got] == [f"{part}-{i}".encode() for i in range(10)]
+
+
+def test_large_messages_round_trip(asyncbroker_bootstrap: str, topic_name: str) -> None:
+    """10 KiB values: fetches big enough to go through sendfile."""
+    messages = [(f"k{i}".encode(), bytes([i % 251]) * 10240) for i in range(300)]
+    produce(asyncbroker_bootstrap, topic_name, messages)
+    got = consume(asyncbroker_bootstrap, topic_name, 300)
+    assert [(m.key(), m.value()) for m in got] == messages

@@ -85,3 +85,35 @@ def test_fetch_offset_out_of_range(asyncbroker_bootstrap: str, topic_name: str) 
         c.request(produce_request(topic_name, b"one"))
         resp = c.request(fetch_request(topic_name, 5, max_wait_ms=100))
     assert resp.responses[0].partitions[0].error_code == 1  # OFFSET_OUT_OF_RANGE
+
+
+def test_first_batch_larger_than_max_bytes_is_returned_whole(asyncbroker_bootstrap: str, topic_name: str) -> None:
+    create_topic(asyncbroker_bootstrap, topic_name)
+    with RawClient(asyncbroker_bootstrap) as c:
+        c.request(produce_request(topic_name, b"x" * 5000))
+        c.request(produce_request(topic_name, b"y" * 5000))
+        req = fetch_request(topic_name, 0, max_wait_ms=0)
+        small = fetch12.FetchRequest(
+            max_wait=req.max_wait, min_bytes=1, max_bytes=100, isolation_level=0, session_id=0, session_epoch=-1,
+            topics=(fetch12.FetchTopic(topic=topic_name, partitions=(
+                fetch12.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=100),)),),
+            forgotten_topics_data=(), rack_id="",
+        )
+        resp = c.request(small)
+    records = resp.responses[0].partitions[0].records
+    assert b"x" * 5000 in records and b"y" not in records  # exactly the first batch, whole
+
+
+def test_session_requests_get_sessionless_answers(asyncbroker_bootstrap: str, topic_name: str) -> None:
+    create_topic(asyncbroker_bootstrap, topic_name)
+    with RawClient(asyncbroker_bootstrap) as c:
+        base = fetch_request(topic_name, 0, max_wait_ms=0)
+        new_session = fetch12.FetchRequest(
+            max_wait=base.max_wait, min_bytes=1, max_bytes=base.max_bytes, isolation_level=0,
+            session_id=0, session_epoch=0, topics=base.topics, forgotten_topics_data=(), rack_id="")
+        resp = c.request(new_session)
+        assert (resp.error_code, resp.session_id) == (0, 0)
+        unknown = fetch12.FetchRequest(
+            max_wait=base.max_wait, min_bytes=1, max_bytes=base.max_bytes, isolation_level=0,
+            session_id=1234, session_epoch=1, topics=(), forgotten_topics_data=(), rack_id="")
+        assert c.request(unknown).error_code == 70  # FETCH_SESSION_ID_NOT_FOUND

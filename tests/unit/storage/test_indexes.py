@@ -189,3 +189,28 @@ def test_transaction_index_format_and_collect(tmp_path: Path) -> None:
     idx.path.write_bytes(data[:40])
     with pytest.raises(CorruptIndexError):
         idx.sanity_check()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(st.tuples(st.integers(0, 50), st.integers(1, 20)), min_size=1, max_size=1500),
+    targets=st.lists(st.integers(0, 200_000), min_size=1, max_size=30),
+)
+def test_time_index_lookup_matches_model(tmp_path_factory, steps, targets) -> None:
+    path = tmp_path_factory.mktemp("tidx") / "00000000000000000000.timeindex"
+    idx = TimeIndex(path, 0, max_index_size=12 * 2000)
+    model: list[tuple[int, int]] = []
+    ts, offset = 1000, 0
+    for dts, doff in steps:
+        ts, offset = ts + dts, offset + doff
+        idx.maybe_append(ts, offset)
+        if not model or ts > model[-1][0]:
+            model.append((ts, offset))
+    assert [(e.timestamp, e.offset) for e in idx.entries_list()] == model
+    keys = [t for t, _ in model]
+    for target in targets + keys[:2] + keys[-2:]:
+        i = bisect.bisect_right(keys, target) - 1
+        expected = TimestampOffset(-1, 0) if i < 0 else TimestampOffset(*model[i])
+        assert idx.lookup(target) == expected
+    idx.close()
+    path.unlink()

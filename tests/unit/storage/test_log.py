@@ -174,16 +174,19 @@ def test_empty_active_segment_with_full_index_is_recreated(make_log) -> None:
     assert log.log_end_offset == 2
 
 
-def test_offset_overflow_forces_roll(make_log) -> None:
-    log = make_log()
-    log.append_as_leader(batch(1))
-    log.truncate_fully_and_start_at(0)
-    log.append_as_leader(batch(1))
-    seg = log.active_segment
-    assert not seg.can_convert_to_relative_offset(2**31 + 5)
-    log.truncate_fully_and_start_at(2**31 - 1)
-    log.append_as_leader(batch(3))  # offsets 2^31-1 .. 2^31+1 fit relative to base 2^31-1
-    assert log.log_end_offset == 2**31 + 2
+def test_offset_overflow_forces_roll(log_dir: Path, clock: MockClock) -> None:
+    """The next offset must fit in 4 bytes relative to the active segment's base: roll otherwise."""
+    log_dir.mkdir(parents=True)
+    edge = 2**31 - 1  # the largest offset relative to base 0
+    (log_dir / "00000000000000000000.log").write_bytes(
+        build_batch([Record(offset=edge, timestamp=BASE_TS, value=b"x")], base_offset=edge))
+    log = Log.open(log_dir, LogConfig(), clock=clock)
+    assert log.log_end_offset == 2**31 and log.num_segments == 1
+    info = log.append_as_leader(batch(2))
+    assert info.first_offset == 2**31
+    assert log.segments.base_offsets() == [0, 2**31]
+    assert _offsets(log.read_bytes(2**31, 1000)) == [2**31, 2**31 + 1]
+    log.close()
 
 
 def test_message_too_large_and_batch_too_large(make_log) -> None:
