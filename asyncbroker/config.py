@@ -210,6 +210,16 @@ _KEYS: list[ConfigKey] = [
     _k("share.coordinator.state.topic.replication.factor", I, 1, "Accepted for compatibility.", AtLeast(1), inert=True),
     _k("share.coordinator.state.topic.min.isr", I, 1, "Accepted for compatibility.", AtLeast(1), inert=True),
     _k("group.initial.rebalance.delay.ms", I, 3000, "Delay before the first rebalance of a new group.", AtLeast(0)),
+    _k("group.min.session.timeout.ms", I, 6000, "Smallest session timeout a group member may ask for."),
+    _k("group.max.session.timeout.ms", I, 1800000, "Largest session timeout a group member may ask for."),
+    _k("group.max.size", I, INT_MAX, "Most members a classic group may have.", AtLeast(1)),
+    _k("offsets.retention.check.interval.ms", L, 600000, "Period of the expired-offsets cleanup.", AtLeast(1)),
+    _k("offset.metadata.max.bytes", I, 4096, "Largest metadata string of a committed offset."),
+    _k("producer.id.expiration.ms", I, 86400000,
+       "Producer state of an idle producer id is dropped after this long.", AtLeast(1)),
+    _k("producer.id.expiration.check.interval.ms", I, 600000, "Period of the producer id expiration check.", AtLeast(1)),
+    _k("transactional.id.expiration.ms", I, 604800000, "Accepted for compatibility; there are no transactions.",
+       AtLeast(1), inert=True),
     # -- log directories and background tasks
     _k("log.dirs", LS, None, "Directories holding the partition logs (comma-separated). Defaults to log.dir."),
     _k("log.dir", S, "./data", "The log directory used when log.dirs is not set."),
@@ -521,6 +531,14 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     share_coordinator_state_topic_replication_factor: int = 1
     share_coordinator_state_topic_min_isr: int = 1
     group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_max_size: int = INT_MAX
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
+    producer_id_expiration_ms: int = 86400000
+    producer_id_expiration_check_interval_ms: int = 600000
+    transactional_id_expiration_ms: int = 604800000
     log_dirs: list[str] = msgspec.field(default_factory=lambda: ["./data"])
     log_dir: str = "./data"
     num_recovery_threads_per_data_dir: int = 2

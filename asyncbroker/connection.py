@@ -305,7 +305,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
             await asyncio.sleep(0.0005)
         if self._closed:
             return
-        sent = await self._broker.run_blocking(_sendfile_blocking, sock.fileno(), region)
+        fut = self._loop.run_in_executor(self._broker.io_executor, _sendfile_blocking, sock.fileno(), region)
+        try:
+            sent = await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            # The thread still uses the region's descriptor: close it only when done.
+            owned = FileRegion(region.file, region.position, region.size)
+            region.file = -1
+            fut.add_done_callback(lambda _f: owned.close())
+            raise
         if sent < region.size and not self._closed:
             rest = FileRegion(region.file, region.position + sent, region.size - sent)
             transport.write(await self._broker.run_blocking(rest.read))

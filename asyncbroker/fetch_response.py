@@ -1,10 +1,12 @@
 """FetchResponse bodies (v4-v17) assembled around record slices that stay in files.
 
-kio's encoder needs every partition's records as one bytes object, which
-means reading segment bytes into Python and copying them twice more. Here
-the body is built as a list of parts: small encoded runs of fields, and for
-each partition's records either bytes or a `FileRegion` the connection
-sends with sendfile. Byte layout follows Kafka's FetchResponse schema;
+wire.response_encoders.encode_fetch_response avoids copying record bytes but
+still needs them in memory (it sizes buffers with the buffer protocol). To
+send segment bytes with sendfile, the body here is a list of parts: small
+encoded runs of fields, and for each partition's records either bytes or a
+`FileRegion` whose bytes never enter Python. Same layout as wire's encoder
+(Kafka's FetchResponse schema, no tagged fields: this node is the leader,
+so there is no diverging epoch, leader change or snapshot to report);
 tests compare it with kio's decoder for every version.
 """
 

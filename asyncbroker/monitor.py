@@ -7,19 +7,34 @@ aiomonitor's own commands (ps, where, cancel, console, ...) it offers:
     logs [TOPIC]      per partition: log start / end offset, HW, segments, size
     metrics           the Prometheus counters as text
     config [PREFIX]   the effective broker configuration
+    retention [--advance DURATION]
+                      run a retention pass now (after moving the clock)
+    advance-clock DURATION
+                      move the broker's clock forward (e.g. 7d, 36h, 90s)
 
-The console runs in aiomonitor's own thread; commands only read broker
-state (dict lookups and attribute reads), never mutate it. The python
-console (`console`) exposes `broker` and `server` as locals.
+The console runs in aiomonitor's own thread; the inspection commands only
+read broker state (dict lookups and attribute reads), never mutate it. The
+two retention commands are the test/CI lever on a live broker: they run on
+the broker's event loop (through LogJobs, like the scheduled jobs) and end
+with one line starting `OK ` or `ERROR `, so scripts
+(asyncbroker.monitor_client) can drive them. The python console (`console`)
+exposes `broker` and `server` as locals.
 """
 from __future__ import annotations
 
 import asyncio
+import re
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import click
 from aiomonitor import Monitor
-from aiomonitor.termui.commands import auto_command_done, custom_help_option, monitor_cli
+from aiomonitor.termui.commands import (
+    auto_async_command_done,
+    auto_command_done,
+    custom_help_option,
+    monitor_cli,
+)
 
 from asyncbroker.config import BROKER_CONFIG_KEYS, format_value
 from asyncbroker.metrics import METRICS
@@ -92,6 +107,96 @@ def do_config(ctx: click.Context, prefix: str) -> None:
         if name.startswith(prefix):
             marker = "*" if broker.config.is_explicit(name) else " "
             click.echo(f"{marker} {name}={format_value(broker.config.get(name))}")
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_MS = {"ms": 1, None: 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(text: str) -> int:
+    """'7d', '36h', '90m', '45s', '250ms' or plain milliseconds -> milliseconds."""
+    m = _DURATION.match(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a duration (examples: 7d, 36h, 90m, 45s, 250ms, 1000)")
+    return int(m.group(1)) * _UNIT_MS[m.group(2)]
+
+
+def _log_jobs(broker: Any) -> Any:
+    jobs = getattr(broker, "log_jobs", None)
+    if jobs is None:
+        raise RuntimeError("no broker with LogJobs (asyncbroker.log_jobs) is attached to this monitor")
+    return jobs
+
+
+def _on_broker_loop(ctx: click.Context, work: Callable[[], Awaitable[Any]],
+                    render: Callable[[Any], Iterable[str]]) -> None:
+    """Run `work` on the broker's loop, then print `render(result)`, or one ERROR line."""
+    monitor = ctx.obj
+
+    @auto_async_command_done
+    async def run(ctx: click.Context) -> None:
+        try:
+            future = asyncio.run_coroutine_threadsafe(work(), monitor._monitored_loop)
+            result = await asyncio.wrap_future(future)
+        except Exception as exc:  # noqa: BLE001 - reported to the console user
+            click.echo(f"ERROR {type(exc).__name__}: {exc}")
+            return
+        for line in render(result):
+            click.echo(line)
+
+    task = monitor._ui_loop.create_task(run(ctx))
+    monitor._termui_tasks.add(task)
+
+
+def render_retention(result: tuple[int | None, Any]) -> list[str]:
+    """Lines for a retention pass: one per partition that lost segments, then the OK line."""
+    advanced, run = result
+    lines = [
+        f"deleted {d.topic}-{d.partition}: segments {d.base_offsets} ({d.bytes} bytes), "
+        f"log start offset {d.log_start_offset_before} -> {d.log_start_offset_after}"
+        for d in run.deletions
+    ]
+    clock = f" after advancing the clock {advanced} ms" if advanced else ""
+    lines.append(
+        f"OK retention: {run.segments_deleted} segment(s), {run.bytes_deleted} bytes deleted from "
+        f"{len(run.deletions)} partition(s) of {run.logs_checked} checked in {run.duration_ms:.1f} ms{clock}"
+    )
+    return lines
+
+
+@monitor_cli.command(name="retention")
+@click.option("--advance", "advance", default=None, metavar="DURATION",
+              help="first move the broker's clock forward this much (7d, 36h, 90s, ms)")
+@custom_help_option
+def do_retention(ctx: click.Context, advance: str | None) -> None:
+    """Run a retention pass now (test/CI lever)"""
+    broker = getattr(ctx.obj, "broker", None)
+
+    async def work() -> tuple[int | None, Any]:
+        jobs = _log_jobs(broker)
+        advance_ms = parse_duration_ms(advance) if advance is not None else None
+        if advance_ms:
+            await jobs.advance_clock(advance_ms)
+        return advance_ms, await jobs.run_retention_now()
+
+    _on_broker_loop(ctx, work, render_retention)
+
+
+@monitor_cli.command(name="advance-clock")
+@click.argument("duration")
+@custom_help_option
+def do_advance_clock(ctx: click.Context, duration: str) -> None:
+    """Move the broker's clock forward (test/CI lever)"""
+    broker = getattr(ctx.obj, "broker", None)
+
+    async def work() -> list[str]:
+        jobs = _log_jobs(broker)
+        ms = parse_duration_ms(duration)
+        now = await jobs.advance_clock(ms)
+        ahead = getattr(jobs.clock, "offset_ms", 0)
+        return [f"OK clock: advanced {ms} ms, now {now} ({ahead} ms ahead of the system clock)"]
+
+    _on_broker_loop(ctx, work, lambda lines: lines)
 
 
 def start_monitor(

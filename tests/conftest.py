@@ -19,6 +19,11 @@ import pytest
 T = TypeVar("T")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # kafka-python loads its protocol schemas with deprecated importlib.resources calls.
+    config.addinivalue_line("filterwarnings", "ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--torture", action="store_true", default=False,
                      help="run the long crash/recovery torture tests (make torture)")

@@ -124,7 +124,6 @@ _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
-_OFFSET_AND_EPOCH_PREFIX = struct.Struct(">q")  # baseOffset
 _CONTROL_KEY = struct.Struct(">hh")
 _CONTROL_VALUE = struct.Struct(">hi")
 
@@ -438,25 +437,43 @@ def _decode_section(data: bytes, header: BatchHeader) -> list[Record]:
     n = len(data)
     if count < 0 or count * MIN_RECORD_SIZE > n:
         raise CorruptRecordError(f"records count {count} cannot fit in {n} bytes of record data")
+    try:
+        return _decode_loop(data, n, count, header)
+    except IndexError:
+        # A varint ran off the end of the data; every other overrun is caught
+        # by the explicit length checks in the loop.
+        raise CorruptRecordError("truncated record data") from None
+
+
+def _decode_loop(data: bytes, n: int, count: int, header: BatchHeader) -> list[Record]:
+    """The per-record loop, written for speed: varints of one and two bytes
+    (nearly all of them) are decoded inline, longer ones by _read_uvarint.
+
+    Bounds: a varint that overruns its record but not the data is caught by
+    the `p != rec_end` check at the end of each record; one that overruns
+    the data raises IndexError (mapped by the caller).
+    """
     base_offset = header.base_offset
     base_ts = header.base_timestamp
     log_append = header.attributes & TIMESTAMP_TYPE_MASK
     max_ts = header.max_timestamp
     read = _read_uvarint
+    VI = _MAX_VARINT_BYTES
     records: list[Record] = []
     append = records.append
     p = 0
     for _ in range(count):
-        # record length (fast path: one byte)
-        b = data[p] if p < n else 0x100
+        # record length
+        b = data[p]
         if b < 0x80:
-            length = b
+            v = b
             p += 1
+        elif data[p + 1] < 0x80:
+            v = (b & 0x7F) | (data[p + 1] << 7)
+            p += 2
         else:
-            if b == 0x100:
-                raise CorruptRecordError("truncated record data: fewer records than declared")
-            length, p = read(data, p, n, _MAX_VARINT_BYTES)
-        length = (length >> 1) ^ -(length & 1)
+            v, p = read(data, p, n, VI)
+        length = (v >> 1) ^ -(v & 1)
         rec_end = p + length
         if length < MIN_RECORD_SIZE - 1 or rec_end > n:
             raise CorruptRecordError(f"invalid record length {length}")
@@ -464,27 +481,36 @@ def _decode_section(data: bytes, header: BatchHeader) -> list[Record]:
         # timestampDelta (varlong)
         b = data[p]
         if b < 0x80:
-            ts_delta = b
+            v = b
             p += 1
+        elif data[p + 1] < 0x80:
+            v = (b & 0x7F) | (data[p + 1] << 7)
+            p += 2
         else:
-            ts_delta, p = read(data, p, rec_end, _MAX_VARLONG_BYTES)
-        ts_delta = (ts_delta >> 1) ^ -(ts_delta & 1)
+            v, p = read(data, p, n, _MAX_VARLONG_BYTES)
+        ts_delta = (v >> 1) ^ -(v & 1)
         # offsetDelta
-        b = data[p] if p < rec_end else 0x100
+        b = data[p]
         if b < 0x80:
-            off_delta = b
+            v = b
             p += 1
+        elif data[p + 1] < 0x80:
+            v = (b & 0x7F) | (data[p + 1] << 7)
+            p += 2
         else:
-            off_delta, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
-        off_delta = (off_delta >> 1) ^ -(off_delta & 1)
+            v, p = read(data, p, n, VI)
+        off_delta = (v >> 1) ^ -(v & 1)
         # key
-        b = data[p] if p < rec_end else 0x100
+        b = data[p]
         if b < 0x80:
-            klen = b
+            v = b
             p += 1
+        elif data[p + 1] < 0x80:
+            v = (b & 0x7F) | (data[p + 1] << 7)
+            p += 2
         else:
-            klen, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
-        klen = (klen >> 1) ^ -(klen & 1)
+            v, p = read(data, p, n, VI)
+        klen = (v >> 1) ^ -(v & 1)
         if klen < 0:
             if klen != -1:
                 raise CorruptRecordError(f"invalid key length {klen}")
@@ -495,13 +521,16 @@ def _decode_section(data: bytes, header: BatchHeader) -> list[Record]:
             key = data[p : p + klen]
             p += klen
         # value
-        b = data[p] if p < rec_end else 0x100
+        b = data[p]
         if b < 0x80:
-            vlen = b
+            v = b
             p += 1
+        elif data[p + 1] < 0x80:
+            v = (b & 0x7F) | (data[p + 1] << 7)
+            p += 2
         else:
-            vlen, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
-        vlen = (vlen >> 1) ^ -(vlen & 1)
+            v, p = read(data, p, n, VI)
+        vlen = (v >> 1) ^ -(v & 1)
         if vlen < 0:
             if vlen != -1:
                 raise CorruptRecordError(f"invalid value length {vlen}")
@@ -512,51 +541,47 @@ def _decode_section(data: bytes, header: BatchHeader) -> list[Record]:
             value = data[p : p + vlen]
             p += vlen
         # headers
-        b = data[p] if p < rec_end else 0x100
-        if b < 0x80:
-            hcount = b
+        b = data[p]
+        if b == 0:
             p += 1
+            headers: list[tuple[str, bytes | None]] = []
         else:
-            hcount, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
-        hcount = (hcount >> 1) ^ -(hcount & 1)
-        if hcount < 0 or hcount * 2 > rec_end - p:
-            raise CorruptRecordError(f"invalid header count {hcount}")
-        headers: list[tuple[str, bytes | None]] = []
-        for _h in range(hcount):
-            hk, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
-            hk = (hk >> 1) ^ -(hk & 1)
-            if hk < 0 or p + hk > rec_end:
-                raise CorruptRecordError(f"invalid header key length {hk}")
-            try:
-                hkey = data[p : p + hk].decode("utf-8")
-            except UnicodeDecodeError:
-                raise CorruptRecordError("record header key is not valid UTF-8") from None
-            p += hk
-            hv, p = read(data, p, rec_end, _MAX_VARINT_BYTES)
-            hv = (hv >> 1) ^ -(hv & 1)
-            if hv < 0:
-                if hv != -1:
-                    raise CorruptRecordError(f"invalid header value length {hv}")
-                hval = None
+            if b < 0x80:
+                v = b
+                p += 1
             else:
-                if p + hv > rec_end:
-                    raise CorruptRecordError(f"header value length {hv} runs past the record")
-                hval = data[p : p + hv]
-                p += hv
-            headers.append((hkey, hval))
+                v, p = read(data, p, n, VI)
+            hcount = (v >> 1) ^ -(v & 1)
+            if hcount < 0 or hcount * 2 > rec_end - p:
+                raise CorruptRecordError(f"invalid header count {hcount}")
+            headers = []
+            for _h in range(hcount):
+                hk, p = read(data, p, n, VI)
+                hk = (hk >> 1) ^ -(hk & 1)
+                if hk < 0 or p + hk > rec_end:
+                    raise CorruptRecordError(f"invalid header key length {hk}")
+                try:
+                    hkey = data[p : p + hk].decode("utf-8")
+                except UnicodeDecodeError:
+                    raise CorruptRecordError("record header key is not valid UTF-8") from None
+                p += hk
+                hv, p = read(data, p, n, VI)
+                hv = (hv >> 1) ^ -(hv & 1)
+                if hv < 0:
+                    if hv != -1:
+                        raise CorruptRecordError(f"invalid header value length {hv}")
+                    hval = None
+                else:
+                    if p + hv > rec_end:
+                        raise CorruptRecordError(f"header value length {hv} runs past the record")
+                    hval = data[p : p + hv]
+                    p += hv
+                headers.append((hkey, hval))
         if p != rec_end:
             raise CorruptRecordError(
                 f"invalid record size: expected {length} bytes in record payload, read {length - (rec_end - p)}"
             )
-        append(
-            Record(
-                base_offset + off_delta,
-                max_ts if log_append else base_ts + ts_delta,
-                key,
-                value,
-                headers,
-            )
-        )
+        append(Record(base_offset + off_delta, max_ts if log_append else base_ts + ts_delta, key, value, headers))
     if p != n:
         raise CorruptRecordError(f"{n - p} bytes left over after the declared {count} records")
     return records

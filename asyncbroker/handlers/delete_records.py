@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from storage.topic_partition import TopicPartition
-from wire.errors import ErrorCode, UnknownTopicOrPartitionError
+from wire.errors import ErrorCode, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
@@ -38,21 +38,16 @@ def _delete_all(items: list[list[Any]]) -> None:
         try:
             target = log_.high_watermark if offset == HIGH_WATERMARK else offset
             if target < 0:
-                raise_out_of_range(log_, offset)
+                raise OffsetOutOfRangeError(
+                    f"Cannot delete records of partition {log_.topic_partition} before offset {offset}: "
+                    "not a valid offset"
+                )
             if log_.maybe_increment_log_start_offset(target, "client delete records"):
                 log.info("Incremented log start offset of %s to %d due to client delete records request",
                          log_.topic_partition, target)
             item[3] = log_.log_start_offset
         except Exception as exc:  # noqa: BLE001 - mapped per partition
             item[2] = error_code_for(exc)
-
-
-def raise_out_of_range(log_: Any, offset: int) -> None:
-    from wire.errors import OffsetOutOfRangeError
-
-    raise OffsetOutOfRangeError(
-        f"Cannot delete records of partition {log_.topic_partition} before offset {offset}: not a valid offset"
-    )
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:

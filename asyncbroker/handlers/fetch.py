@@ -16,6 +16,7 @@ fetches; a request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 import uuid
@@ -117,6 +118,19 @@ def _release(r: PartitionRead) -> None:
     r.size = 0
 
 
+async def _read(broker: Any, reads: list[PartitionRead], max_bytes: int, isolation: int, use_regions: bool) -> int:
+    """read_partitions in the executor; if we are cancelled meanwhile (the client
+    went away), the regions it still creates are closed when it finishes."""
+    fut = asyncio.get_running_loop().run_in_executor(
+        broker.io_executor, read_partitions, reads, max_bytes, isolation, use_regions
+    )
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        fut.add_done_callback(lambda _f: [_release(r) for r in reads])
+        raise
+
+
 async def handle(broker: Any, header: Any, request: Any) -> Any:
     version = header.api_version
     session_id = getattr(request, "session_id", 0)
@@ -159,12 +173,12 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         )
     try:
         deadline = time.monotonic() + max_wait_ms / 1000
-        total = await broker.run_blocking(read_partitions, reads, max_bytes, isolation, use_regions)
+        total = await _read(broker, reads, max_bytes, isolation, use_regions)
         if waiter is not None and total < min_bytes and not any(r.error for r in reads):
             waiter.needed = max(1, min_bytes - total)
             if waiter.accumulated < waiter.needed:
                 await waiter.wait(deadline - time.monotonic())
-            total = await broker.run_blocking(read_partitions, reads, max_bytes, isolation, use_regions)
+            total = await _read(broker, reads, max_bytes, isolation, use_regions)
     except BaseException:
         for r in reads:
             _release(r)

@@ -26,12 +26,12 @@ from wire.errors import (
     UnknownTopicOrPartitionError,
 )
 from wire.messages import ApiKey
+from wire.response_encoders import ProducePartitionResult, ProduceTopicResult, encode_produce_response
 
 from asyncbroker.connection import CloseConnection
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.metrics import METRICS
 from asyncbroker.encoded_response import EncodedResponse
-from asyncbroker.produce_response import encode_produce_body
 
 API_KEY = ApiKey.PRODUCE
 MIN_VERSION = 3
@@ -145,5 +145,14 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
 
 
 def _response(version: int, topics_out: list[tuple[str, list[PartitionResult]]]) -> EncodedResponse:
-    body = encode_produce_body(version, topics_out)
+    body = encode_produce_response(version, [
+        ProduceTopicResult(name, [
+            ProducePartitionResult(
+                r.index, r.error, r.base_offset, r.log_append_time, r.log_start_offset,
+                r.record_errors, r.message if r.error else None,
+            )
+            for r in results
+        ])
+        for name, results in topics_out
+    ])
     return EncodedResponse([body], len(body))

@@ -100,3 +100,16 @@ def test_acks_all_with_flush_every_message(asyncbroker_bootstrap: str, topic_nam
         for i in range(3):
             p = produce(c, topic_name, build_batch([Record(offset=0, timestamp=now(), key=b"k", value=b"v", headers=[])]))
             assert (p.error_code, p.base_offset) == (0, i)
+
+
+def test_old_message_format_is_unsupported(asyncbroker_bootstrap: str, topic_name: str) -> None:
+    import struct
+    import zlib
+
+    # A magic-1 message set entry: offset, size, crc, magic, attributes, timestamp, key, value.
+    body = struct.pack(">bbq", 1, 0, now()) + struct.pack(">i", -1) + struct.pack(">i", 5) + b"hello"
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    legacy = struct.pack(">qi", 0, len(message)) + message
+    with RawClient(asyncbroker_bootstrap) as c:
+        p = produce(c, topic_name, legacy)
+    assert p.error_code in (43, 87)  # UNSUPPORTED_FOR_MESSAGE_FORMAT (Kafka: INVALID_RECORD for v3+ requests)

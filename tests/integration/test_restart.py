@@ -63,3 +63,31 @@ def test_sigterm_then_sigkill_restarts_keep_data_and_topic_ids() -> None:
         broker.start()
         assert topic_ids(broker.bootstrap)["durable"] == ids["durable"]
         assert consume_all(broker.bootstrap, "durable", 150) == [f"v{i}".encode() for i in range(150)]
+
+
+def test_sigterm_answers_a_parked_fetch_then_exits_zero() -> None:
+    import datetime
+
+    from kio.schema.fetch.v12 import request as fetch12
+
+    with BrokerProcess() as broker:
+        produce(broker.bootstrap, "parked", 0, 1)
+        with RawClient(broker.bootstrap) as c:
+            cid = c.send_request(fetch12.FetchRequest(
+                max_wait=datetime.timedelta(seconds=30), min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="",
+                topics=(fetch12.FetchTopic(topic="parked", partitions=(
+                    fetch12.FetchPartition(partition=0, fetch_offset=1, partition_max_bytes=1 << 20),)),),
+            ))
+            # Parked: no answer while the partition has nothing past offset 1.
+            c.sock.settimeout(0.3)
+            with pytest.raises(TimeoutError):
+                c.sock.recv(1, 2)  # MSG_PEEK
+            c.sock.settimeout(10)
+            started = time.monotonic()
+            broker.process.terminate()  # type: ignore[union-attr]
+            resp = c.recv_response(1, 12, cid)
+            assert time.monotonic() - started < 10
+        assert resp.responses[0].partitions[0].error_code == 0
+        assert resp.responses[0].partitions[0].high_watermark == 1
+        assert broker.stop() == 0

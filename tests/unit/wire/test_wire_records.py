@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import struct
 import tracemalloc
 
@@ -80,6 +81,7 @@ def _patch_crc(buf: bytearray, pos: int = 0) -> None:
     codec=st.sampled_from(CODECS),
     producer=st.tuples(st.integers(-1, 2**40), st.integers(-1, 300), st.integers(-1, 2**30)),
     transactional=st.booleans(),
+    control=st.booleans(),
     leader_epoch=st.integers(-1, 1000),
 )
 def test_batch_round_trip(
@@ -87,6 +89,7 @@ def test_batch_round_trip(
     codec: CompressionType,
     producer: tuple[int, int, int],
     transactional: bool,
+    control: bool,
     leader_epoch: int,
 ) -> None:
     base_offset, records = data
@@ -99,6 +102,7 @@ def test_batch_round_trip(
         producer_epoch=epoch,
         base_sequence=seq,
         is_transactional=transactional,
+        is_control=control,
         partition_leader_epoch=leader_epoch,
     )
     header = validate_batch(batch, 0)
@@ -112,7 +116,7 @@ def test_batch_round_trip(
     assert (header.producer_id, header.producer_epoch, header.base_sequence) == (pid, epoch, seq)
     assert header.is_transactional is transactional
     assert header.timestamp_type is TimestampType.CREATE_TIME
-    assert not header.is_control and not header.has_delete_horizon
+    assert header.is_control is control and not header.has_delete_horizon
     assert header.partition_leader_epoch == leader_epoch
     assert decode_records(batch) == records
     assert list(iter_records(batch)) == records
@@ -145,6 +149,32 @@ def test_one_mebibyte_batch(codec: CompressionType) -> None:
     if codec is CompressionType.NONE:
         assert len(batch) > 1 << 20
     validate_batch(batch, from_client=True)
+    assert decode_records(batch) == records
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32),
+    value_size=st.integers(50, 5000),
+    codec=st.sampled_from(CODECS),
+    null_every=st.integers(2, 7),
+)
+def test_large_batch_round_trip_property(seed: int, value_size: int, codec: CompressionType, null_every: int) -> None:
+    """Batches over 1 MiB: sizes, nulls and contents drawn; bytes from a seeded PRNG."""
+    rng = random.Random(seed)
+    records = []
+    total = 0
+    i = 0
+    while total <= (1 << 20) + 1024:
+        value = None if i % null_every == 0 else rng.randbytes(rng.randint(value_size // 2, value_size))
+        key = None if i % (null_every + 1) == 0 else rng.randbytes(rng.randint(0, 40))
+        headers = [("n%d" % i, rng.randbytes(3))] if i % 3 == 0 else []
+        records.append(Record(i, 1_700_000_000_000 + rng.randint(-5000, 5000), key, value, headers))
+        total += len(value or b"") + len(key or b"") + 10
+        i += 1
+    batch = build_batch(records, compression=codec)
+    header = validate_batch(batch, from_client=True)
+    assert header.records_count == len(records)
     assert decode_records(batch) == records
 
 
@@ -440,3 +470,27 @@ def test_mutated_batches_with_fixed_crc_only_raise_typed_errors(codec: Compressi
         decode_records(bad)
     except KafkaError:
         pass
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    data=record_lists(max_records=8),
+    codec=st.sampled_from(CODECS),
+    new_base=st.integers(0, 2**50),
+    epoch=st.integers(0, 2**31 - 1),
+    log_append_time=st.none() | st.integers(0, 2**42),
+)
+def test_assign_offsets_property(
+    data: tuple[int, list[Record]], codec: CompressionType, new_base: int, epoch: int, log_append_time: int | None
+) -> None:
+    base_offset, records = data
+    buf = bytearray(build_batch(records, base_offset=base_offset, compression=codec))
+    assign_offsets(buf, 0, new_base, epoch, log_append_time)
+    header = validate_batch(buf)
+    assert (header.base_offset, header.partition_leader_epoch) == (new_base, epoch)
+    shift = new_base - base_offset
+    expected = [
+        Record(r.offset + shift, r.timestamp if log_append_time is None else log_append_time, r.key, r.value, r.headers)
+        for r in records
+    ]
+    assert decode_records(buf) == expected

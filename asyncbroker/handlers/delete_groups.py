@@ -1,0 +1,29 @@
+"""DeleteGroups (key 42): remove empty groups and their offsets (tombstones in __consumer_offsets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wire.messages import ApiKey
+
+from asyncbroker.group_coordinator import group_coordinator_for
+from asyncbroker.handlers import error_code_for
+from asyncbroker.response_builder import ResponseBuilder
+
+API_KEY = ApiKey.DELETE_GROUPS
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    b = ResponseBuilder(API_KEY, header.api_version)
+    names = list(dict.fromkeys(request.groups_names))
+    try:
+        coordinator = await group_coordinator_for(broker)
+        results = await coordinator.delete_groups(names)
+    except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+        code = error_code_for(exc)
+        results = {g: code for g in names}
+    return b.entity("DeleteGroupsResponse", throttle_time=0, results=tuple(
+        b.entity("DeletableGroupResult", group_id=g, error_code=results[g]) for g in names
+    ))

@@ -1,0 +1,48 @@
+"""DescribeGroups (key 15): state, protocol and members of groups.
+
+Member metadata and assignments are reported only for a Stable group, as
+Kafka does; an unknown group is described as Dead with no error (v0-v5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wire.errors import ErrorCode
+from wire.messages import ApiKey
+
+from asyncbroker.group_coordinator import group_coordinator_for
+from asyncbroker.handlers import error_code_for
+from asyncbroker.response_builder import ResponseBuilder
+
+API_KEY = ApiKey.DESCRIBE_GROUPS
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+# "Not requested" for authorized operations (Integer.MIN_VALUE).
+_AUTHORIZED_OPS_OMITTED = -(2**31)
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    b = ResponseBuilder(API_KEY, header.api_version)
+    out = []
+    try:
+        coordinator = await group_coordinator_for(broker)
+    except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+        code = error_code_for(exc)
+        out = [b.entity("DescribedGroup", error_code=code, group_id=g, group_state="", protocol_type="",
+                        protocol_data="", members=(), authorized_operations=_AUTHORIZED_OPS_OMITTED)
+               for g in request.groups]
+        return b.entity("DescribeGroupsResponse", throttle_time=0, groups=tuple(out))
+    for group_id in request.groups:
+        d = coordinator.describe_group(group_id)
+        members = tuple(
+            b.entity("DescribedGroupMember", member_id=m.member_id, group_instance_id=m.group_instance_id,
+                     client_id=m.client_id, client_host=m.client_host, member_metadata=m.metadata,
+                     member_assignment=m.assignment)
+            for m in d.members
+        )
+        out.append(b.entity("DescribedGroup", error_code=ErrorCode.NONE, group_id=d.group_id,
+                            group_state=d.state, protocol_type=d.protocol_type, protocol_data=d.protocol_data,
+                            members=members, authorized_operations=_AUTHORIZED_OPS_OMITTED))
+    return b.entity("DescribeGroupsResponse", throttle_time=0, groups=tuple(out))

@@ -1,0 +1,31 @@
+"""Heartbeat (key 12): a member is alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wire.errors import ErrorCode
+from wire.messages import ApiKey
+
+from asyncbroker.group_coordinator import group_coordinator_for
+from asyncbroker.handlers import error_code_for
+from asyncbroker.response_builder import ResponseBuilder
+
+API_KEY = ApiKey.HEARTBEAT
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    error: int = ErrorCode.NONE
+    try:
+        coordinator = await group_coordinator_for(broker)
+        await coordinator.heartbeat(
+            group_id=request.group_id,
+            generation_id=request.generation_id,
+            member_id=request.member_id,
+            group_instance_id=getattr(request, "group_instance_id", None),
+        )
+    except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+        error = error_code_for(exc)
+    return ResponseBuilder(API_KEY, header.api_version).entity("HeartbeatResponse", throttle_time=0, error_code=error)

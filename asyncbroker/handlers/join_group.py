@@ -1,0 +1,65 @@
+"""JoinGroup (key 11): join a classic group and take part in its rebalance.
+
+The request parks until the join phase completes (see group_coordinator.py);
+v4+ dynamic members first get MEMBER_ID_REQUIRED with their new member id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wire.errors import ErrorCode
+from wire.messages import ApiKey
+
+from asyncbroker.group_coordinator import GROUP_CLIENT_HOST, JoinGroupResult, group_coordinator_for, millis
+from asyncbroker.handlers import error_code_for
+from asyncbroker.response_builder import ResponseBuilder
+
+API_KEY = ApiKey.JOIN_GROUP
+MIN_VERSION = 0
+MAX_VERSION = 9
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    version = header.api_version
+    session_timeout = millis(request.session_timeout)
+    rebalance_timeout = millis(getattr(request, "rebalance_timeout", request.session_timeout))
+    instance_id = getattr(request, "group_instance_id", None)
+    try:
+        coordinator = await group_coordinator_for(broker)
+        result = await coordinator.join_group(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            group_instance_id=instance_id,
+            client_id=header.client_id or "",
+            client_host=GROUP_CLIENT_HOST.get(),
+            session_timeout_ms=session_timeout,
+            rebalance_timeout_ms=rebalance_timeout if rebalance_timeout > 0 else session_timeout,
+            protocol_type=request.protocol_type,
+            protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+            require_known_member_id=version >= 4 and instance_id is None,
+            reason=getattr(request, "reason", None),
+            api_version=version,
+        )
+    except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+        result = JoinGroupResult(error=error_code_for(exc), member_id=request.member_id)
+    b = ResponseBuilder(API_KEY, version)
+    # Before v7 the protocol name is not nullable: "" stands for none.
+    protocol_name = result.protocol_name if version >= 7 else (result.protocol_name or "")
+    members = tuple(
+        b.entity("JoinGroupResponseMember", member_id=m.member_id, group_instance_id=m.group_instance_id,
+                 metadata=m.metadata)
+        for m in result.members
+    )
+    return b.entity(
+        "JoinGroupResponse",
+        throttle_time=0,
+        error_code=result.error,
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type if result.error == ErrorCode.NONE else None,
+        protocol_name=protocol_name,
+        leader=result.leader,
+        skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=members,
+    )

@@ -1,0 +1,34 @@
+"""ListGroups (key 16): every group, optionally filtered by state (v4+) and type (v5+)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wire.errors import ErrorCode
+from wire.messages import ApiKey
+
+from asyncbroker.group_coordinator import group_coordinator_for
+from asyncbroker.handlers import error_code_for
+from asyncbroker.response_builder import ResponseBuilder
+
+API_KEY = ApiKey.LIST_GROUPS
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    b = ResponseBuilder(API_KEY, header.api_version)
+    error: int = ErrorCode.NONE
+    groups: tuple[Any, ...] = ()
+    try:
+        coordinator = await group_coordinator_for(broker)
+        listed = coordinator.list_groups(getattr(request, "states_filter", ()) or (),
+                                         getattr(request, "types_filter", ()) or ())
+        groups = tuple(
+            b.entity("ListedGroup", group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
+                     group_type=g.group_type)
+            for g in sorted(listed, key=lambda g: g.group_id)
+        )
+    except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+        error = error_code_for(exc)
+    return b.entity("ListGroupsResponse", throttle_time=0, error_code=error, groups=groups)

@@ -1,0 +1,35 @@
+"""SyncGroup (key 14): the leader hands in the assignment; every member gets its part."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wire.messages import ApiKey
+
+from asyncbroker.group_coordinator import SyncGroupResult, group_coordinator_for
+from asyncbroker.handlers import error_code_for
+from asyncbroker.response_builder import ResponseBuilder
+
+API_KEY = ApiKey.SYNC_GROUP
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    try:
+        coordinator = await group_coordinator_for(broker)
+        result = await coordinator.sync_group(
+            group_id=request.group_id,
+            generation_id=request.generation_id,
+            member_id=request.member_id,
+            group_instance_id=getattr(request, "group_instance_id", None),
+            protocol_type=getattr(request, "protocol_type", None),
+            protocol_name=getattr(request, "protocol_name", None),
+            assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+        )
+    except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+        result = SyncGroupResult(error=error_code_for(exc))
+    b = ResponseBuilder(API_KEY, header.api_version)
+    return b.entity("SyncGroupResponse", throttle_time=0, error_code=result.error,
+                    protocol_type=result.protocol_type, protocol_name=result.protocol_name,
+                    assignment=result.assignment)

@@ -1,0 +1,16 @@
+"""Cleaner control-flow exceptions."""
+from __future__ import annotations
+
+__all__ = ["LogCleaningAbortedError", "CleanerStateError"]
+
+
+class LogCleaningAbortedError(Exception):
+    """The manager asked this clean to stop (truncation, retention, deletion, shutdown).
+
+    Not a failure: the worker deletes its partial `.cleaned` output and the partition
+    moves from Aborted to Paused(1) instead of being marked uncleanable.
+    """
+
+
+class CleanerStateError(RuntimeError):
+    """An illegal LogCleanerManager state transition (Kafka's IllegalStateException)."""

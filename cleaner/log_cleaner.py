@@ -1,0 +1,341 @@
+"""LogCleaner: the pool of cleaner worker processes and the loops that feed them.
+
+Kafka runs `log.cleaner.threads` CleanerThreads; here each is an asyncio task driving
+one single-process ProcessPoolExecutor (so a worker that dies is known exactly, is
+replaced, and is counted in `dead-threads`). A loop asks the LogCleanerManager for the
+filthiest log, sends the worker a CleanRequest, swaps the returned `.cleaned` segments
+into the live log under its lock, records the checkpoint and logs Kafka's summary
+line; with nothing to clean it sleeps log.cleaner.backoff.ms. After each round it runs
+retention on compacted logs (cleanup.policy=compact,delete).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+
+from cleaner import worker as worker_module
+from cleaner.clean_request import CleanResult
+from cleaner.cleaner_config import CleanerConfig
+from cleaner.cleaner_stats import CleanerStats, format_summary
+from cleaner.errors import LogCleaningAbortedError
+from cleaner.log_cleaner_manager import LogCleanerManager, LogCleaningException, PreCleanStats, RunBlocking
+from cleaner.log_to_clean import LogToClean, clean_request_for
+from cleaner.segment_swap import delete_all_cleaned_files, swap_cleaned_segments
+from cleaner.throttler import ThrottleState
+from storage.clock import SYSTEM_CLOCK, Clock
+from storage.topic_partition import TopicPartition
+from wire.errors import KafkaStorageError
+
+if TYPE_CHECKING:
+    from storage.log import Log
+
+__all__ = ["LogCleaner", "WorkerDiedError"]
+
+logger = logging.getLogger(__name__)
+
+
+class WorkerDiedError(Exception):
+    """The worker process cleaning a partition exited (killed, out of memory, crashed)."""
+
+
+def _mp_context() -> Any:
+    # forkserver: safe from a multi-threaded broker (no fork of the event loop's process)
+    # and cheap per worker once the server has imported the cleaner.
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["cleaner.worker"])
+    return ctx
+
+
+class LogCleaner:
+    def __init__(self, config: CleanerConfig, log_dirs: Iterable[Path | str],
+                 logs: Callable[[], Mapping[TopicPartition, "Log"]], *, clock: Clock = SYSTEM_CLOCK,
+                 run_blocking: RunBlocking | None = None, use_processes: bool = True) -> None:
+        self.config = config
+        self.clock = clock
+        self.use_processes = use_processes
+        self.manager = LogCleanerManager(log_dirs, logs, clock=clock, run_blocking=run_blocking)
+        self.manager.on_abort = self._on_abort
+        self.num_workers = max(0, config.num_threads)
+        self._ctx = _mp_context() if use_processes else None
+        if self._ctx is not None:
+            self._abort_flags: Any = self._ctx.RawArray("b", max(1, self.num_workers))
+        else:
+            self._abort_flags = [0] * max(1, self.num_workers)
+        self._throttle_state = ThrottleState(self._ctx)
+        self._executors: list[Executor | None] = [None] * self.num_workers
+        self._running: list[TopicPartition | None] = [None] * self.num_workers
+        self._idle: asyncio.Queue[int] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self._wakeup: asyncio.Event | None = None
+        # metrics
+        self.dead_threads = 0
+        self.last_stats: dict[int, CleanerStats] = {}
+        self.last_pre_clean_stats: dict[int, PreCleanStats] = {}
+        self.cleaned_count = 0
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    async def startup(self, *, background: bool = True) -> None:
+        """Start the workers (and, unless background=False, the cleaning loops)."""
+        self._stopping = False
+        self._idle = asyncio.Queue()
+        self._wakeup = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for i in range(self.num_workers):
+            self._executors[i] = self._new_executor(i)
+        # Start every worker now so the first clean does not pay for process start-up.
+        await asyncio.gather(*(loop.run_in_executor(self._executors[i], worker_module.worker_pid, i)
+                               for i in range(self.num_workers)))
+        for i in range(self.num_workers):
+            self._idle.put_nowait(i)
+        if background:
+            self._tasks = [asyncio.create_task(self._cleaner_loop(i), name=f"log-cleaner-thread-{i}")
+                           for i in range(self.num_workers)]
+        logger.info("Started log cleaner with %d worker(s)", self.num_workers)
+
+    async def shutdown(self) -> None:
+        """Abort in-flight cleans, stop the loops and the worker processes."""
+        self._stopping = True
+        if self._wakeup is not None:
+            self._wakeup.set()
+        for i in range(self.num_workers):
+            if self._running[i] is not None:
+                self._abort_flags[i] = 1
+        if self._tasks:
+            # Loops finish their round (aborted cleans return quickly), then see _stopping.
+            _done, pending = await asyncio.wait(self._tasks, timeout=30)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        for i, executor in enumerate(self._executors):
+            if executor is not None:
+                executor.shutdown(wait=True, cancel_futures=True)
+                self._executors[i] = None
+        logger.info("Shut down log cleaner")
+
+    def wake(self) -> None:
+        """Cut the backoff sleep short (e.g. after a topic config change)."""
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def _new_executor(self, slot: int) -> Executor:
+        args = (slot, self._abort_flags, self._throttle_state, self.config)
+        if self._ctx is not None:
+            return ProcessPoolExecutor(max_workers=1, mp_context=self._ctx,
+                                       initializer=worker_module.initialize_worker, initargs=args)
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"log-cleaner-{slot}",
+                                  initializer=worker_module.initialize_worker, initargs=args)
+
+    def _on_abort(self, tp: TopicPartition) -> None:
+        for i, running in enumerate(self._running):
+            if running == tp:
+                self._abort_flags[i] = 1
+
+    # -- the CleanerThread loop ---------------------------------------------------------------------
+    async def _cleaner_loop(self, thread_id: int) -> None:
+        assert self._idle is not None and self._wakeup is not None
+        while not self._stopping:
+            try:
+                worker = await self._idle.get()
+                try:
+                    cleaned = await self._try_clean_filthiest_log(worker)
+                finally:
+                    self._idle.put_nowait(worker)
+                self.manager.maintain_uncleanable_partitions()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the loop must survive anything
+                logger.exception("Log cleaner thread %d failed a round", thread_id)
+                cleaned = False
+            if not cleaned and not self._stopping:
+                self._wakeup.clear()
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), self.config.backoff_ms / 1000.0)
+                except asyncio.TimeoutError:
+                    pass
+
+    async def _try_clean_filthiest_log(self, worker: int) -> bool:
+        pre = PreCleanStats()
+        cleaned = False
+        try:
+            ltc = await self.manager.grab_filthiest_compacted_log(pre)
+        except LogCleaningException as exc:
+            self._mark_uncleanable(exc.log, exc)
+            ltc = None
+        if ltc is not None:
+            self.last_pre_clean_stats[worker] = pre
+            try:
+                await self._clean_log(worker, ltc)
+                cleaned = True
+            except Exception as exc:  # noqa: BLE001 - Kafka marks the partition uncleanable
+                self._mark_uncleanable(ltc.log, exc)
+        await self._delete_old_segments_of_compacted_logs()
+        return cleaned
+
+    def _mark_uncleanable(self, log: Any, exc: BaseException) -> None:
+        logger.warning("Unexpected exception thrown when cleaning log %r. Marking its partition (%s) as "
+                       "uncleanable", log, log.topic_partition, exc_info=exc)
+        self.manager.mark_partition_uncleanable(Path(log.dir).parent, log.topic_partition)
+
+    async def _delete_old_segments_of_compacted_logs(self) -> None:
+        deletable = self.manager.deletable_logs()
+        try:
+            for tp, log in deletable:
+                try:
+                    await self.manager.run_blocking(log.delete_old_segments)
+                except Exception as exc:  # noqa: BLE001
+                    self._mark_uncleanable(log, exc)
+        finally:
+            await self.manager.done_deleting([tp for tp, _ in deletable])
+
+    async def _clean_log(self, worker: int, ltc: LogToClean) -> CleanerStats | None:
+        """Clean one log on `worker`; the partition must be InProgress. Always ends with done_cleaning."""
+        log: Log = ltc.log  # type: ignore[assignment]
+        tp = log.topic_partition
+        start = ltc.first_dirty_offset
+        end = start
+        stats: CleanerStats | None = None
+        try:
+            now = self.clock.milliseconds()
+            request = await self.manager.run_blocking(
+                lambda: clean_request_for(log, ltc.first_dirty_offset, ltc.first_uncleanable_offset, now,
+                                          max_message_size=max(self.config.max_message_size,
+                                                               log.config.max_message_bytes)))
+            result = await self._run_on_worker(worker, tp, request)
+            await self.manager.run_blocking(
+                lambda: swap_cleaned_segments(log, result, is_aborted=lambda: self.manager.is_aborted(tp)))
+            end = result.end_offset
+            stats = result.stats
+            self._record_stats(worker, log.name, start, end, stats)
+        except LogCleaningAbortedError:
+            pass  # aborted for retention/truncation/deletion: not a failure
+        except KafkaStorageError:
+            pass  # the partition went offline
+        finally:
+            await self.manager.done_cleaning(tp, Path(log.dir).parent, end)
+        return stats
+
+    async def _run_on_worker(self, worker: int, tp: TopicPartition, request: Any) -> CleanResult:
+        loop = asyncio.get_running_loop()
+        self._abort_flags[worker] = 0
+        self._running[worker] = tp
+        executor = self._executors[worker]
+        assert executor is not None, "cleaner not started"
+        try:
+            return await loop.run_in_executor(executor, worker_module.run_clean, worker, request)
+        except BrokenProcessPool as exc:
+            self.dead_threads += 1
+            logger.error("Log cleaner worker %d died while cleaning %s; starting a new one", worker, tp)
+            try:
+                executor.shutdown(wait=False, cancel_futures=True)
+            except Exception:  # noqa: BLE001
+                pass
+            self._executors[worker] = self._new_executor(worker)
+            await self.manager.run_blocking(delete_all_cleaned_files, Path(request.dir))
+            raise WorkerDiedError(f"cleaner worker {worker} died while cleaning {tp}") from exc
+        finally:
+            self._running[worker] = None
+            self._abort_flags[worker] = 0
+
+    def _record_stats(self, worker: int, name: str, start: int, end: int, stats: CleanerStats) -> None:
+        self.last_stats[worker] = stats
+        self.cleaned_count += 1
+        logger.info(format_summary(worker, name, start, end, stats))
+        pre = self.last_pre_clean_stats.get(worker)
+        if pre is not None and pre.delayed_partitions > 0:
+            logger.info("\tCleanable partitions: %d, Delayed partitions: %d, max delay: %d",
+                        pre.cleanable_partitions, pre.delayed_partitions, pre.max_compaction_delay_ms)
+        if stats.invalid_messages_read > 0:
+            logger.warning("\tFound %d invalid messages during compaction.", stats.invalid_messages_read)
+
+    # -- for tests, the testing broker and the monitor ------------------------------------------------
+    async def clean_now(self, tp: TopicPartition, *, roll: bool = False, timeout: float | None = 60.0
+                        ) -> CleanerStats | None:
+        """Clean `tp` now, whatever its dirty ratio, and wait for the swap.
+
+        Waits while the partition is being cleaned or paused. With roll=True the active
+        segment is rolled first (if not empty) so everything produced so far is cleanable.
+        Returns the stats, or None when there was nothing cleanable. Raises what the clean
+        raised (the partition is then also marked uncleanable, as in the background loop).
+        """
+        if self._idle is None:
+            raise RuntimeError("LogCleaner.startup() was not called")
+
+        async def run() -> CleanerStats | None:
+            manager = self.manager
+            log = manager.logs().get(tp)
+            if log is None:
+                raise KeyError(f"no log for {tp}")
+            if roll:
+                await manager.run_blocking(_roll_if_not_empty, log)
+            cond = manager._condition()  # noqa: SLF001 - same package
+            async with cond:
+                while tp in manager.in_progress:
+                    await cond.wait()
+            ltc = await manager.log_to_clean_now(tp)
+            if ltc is None or ltc.cleanable_bytes == 0 or not manager.begin_cleaning(tp):
+                if ltc is not None and ltc.cleanable_bytes == 0:
+                    return None
+                return await run()  # lost a race with the background loop: try again
+            worker = await self._idle.get()  # type: ignore[union-attr]
+            try:
+                try:
+                    stats = await self._clean_log(worker, ltc)
+                except Exception as exc:
+                    self._mark_uncleanable(log, exc)
+                    raise
+            finally:
+                self._idle.put_nowait(worker)  # type: ignore[union-attr]
+            await self._delete_old_segments_of(tp, log)
+            return stats
+
+        return await asyncio.wait_for(run(), timeout)
+
+    async def _delete_old_segments_of(self, tp: TopicPartition, log: "Log") -> None:
+        if not self.manager.begin_cleaning(tp):
+            return
+        try:
+            await self.manager.run_blocking(log.delete_old_segments)
+        finally:
+            await self.manager.done_deleting([tp])
+
+    # -- delegation used by retention, truncation, DeleteRecords and topic deletion --------------------
+    async def abort_and_pause_cleaning(self, tp: TopicPartition, timeout: float | None = None) -> None:
+        await self.manager.abort_and_pause_cleaning(tp, timeout)
+
+    def resume_cleaning(self, tps: Iterable[TopicPartition]) -> None:
+        self.manager.resume_cleaning(tps)
+
+    async def abort_cleaning(self, tp: TopicPartition, timeout: float | None = None) -> None:
+        await self.manager.abort_cleaning(tp, timeout)
+
+    # -- metrics --------------------------------------------------------------------------------------
+    async def metrics(self) -> dict[str, Any]:
+        """Kafka's LogCleaner and LogCleanerManager gauges (per-dir ones keyed by dir)."""
+        stats = list(self.last_stats.values())
+        pre = list(self.last_pre_clean_stats.values())
+        now = self.clock.milliseconds()
+        return {
+            "max-buffer-utilization-percent": 100 * max((s.buffer_utilization for s in stats), default=0.0),
+            "cleaner-recopy-percent": (100 * sum(s.bytes_written for s in stats)
+                                       / max(1, sum(s.bytes_read for s in stats))) if stats else 0.0,
+            "max-clean-time-secs": max((s.elapsed_secs for s in stats), default=0.0),
+            "max-compaction-delay-secs": max((p.max_compaction_delay_ms for p in pre), default=0) // 1000,
+            "dead-threads": self.dead_threads,
+            "max-dirty-percent": int(100 * self.manager.dirtiest_log_cleanable_ratio),
+            "time-since-last-run-ms": now - self.manager.time_of_last_run,
+            "uncleanable-partitions-count": {str(d): self.manager.uncleanable_partitions_count(d)
+                                             for d in self.manager.log_dirs},
+            "uncleanable-bytes": {str(d): await self.manager.uncleanable_bytes(d) for d in self.manager.log_dirs},
+        }
+
+
+def _roll_if_not_empty(log: "Log") -> None:
+    if log.segments.active_segment().size() > 0:
+        log.roll()

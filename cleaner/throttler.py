@@ -1,0 +1,70 @@
+"""Throttler: cap the cleaner's read+write rate (log.cleaner.io.max.bytes.per.second).
+
+Kafka shares one Throttler between all CleanerThreads; our workers are processes, so
+the period start and the bytes observed in the period live in shared memory guarded
+by one multiprocessing lock (created by the pool, handed to each worker at start-up).
+The worker that closes a check interval over budget sleeps while holding the lock,
+which stalls the other workers too: the cap is on the sum, as in Kafka.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+__all__ = ["Throttler", "ThrottleState"]
+
+UNLIMITED = 1.7976931348623157e308
+
+
+class ThrottleState:
+    """The shared part: [period start in monotonic ns, bytes observed in the period] + a lock.
+
+    Picklable into worker processes when built with a multiprocessing context.
+    """
+
+    def __init__(self, ctx: Any | None = None) -> None:
+        if ctx is None:
+            self.values: Any = [float(time.monotonic_ns()), 0.0]
+            self.lock: Any = threading.Lock()
+        else:
+            self.values = ctx.RawArray("d", [float(time.monotonic_ns()), 0.0])
+            self.lock = ctx.Lock()
+
+
+class Throttler:
+    def __init__(self, desired_rate_per_sec: float, check_interval_ms: int = 300, *,
+                 state: ThrottleState | None = None,
+                 nanoseconds: Callable[[], int] = time.monotonic_ns,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.desired_rate_per_sec = desired_rate_per_sec
+        self.check_interval_ns = check_interval_ms * 1_000_000
+        self.state = state or ThrottleState()
+        self._now = nanoseconds
+        self._sleep = sleep
+        self.total_sleep_ms = 0
+
+    @property
+    def unlimited(self) -> bool:
+        return self.desired_rate_per_sec >= UNLIMITED
+
+    def maybe_throttle(self, observed: float) -> None:
+        """Account `observed` bytes; once a check interval has passed over the desired rate,
+        sleep long enough to bring the interval's average down to it."""
+        if self.unlimited:
+            return
+        values = self.state.values
+        with self.state.lock:
+            values[1] += observed
+            now = self._now()
+            elapsed_ns = now - values[0]
+            if elapsed_ns > self.check_interval_ns and values[1] > 0:
+                rate = values[1] * 1e9 / elapsed_ns
+                if rate > self.desired_rate_per_sec:
+                    elapsed_ms = elapsed_ns // 1_000_000
+                    sleep_ms = round(values[1] / (self.desired_rate_per_sec / 1000.0) - elapsed_ms)
+                    if sleep_ms > 0:
+                        self._sleep(sleep_ms / 1000.0)
+                        self.total_sleep_ms += sleep_ms
+                values[0] = float(self._now())
+                values[1] = 0.0

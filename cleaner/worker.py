@@ -1,0 +1,75 @@
+"""The worker-process side of the cleaner pool (Kafka's CleanerThread body).
+
+Each worker owns one Cleaner (its SkimpyOffsetMap of dedupe.buffer.size / threads bytes
+is allocated once and reused). The broker talks to it only through picklable data:
+a CleanRequest in, a CleanResult out, plus two pieces of shared memory set up when the
+process starts: the abort flags (one per worker slot, the cross-process form of Kafka's
+checkDone) and the I/O throttle shared by all workers.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from cleaner.clean_request import CleanRequest, CleanResult
+from cleaner.cleaner import Cleaner
+from cleaner.cleaner_config import CleanerConfig
+from cleaner.errors import LogCleaningAbortedError
+from cleaner.offset_map import SkimpyOffsetMap
+from cleaner.throttler import Throttler, ThrottleState
+
+__all__ = ["initialize_worker", "run_clean", "worker_pid", "WorkerContext"]
+
+logger = logging.getLogger(__name__)
+
+
+class WorkerContext:
+    """One worker slot's state inside its process (or thread, for in-process pools)."""
+
+    def __init__(self, slot: int, abort_flags: Any, throttle_state: ThrottleState, config: CleanerConfig) -> None:
+        self.slot = slot
+        self.abort_flags = abort_flags
+        self.config = config
+        self.throttler = Throttler(config.max_io_bytes_per_second, 300, state=throttle_state)
+        self._cleaner: Cleaner | None = None
+
+    def check_done(self) -> None:
+        if self.abort_flags[self.slot]:
+            raise LogCleaningAbortedError(f"cleaning aborted in worker {self.slot}")
+
+    @property
+    def cleaner(self) -> Cleaner:
+        if self._cleaner is None:
+            config = self.config
+            self._cleaner = Cleaner(
+                self.slot,
+                SkimpyOffsetMap(config.map_memory_per_thread),
+                config.io_buffer_per_thread,
+                config.max_message_size,
+                config.dedupe_buffer_load_factor,
+                self.throttler,
+                self.check_done,
+            )
+        return self._cleaner
+
+
+_contexts: dict[int, WorkerContext] = {}
+
+
+def initialize_worker(slot: int, abort_flags: Any, throttle_state: ThrottleState, config: CleanerConfig) -> None:
+    """ProcessPoolExecutor initializer: remember this process's slot and shared memory."""
+    _contexts[slot] = WorkerContext(slot, abort_flags, throttle_state, config)
+
+
+def run_clean(slot: int, request: CleanRequest) -> CleanResult:
+    """Clean one log in this worker; raises LogCleaningAbortedError when aborted."""
+    context = _contexts[slot]
+    context.check_done()
+    return context.cleaner.clean(request)
+
+
+def worker_pid(slot: int) -> int:
+    """Warm-up call: starts the process and reports its pid."""
+    _ = _contexts[slot]
+    return os.getpid()

@@ -1,0 +1,134 @@
+"""`asyncbroker audit` and `asyncbroker export`: entry points the service's CLI dispatches to.
+
+    asyncbroker audit LOGDIR [LOGDIR...] [--master local[*]] [--json FILE] [--html FILE]
+    asyncbroker export LOGDIR [LOGDIR...] --out DIR [--format parquet]
+
+Both take the argv after the subcommand name and return a process exit code:
+0 on success, 1 when the job failed, 2 for bad arguments (argparse's code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["audit_main", "export_main"]
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _topics(text: str | None) -> list[str] | None:
+    return [t for t in text.split(",") if t] if text else None
+
+
+def _audit_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="asyncbroker audit",
+        description="Compaction audit of Kafka log directories (a Spark job over the segment files).",
+    )
+    p.add_argument("log_dirs", nargs="+", metavar="LOGDIR", help="a log directory (log.dirs entry)")
+    p.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
+    p.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    p.add_argument("--html", metavar="FILE", help="write the report as an HTML page with charts")
+    p.add_argument("--topics", help="comma-separated topics to audit (default: all)")
+    p.add_argument("--config", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
+                   help="topic-level default (e.g. min.cleanable.dirty.ratio=0.5); topic overrides "
+                        "persisted in the log dir still win")
+    p.add_argument("--dedupe-buffer-size", type=int, default=134_217_728,
+                   help="log.cleaner.dedupe.buffer.size (default 134217728)")
+    p.add_argument("--cleaner-threads", type=int, default=1, help="log.cleaner.threads (default 1)")
+    p.add_argument("--load-factor", type=float, default=0.9,
+                   help="log.cleaner.io.buffer.load.factor (default 0.9)")
+    p.add_argument("--now-ms", type=int, default=None, help="audit as of this time (default: now)")
+    p.add_argument("--quiet", action="store_true", help="do not print the table")
+    return p
+
+
+def audit_main(argv: Sequence[str] | None = None) -> int:
+    """Run the compaction audit; prints a table, optionally writes JSON/HTML."""
+    args = _audit_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    from pipeline.audit_report import to_html, to_json, to_text
+    from pipeline.cleaner_position import CleanerSettings
+    from pipeline.compaction_audit import run_audit
+    from pipeline.session import build_session
+    from storage.log_config import LogConfig
+    from wire.errors import KafkaError
+
+    try:
+        defaults = LogConfig.from_props(dict(args.config), LogConfig()) if args.config else None
+        cleaner = CleanerSettings(args.dedupe_buffer_size, args.cleaner_threads, args.load_factor)
+        for d in args.log_dirs:
+            if not Path(d).is_dir():
+                raise FileNotFoundError(f"log dir {d} does not exist")
+        spark = build_session(args.master, "asyncbroker-audit")
+        report = run_audit(spark, args.log_dirs, topics=_topics(args.topics), defaults=defaults,
+                           cleaner=cleaner, now_ms=args.now_ms)
+    except (KafkaError, OSError, ValueError) as exc:
+        print(f"audit failed: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        Path(args.json).write_bytes(to_json(report))
+    if args.html:
+        Path(args.html).write_text(to_html(report), encoding="utf-8")
+    if not args.quiet:
+        sys.stdout.write(to_text(report))
+    return 0
+
+
+def _export_parser() -> argparse.ArgumentParser:
+    from pipeline.parquet_export import EXPORT_FORMATS
+
+    p = argparse.ArgumentParser(
+        prog="asyncbroker export",
+        description="Export the records of Kafka log directories, partitioned by topic and partition.",
+    )
+    p.add_argument("log_dirs", nargs="+", metavar="LOGDIR")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--format", default="parquet", choices=EXPORT_FORMATS)
+    p.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
+    p.add_argument("--topics", help="comma-separated topics (default: all)")
+    p.add_argument("--overwrite", action="store_true", help="replace DIR if it exists")
+    p.add_argument("--include-control", action="store_true", help="also export control records")
+    return p
+
+
+def export_main(argv: Sequence[str] | None = None) -> int:
+    """Export records to Parquet (or ORC/JSON); prints how many were written."""
+    args = _export_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    from pipeline.parquet_export import export_records
+    from pipeline.session import build_session
+    from wire.errors import KafkaError
+
+    try:
+        for d in args.log_dirs:
+            if not Path(d).is_dir():
+                raise FileNotFoundError(f"log dir {d} does not exist")
+        spark = build_session(args.master, "asyncbroker-export")
+        options = {"includeControl": "true"} if args.include_control else {}
+        count = export_records(spark, args.log_dirs, args.out, fmt=args.format, topics=_topics(args.topics),
+                               mode="overwrite" if args.overwrite else "errorifexists", read_options=options)
+    except (KafkaError, OSError, ValueError) as exc:
+        print(f"export failed: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # Spark's AnalysisException (e.g. DIR exists) is not an OSError
+        if type(exc).__name__ != "AnalysisException":
+            raise
+        print(f"export failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"exported {count} records to {args.out} ({args.format})")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m pipeline.cli audit|export ...`
+    commands = {"audit": audit_main, "export": export_main}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        print("usage: python -m pipeline.cli {audit,export} ...", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(commands[sys.argv[1]](sys.argv[2:]))

@@ -1,0 +1,310 @@
+"""The compaction audit: per partition, what the cleaner sees and what it would do.
+
+Answers the operator questions of the compaction FAQ from the files instead
+of consuming the topic with kcat and gawk:
+
+- how many records a compacted partition holds (`records`), how many keys
+  (`distinct_keys`) and how many a full compaction would drop
+  (`superseded_records`: keyed records with a later record of the same key);
+- tombstones, and how many are older than delete.retention.ms;
+- keyless records (`null_key_records`: invalid on a compacted topic);
+- the cleaner's byte split at the cleaner-offset-checkpoint, dirty ratio and
+  eligibility (driver side, `pipeline.cleaner_position`);
+- distinct keys of the dirty (cleanable) section and the cleaning passes the
+  dedupe buffer needs for them;
+- when compaction last provably ran: the newest offset gap (a record whose
+  predecessor offset is gone) and that record's timestamp, plus the records
+  written since (the seed's kcat+gawk recipe);
+- the oldest dirty record's age against max.compaction.lag.ms.
+
+Record-level numbers come from one Spark scan of the `kafka-log` source that
+builds only topic, partition, offset, timestamp, key, value_length and
+is_control (values never cross into the JVM), persisted and aggregated three
+ways (per partition, per key, per offset gap).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Mapping, Sequence
+
+import msgspec
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+from pipeline.cleaner_position import CleanerSettings, PartitionPosition, cleaner_position, keys_per_pass
+from pipeline.log_dir_scan import scan_log_dirs
+from pipeline.record_schema import KNOWN_COLUMNS
+from storage.log_config import LogConfig
+
+__all__ = ["PartitionAudit", "AuditReport", "run_audit", "KEY_VERSION_BUCKETS"]
+
+# Upper bounds (inclusive) of the "versions per key" histogram buckets; the last is open.
+KEY_VERSION_BUCKETS: tuple[int, ...] = (1, 2, 4, 8, 16, 64, 256)
+
+
+class PartitionAudit(msgspec.Struct):
+    topic: str
+    partition: int
+    cleanup_policy: str
+    records: int
+    control_records: int
+    bytes: int
+    segments: int
+    log_start_offset: int
+    log_end_offset: int
+    distinct_keys: int
+    superseded_records: int
+    tombstones: int
+    tombstones_past_delete_retention: int
+    null_key_records: int
+    cleaner_checkpoint: int | None
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    clean_bytes: int
+    dirty_bytes: int
+    dirty_ratio: float
+    min_cleanable_dirty_ratio: float
+    eligible_for_cleaning: bool
+    dirty_records: int
+    dirty_distinct_keys: int
+    keys_per_pass: int
+    cleaning_passes_needed: int
+    last_compaction_gap_offset: int | None
+    last_compaction_gap_timestamp_ms: int | None
+    records_since_last_gap: int
+    oldest_dirty_timestamp_ms: int | None
+    oldest_dirty_age_ms: int | None
+    max_compaction_lag_ms: int
+    max_compaction_lag_exceeded: bool
+    delete_retention_ms: int
+    in_flight_files: int
+    key_versions_histogram: list[int]  # counts of keys per KEY_VERSION_BUCKETS bucket
+    findings: list[str]
+
+
+class AuditReport(msgspec.Struct):
+    log_dirs: list[str]
+    generated_at_ms: int
+    key_version_buckets: list[int]
+    cleaner: CleanerSettings
+    partitions: list[PartitionAudit]
+    seconds: float = 0.0
+
+
+_META_SCHEMA = StructType(
+    [
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("first_dirty", LongType(), False),
+        StructField("first_uncleanable", LongType(), False),
+        StructField("log_start", LongType(), False),
+        StructField("tombstone_cutoff_ms", LongType(), False),
+    ]
+)
+
+_SCAN_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value_length", "is_control")
+
+
+def _scan_schema() -> StructType:
+    return StructType([StructField(c, KNOWN_COLUMNS[c], True) for c in _SCAN_COLUMNS])
+
+
+def _bucket_expr(col: F.Column) -> F.Column:
+    expr = F.lit(len(KEY_VERSION_BUCKETS))
+    for i in reversed(range(len(KEY_VERSION_BUCKETS))):
+        expr = F.when(col <= KEY_VERSION_BUCKETS[i], F.lit(i)).otherwise(expr)
+    return expr
+
+
+def _collect(df: DataFrame) -> dict[tuple[str, int], dict]:
+    return {(r["topic"], r["partition"]): r.asDict() for r in df.collect()}
+
+
+def _record_aggregates(spark: SparkSession, records: DataFrame, meta: DataFrame) -> tuple[dict, dict, dict]:
+    ts_ms = F.unix_millis(F.col("timestamp"))
+    rows = records.join(F.broadcast(meta), ["topic", "partition"])
+    rows = rows.select(
+        "topic", "partition", "offset", "key", "is_control",
+        ts_ms.alias("ts"),
+        (F.col("value_length") < 0).alias("null_value"),
+        ((F.col("offset") >= F.col("first_dirty")) & (F.col("offset") < F.col("first_uncleanable"))).alias("dirty"),
+        (F.col("offset") >= F.col("first_dirty")).alias("after_checkpoint"),
+        "tombstone_cutoff_ms", "log_start",
+    ).persist()
+    try:
+        data = rows.filter(~F.col("is_control"))
+        keyed = F.col("key").isNotNull()
+        per_partition = data.groupBy("topic", "partition").agg(
+            F.count(F.lit(1)).alias("records"),
+            F.sum(F.when(~keyed, 1).otherwise(0)).alias("null_key_records"),
+            F.sum(F.when(keyed & F.col("null_value"), 1).otherwise(0)).alias("tombstones"),
+            F.sum(F.when(keyed & F.col("null_value") & (F.col("ts") <= F.col("tombstone_cutoff_ms")), 1)
+                  .otherwise(0)).alias("tombstones_past_delete_retention"),
+            F.sum(F.when(F.col("dirty"), 1).otherwise(0)).alias("dirty_records"),
+            F.min(F.when(F.col("after_checkpoint"), F.col("ts"))).alias("oldest_dirty_ts"),
+        )
+        controls = rows.filter(F.col("is_control")).groupBy("topic", "partition").agg(
+            F.count(F.lit(1)).alias("control_records"))
+        per_key = (
+            data.filter(keyed)
+            .groupBy("topic", "partition", "key")
+            .agg(F.count(F.lit(1)).alias("versions"), F.max(F.col("dirty").cast("int")).alias("in_dirty"))
+        )
+        bucket = _bucket_expr(F.col("versions"))
+        key_stats = per_key.groupBy("topic", "partition").agg(
+            F.count(F.lit(1)).alias("distinct_keys"),
+            F.sum(F.col("versions") - 1).alias("superseded_records"),
+            F.sum("in_dirty").alias("dirty_distinct_keys"),
+            *[F.sum(F.when(bucket == i, 1).otherwise(0)).alias(f"bucket_{i}")
+              for i in range(len(KEY_VERSION_BUCKETS) + 1)],
+        )
+        # Gaps: every offset present (control records occupy offsets too); the first record
+        # is compared with the log start, the way a consumer from the beginning would see it.
+        window = Window.partitionBy("topic", "partition").orderBy("offset")
+        with_prev = rows.select(
+            "topic", "partition", "offset", "ts", "is_control",
+            F.coalesce(F.lag("offset").over(window), F.col("log_start") - 1).alias("prev"),
+        )
+        gaps = with_prev.filter(F.col("offset") > F.col("prev") + 1).groupBy("topic", "partition").agg(
+            F.max("offset").alias("last_gap_offset"),
+            F.max_by("ts", "offset").alias("last_gap_ts"),
+        )
+        gap_rows = _collect(gaps)
+        if gap_rows:
+            gap_df = spark.createDataFrame(
+                [(t, p, r["last_gap_offset"]) for (t, p), r in gap_rows.items()],
+                "topic string, partition int, last_gap_offset long",
+            )
+            since = (
+                data.join(F.broadcast(gap_df), ["topic", "partition"])
+                .filter(F.col("offset") >= F.col("last_gap_offset"))
+                .groupBy("topic", "partition").agg(F.count(F.lit(1)).alias("since"))
+            )
+            for key, r in _collect(since).items():
+                gap_rows[key]["since"] = r["since"]
+        part_rows = _collect(per_partition)
+        for key, r in _collect(controls).items():
+            part_rows.setdefault(key, {})["control_records"] = r["control_records"]
+        return part_rows, _collect(key_stats), gap_rows
+    finally:
+        rows.unpersist()
+
+
+def _findings(a: PartitionAudit, pos: PartitionPosition) -> list[str]:
+    out: list[str] = []
+    if not pos.compact:
+        out.append(f"cleanup.policy={a.cleanup_policy}: the cleaner does not compact this topic")
+    if a.null_key_records and pos.compact:
+        out.append(f"{a.null_key_records} records have no key: invalid on a compacted topic, the cleaner drops them")
+    if pos.compact and a.cleaner_checkpoint is None and a.segments > 1:
+        out.append("no cleaner-offset-checkpoint entry: never cleaned since the checkpoint was written")
+    if a.eligible_for_cleaning:
+        why = (f"dirty ratio {a.dirty_ratio:.2f} > min.cleanable.dirty.ratio {a.min_cleanable_dirty_ratio}"
+               if a.dirty_ratio > a.min_cleanable_dirty_ratio else "max.compaction.lag.ms exceeded")
+        out.append(f"eligible for cleaning ({why})")
+    elif pos.compact and a.dirty_bytes:
+        out.append(f"not eligible: dirty ratio {a.dirty_ratio:.2f} <= {a.min_cleanable_dirty_ratio}")
+    if pos.compact and a.max_compaction_lag_exceeded:
+        out.append("max.compaction.lag.ms exceeded: a running cleaner should already have cleaned this "
+                   "partition; if it stays so, look for 'Marking its partition ... as uncleanable' in the broker log")
+    if a.cleaning_passes_needed > 1:
+        out.append(f"{a.dirty_distinct_keys} dirty keys need {a.cleaning_passes_needed} cleaning passes "
+                   f"({a.keys_per_pass} keys fit the dedupe buffer)")
+    if a.in_flight_files:
+        out.append(f"{a.in_flight_files} .cleaned/.swap/.deleted files present: a swap or deletion was in "
+                   "progress, or an interrupted one awaits recovery")
+    if a.tombstones_past_delete_retention:
+        out.append(f"{a.tombstones_past_delete_retention} tombstones are older than delete.retention.ms")
+    return out
+
+
+def run_audit(
+    spark: SparkSession,
+    log_dirs: Sequence[str],
+    *,
+    topics: Iterable[str] | None = None,
+    defaults: LogConfig | None = None,
+    cleaner: CleanerSettings | None = None,
+    now_ms: int | None = None,
+    read_options: Mapping[str, str] | None = None,
+) -> AuditReport:
+    """Audit every partition of `log_dirs` (optionally some topics) and return the report."""
+    started = time.monotonic()
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    cleaner = cleaner or CleanerSettings()
+    per_pass = keys_per_pass(cleaner)
+    topic_list = list(topics) if topics is not None else None
+    view = scan_log_dirs(log_dirs, topics=topic_list)
+    configs = {p.topic: view.topic_config(p.topic, defaults) for p in view.partitions}
+    positions = {(p.topic, p.partition): cleaner_position(p, configs[p.topic], now) for p in view.partitions}
+    report = AuditReport(list(log_dirs), now, list(KEY_VERSION_BUCKETS), cleaner, [])
+    if not positions:
+        return report
+    meta = spark.createDataFrame(
+        [
+            (t, p, pos.first_dirty, pos.first_uncleanable, pos.log_start_offset,
+             now - configs[t].delete_retention_ms)
+            for (t, p), pos in positions.items()
+        ],
+        _META_SCHEMA,
+    )
+    reader = spark.read.format("kafka-log").schema(_scan_schema()).option("includeControl", "true")
+    if topic_list is not None:
+        reader = reader.option("topics", ",".join(topic_list))
+    for k, v in (read_options or {}).items():
+        reader = reader.option(k, v)
+    records = reader.load(list(log_dirs))
+    part_rows, key_rows, gap_rows = _record_aggregates(spark, records, meta)
+    for (t, p), pos in sorted(positions.items()):
+        config = configs[t]
+        r = part_rows.get((t, p), {})
+        k = key_rows.get((t, p), {})
+        g = gap_rows.get((t, p), {})
+        dirty_keys = int(k.get("dirty_distinct_keys") or 0)
+        oldest = r.get("oldest_dirty_ts")
+        audit = PartitionAudit(
+            topic=t,
+            partition=p,
+            cleanup_policy=",".join(config.cleanup_policy),
+            records=int(r.get("records") or 0),
+            control_records=int(r.get("control_records") or 0),
+            bytes=pos.bytes,
+            segments=pos.segments,
+            log_start_offset=pos.log_start_offset,
+            log_end_offset=pos.log_end_offset,
+            distinct_keys=int(k.get("distinct_keys") or 0),
+            superseded_records=int(k.get("superseded_records") or 0),
+            tombstones=int(r.get("tombstones") or 0),
+            tombstones_past_delete_retention=int(r.get("tombstones_past_delete_retention") or 0),
+            null_key_records=int(r.get("null_key_records") or 0),
+            cleaner_checkpoint=pos.checkpoint,
+            first_dirty_offset=pos.first_dirty,
+            first_uncleanable_offset=pos.first_uncleanable,
+            clean_bytes=pos.clean_bytes,
+            dirty_bytes=pos.dirty_bytes,
+            dirty_ratio=pos.dirty_ratio,
+            min_cleanable_dirty_ratio=pos.min_cleanable_dirty_ratio,
+            eligible_for_cleaning=pos.eligible,
+            dirty_records=int(r.get("dirty_records") or 0),
+            dirty_distinct_keys=dirty_keys,
+            keys_per_pass=per_pass,
+            cleaning_passes_needed=math.ceil(dirty_keys / per_pass) if per_pass > 0 else 0,
+            last_compaction_gap_offset=g.get("last_gap_offset"),
+            last_compaction_gap_timestamp_ms=g.get("last_gap_ts"),
+            records_since_last_gap=int(g.get("since") or 0),
+            oldest_dirty_timestamp_ms=oldest,
+            oldest_dirty_age_ms=(now - oldest) if oldest is not None else None,
+            max_compaction_lag_ms=config.max_compaction_lag_ms,
+            max_compaction_lag_exceeded=pos.max_compaction_lag_exceeded,
+            delete_retention_ms=config.delete_retention_ms,
+            in_flight_files=pos.in_flight_files,
+            key_versions_histogram=[int(k.get(f"bucket_{i}") or 0) for i in range(len(KEY_VERSION_BUCKETS) + 1)],
+            findings=[],
+        )
+        audit.findings = _findings(audit, pos)
+        report.partitions.append(audit)
+    report.seconds = time.monotonic() - started
+    return report

@@ -1,0 +1,72 @@
+"""The aiomonitor lever commands, driven over telnet by MonitorClient, on a real LogJobs."""
+from __future__ import annotations
+
+import asyncio
+import socket
+import types
+from pathlib import Path
+
+import pytest
+
+from storage.log_config import LogConfig
+
+from asyncbroker.monitor import parse_duration_ms, start_monitor
+from asyncbroker.monitor_client import MonitorClient, MonitorCommandError
+from test_log_jobs import DAY_MS, Env
+
+
+def free_port_block(n: int = 3) -> int:
+    """A base port with n free consecutive ports (aiomonitor takes port, port+1, port+2)."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n > 65535:
+            continue
+        try:
+            for i in range(1, n):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", base + i))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no free port block")
+
+
+def test_durations() -> None:
+    assert parse_duration_ms("7d") == 7 * DAY_MS
+    assert parse_duration_ms("36h") == 36 * 3_600_000
+    assert parse_duration_ms("90s") == 90_000
+    assert parse_duration_ms("250ms") == parse_duration_ms("250") == 250
+    with pytest.raises(ValueError):
+        parse_duration_ms("soon")
+
+
+async def test_retention_and_advance_clock_commands_on_a_live_monitor(tmp_path: Path) -> None:
+    env = Env(tmp_path, [])
+    env.jobs.start()
+    log = env.log(LogConfig(segment_bytes=3000, retention_ms=7 * DAY_MS))
+    env.fill(log, 10)
+    port = free_port_block()
+    monitor = start_monitor(types.SimpleNamespace(log_jobs=env.jobs), port=port)
+    try:
+        def script() -> tuple[list[str], list[str], list[str]]:
+            with MonitorClient(port=port, timeout=20) as client:
+                nothing = client.command("retention")
+                moved = client.command("advance-clock 6d")
+                deleted = client.command("retention --advance 1d")
+                with pytest.raises(MonitorCommandError, match="duration"):
+                    client.command("advance-clock soon")
+                return nothing, moved, deleted
+
+        nothing, moved, deleted = await asyncio.to_thread(script)
+        assert nothing[-1].startswith("OK retention: 0 segment(s)")
+        assert moved[-1].startswith(f"OK clock: advanced {6 * DAY_MS} ms")
+        assert deleted[0].startswith("deleted t-0: segments [0, ")
+        assert deleted[-1].startswith("OK retention: ") and f"advancing the clock {DAY_MS} ms" in deleted[-1]
+        assert log.num_segments == 1 and log.log_start_offset == log.log_end_offset == 100
+        assert env.clock.offset_ms == 7 * DAY_MS
+    finally:
+        monitor.close()
+        await env.jobs.stop()
+        env.log_manager.shutdown()
