@@ -76,6 +76,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._write_ready: asyncio.Future[None] | None = None
         self._closing = False  # graceful: answer what is queued, then close
         self._closed = False
+        self.last_active = self._loop.time()  # for connections.max.idle.ms
 
     # -- asyncio.Protocol -------------------------------------------------
 
@@ -94,6 +95,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._closing or self._closed:
             return
         METRICS.bytes_in(nbytes)
+        self.last_active = self._loop.time()
         try:
             frames = self._frames.buffer_updated(nbytes)
         except FramingError as exc:
@@ -155,6 +157,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self._closed:
             self._transport.close()
 
+    def close_if_idle(self, now: float, max_idle_s: float) -> bool:
+        """connections.max.idle.ms: drop a connection with nothing in flight for that long."""
+        if self._worker is not None or self._closed or now - self.last_active < max_idle_s:
+            return False
+        log.info("Closing idle connection %s (idle for %.0f s)", self._peer, now - self.last_active)
+        self._closed = True
+        if self._transport is not None:
+            self._transport.close()
+        return True
+
     def _abort(self) -> None:
         self._closed = True
         self._queue.clear()
@@ -180,6 +192,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort()
         finally:
             self._worker = None
+            self.last_active = self._loop.time()
             if self._closing and not self._closed and self._transport is not None:
                 self._transport.close()
 

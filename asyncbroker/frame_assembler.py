@@ -20,7 +20,8 @@ import struct
 from wire.errors import FrameTooLargeError, InvalidFrameError
 
 _SIZE = struct.Struct(">i")
-SCRATCH_SIZE = 256 * 1024
+# Per-connection receive buffer for small frames (large ones get their own).
+SCRATCH_SIZE = 64 * 1024
 
 
 class FrameAssembler:

@@ -800,14 +800,14 @@ class GroupCoordinator:
 
     def _store_in_background(self, group: ClassicGroup, assignment: dict[str, bytes]) -> None:
         record = self._group_record(group, assignment)
+        # Queued now, so it lands before any later write of this group.
+        fut = self.offsets_topic.enqueue(self.offsets_topic.partition_for(group.group_id), [record])
 
-        async def store() -> None:
-            try:
-                await self.offsets_topic.append(self.offsets_topic.partition_for(group.group_id), [record])
-            except Exception:  # noqa: BLE001 - nobody waits; the next write retries the state
-                log.exception("Failed to write the metadata of group %s", group.group_id)
+        def report(done: asyncio.Future[int]) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                log.error("Failed to write the metadata of group %s: %r", group.group_id, done.exception())
 
-        asyncio.ensure_future(store())
+        fut.add_done_callback(report)
 
     # ================================================================ offsets
 

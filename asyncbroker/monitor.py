@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import click
+import msgspec
 from aiomonitor import Monitor
 from aiomonitor.termui.commands import (
     auto_async_command_done,
@@ -164,11 +165,17 @@ def render_retention(result: tuple[int | None, Any]) -> list[str]:
     return lines
 
 
+def render_retention_json(result: tuple[int | None, Any]) -> list[str]:
+    """The machine-readable form (asyncbroker.testing decodes it into a RetentionRun)."""
+    return [f"OK retention {msgspec.json.encode(result[1]).decode()}"]
+
+
 @monitor_cli.command(name="retention")
 @click.option("--advance", "advance", default=None, metavar="DURATION",
               help="first move the broker's clock forward this much (7d, 36h, 90s, ms)")
+@click.option("--json", "as_json", is_flag=True, help="print the result as one `OK retention {json}` line")
 @custom_help_option
-def do_retention(ctx: click.Context, advance: str | None) -> None:
+def do_retention(ctx: click.Context, advance: str | None, as_json: bool) -> None:
     """Run a retention pass now (test/CI lever)"""
     broker = getattr(ctx.obj, "broker", None)
 
@@ -179,7 +186,7 @@ def do_retention(ctx: click.Context, advance: str | None) -> None:
             await jobs.advance_clock(advance_ms)
         return advance_ms, await jobs.run_retention_now()
 
-    _on_broker_loop(ctx, work, render_retention)
+    _on_broker_loop(ctx, work, render_retention_json if as_json else render_retention)
 
 
 @monitor_cli.command(name="advance-clock")

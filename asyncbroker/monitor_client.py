@@ -121,13 +121,20 @@ def _clean(raw: bytes) -> str:
 def _output_lines(text: str, typed: str = "") -> list[str]:
     """Printed lines, without prompts (redrawn before output that arrives asynchronously)
     and without the echo of the typed command."""
+    typed = typed.strip()
+    if typed:
+        # The terminal may redraw the echo several times; the last one ends with the Enter.
+        echoed = text.rfind(typed + "\r")
+        if echoed < 0:
+            return []
+        text = text[echoed + len(typed):]
     out = []
     marker = PROMPT.strip()
     for line in text.replace("\r", "\n").split("\n"):
         line = line.strip()
         while line.startswith(marker):
             line = line[len(marker):].strip()
-        if line and line != typed.strip():
+        if line:
             out.append(line)
     return out
 

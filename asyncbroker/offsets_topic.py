@@ -5,10 +5,10 @@ partitions, cleanup.policy=compact and `offsets.topic.segment.bytes`) and maps
 a group to the partition `abs(javaHashCode(groupId)) % partitions`; the same
 mapping is used here so a log directory moves between the two unchanged.
 
-Writes for one partition are serialized (an asyncio lock per partition)
+Writes for one partition go through a queue drained by one writer task,
 because the coordinator applies a write to its in-memory state only after
-the append returns: two appends of the same key must land in the log in the
-order the coordinator applies them, or a reload would resurrect the older
+the append returns: two writes of the same key must land in the log in the
+order the coordinator issued them, or a reload would resurrect the older
 value. Appends run on the broker's IO pool like every other storage call.
 """
 
@@ -50,7 +50,8 @@ class OffsetsTopic:
     def __init__(self, broker: Any) -> None:
         self.broker = broker
         self._creating: asyncio.Future[None] | None = None
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._queues: dict[int, list[tuple[Sequence[tuple[bytes, bytes | None]], asyncio.Future[int]]]] = {}
+        self._writers: dict[int, asyncio.Task[None]] = {}
 
     @property
     def num_partitions(self) -> int:
@@ -90,25 +91,69 @@ class OffsetsTopic:
             self._creating = None
 
     async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> int:
-        """Append (key, value-or-tombstone) records as one batch; returns the first offset."""
-        await self.ensure_created()
-        tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, partition)
-        lock = self._locks.get(partition)
-        if lock is None:
-            lock = self._locks[partition] = asyncio.Lock()
-        now = self.broker.clock.milliseconds()
-        batch = build_batch([Record(i, now, key, value) for i, (key, value) in enumerate(records)])
-        async with lock:
-            log_ = self.broker.get_log(tp)
-            if log_ is None:
-                from wire.errors import CoordinatorNotAvailableError
+        """Append (key, value-or-tombstone) records as one batch; returns its first offset.
 
-                raise CoordinatorNotAvailableError(f"{tp} is not available")
-            info = await self.broker.run_blocking(log_.append_as_leader, batch, 0)
+        The write's place in the log is fixed when this is called, before its
+        first await (see `enqueue`).
+        """
+        return await self.enqueue(partition, records)
+
+    def enqueue(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> asyncio.Future[int]:
+        """Queue a write; writes to one partition reach the log in the order they were queued.
+
+        A writer task per partition drains its queue, appending everything
+        queued meanwhile in one executor hop (one batch per write), so
+        concurrent commits share the cost of the hop.
+        """
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        queue = self._queues.get(partition)
+        if queue is None:
+            queue = self._queues[partition] = []
+        queue.append((records, fut))
+        if partition not in self._writers:
+            self._writers[partition] = asyncio.ensure_future(self._drain(partition))
+        return fut
+
+    async def _drain(self, partition: int) -> None:
+        queue = self._queues[partition]
+        try:
+            while queue:
+                pending = queue[:]
+                del queue[:]
+                try:
+                    await self.ensure_created()
+                    firsts = await self._write(partition, [records for records, _ in pending])
+                except Exception as exc:  # noqa: BLE001 - every waiter gets the failure
+                    for _, fut in pending:
+                        if not fut.done():
+                            fut.set_exception(exc)
+                    continue
+                for (_, fut), first in zip(pending, firsts):
+                    if not fut.done():
+                        fut.set_result(first)
+        finally:
+            del self._writers[partition]
+
+    async def _write(self, partition: int, writes: list[Sequence[tuple[bytes, bytes | None]]]) -> list[int]:
+        tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, partition)
+        log_ = self.broker.get_log(tp)
+        if log_ is None:
+            from wire.errors import CoordinatorNotAvailableError
+
+            raise CoordinatorNotAvailableError(f"{tp} is not available")
+        now = self.broker.clock.milliseconds()
+        batches = [build_batch([Record(i, now, key, value) for i, (key, value) in enumerate(records)])
+                   for records in writes]
+        info = await self.broker.run_blocking(log_.append_as_leader, b"".join(batches), 0)
+        firsts = []
+        offset = info.first_offset
+        for records in writes:
+            firsts.append(offset)
+            offset += len(records)
         waiters = getattr(self.broker, "fetch_waiters", None)
         if waiters is not None:
             waiters.on_append(tp, info.valid_bytes)
-        return info.first_offset
+        return firsts
 
     def read_all_blocking(self) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
         """Executor side: every record of every partition as (partition, offset, key, value), in log order."""

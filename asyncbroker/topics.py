@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import inspect
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
@@ -115,6 +116,7 @@ class TopicManager:
         log_manager: Any = None,
         run_blocking: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
+        self._broker = broker
         self.config: KafkaConfig = config if config is not None else broker.config
         self.log_manager = log_manager if log_manager is not None else broker.log_manager
         self._run_blocking = run_blocking if run_blocking is not None else broker.run_blocking
@@ -286,6 +288,14 @@ class TopicManager:
             self._check_deletion_enabled()
             # Gone from the table first: new requests stop seeing the topic at once.
             self._drop(name)
+            # Kafka aborts cleaning of the partitions before renaming them `-delete`, so the
+            # cleaner never swaps segments into a directory on its way out. The seam for
+            # cleaner.LogCleanerManager (plain or async method).
+            cleaner = getattr(self._broker, "cleaner_manager", None)
+            if cleaner is not None:
+                aborted = cleaner.abort_cleaning(meta.topic_partitions())
+                if inspect.isawaitable(aborted):
+                    await aborted
             await self._run_blocking(self._delete_logs_blocking, meta)
             log.info("Deleted topic %s (id %s)", name, meta.topic_id)
             return meta

@@ -186,6 +186,10 @@ def _records(data: bytes, count: int) -> list[tuple[int, int, int, int, bytes | 
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:  # two-byte varint: records of 64..8191 bytes
+                length = (b & 0x7F) | (data[p + 1] << 7)
+                length = (length >> 1) ^ -(length & 1)
+                p += 2
             else:
                 length, p = _uvarint(data, p, 5)
                 length = (length >> 1) ^ -(length & 1)
@@ -196,12 +200,18 @@ def _records(data: bytes, count: int) -> list[tuple[int, int, int, int, bytes | 
             p += 1  # attributes
             if data[p] < 0x80:  # timestampDelta, skipped here
                 p += 1
+            elif data[p + 1] < 0x80:
+                p += 2
             else:
                 _, p = _uvarint(data, p, 10)
             b = data[p]
             if b < 0x80:
                 od = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                od = (b & 0x7F) | (data[p + 1] << 7)
+                od = (od >> 1) ^ -(od & 1)
+                p += 2
             else:
                 od, p = _uvarint(data, p, 5)
                 od = (od >> 1) ^ -(od & 1)
@@ -209,6 +219,10 @@ def _records(data: bytes, count: int) -> list[tuple[int, int, int, int, bytes | 
             if b < 0x80:
                 kl = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                kl = (b & 0x7F) | (data[p + 1] << 7)
+                kl = (kl >> 1) ^ -(kl & 1)
+                p += 2
             else:
                 kl, p = _uvarint(data, p, 5)
                 kl = (kl >> 1) ^ -(kl & 1)
@@ -223,6 +237,10 @@ def _records(data: bytes, count: int) -> list[tuple[int, int, int, int, bytes | 
             if b < 0x80:
                 vl = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                vl = (b & 0x7F) | (data[p + 1] << 7)
+                vl = (vl >> 1) ^ -(vl & 1)
+                p += 2
             else:
                 vl, p = _uvarint(data, p, 5)
                 vl = (vl >> 1) ^ -(vl & 1)
@@ -252,6 +270,10 @@ def _keys_and_offsets(data: bytes, count: int, base_offset: int, start_offset: i
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:  # two-byte varint: records of 64..8191 bytes
+                length = (b & 0x7F) | (data[p + 1] << 7)
+                length = (length >> 1) ^ -(length & 1)
+                p += 2
             else:
                 length, p = _uvarint(data, p, 5)
                 length = (length >> 1) ^ -(length & 1)
@@ -261,12 +283,18 @@ def _keys_and_offsets(data: bytes, count: int, base_offset: int, start_offset: i
             p += 1
             if data[p] < 0x80:
                 p += 1
+            elif data[p + 1] < 0x80:
+                p += 2
             else:
                 _, p = _uvarint(data, p, 10)
             b = data[p]
             if b < 0x80:
                 od = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                od = (b & 0x7F) | (data[p + 1] << 7)
+                od = (od >> 1) ^ -(od & 1)
+                p += 2
             else:
                 od, p = _uvarint(data, p, 5)
                 od = (od >> 1) ^ -(od & 1)
@@ -274,6 +302,10 @@ def _keys_and_offsets(data: bytes, count: int, base_offset: int, start_offset: i
             if b < 0x80:
                 kl = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                kl = (b & 0x7F) | (data[p + 1] << 7)
+                kl = (kl >> 1) ^ -(kl & 1)
+                p += 2
             else:
                 kl, p = _uvarint(data, p, 5)
                 kl = (kl >> 1) ^ -(kl & 1)
@@ -466,17 +498,23 @@ def filter_batches(buf: bytes | memoryview, ctx: FilterContext) -> tuple[int, by
             has_horizon = bool(attrs & _DELETE_HORIZON_MASK)
             retain_deletes = not has_horizon or now < h.base_timestamp
             base = h.base_offset
-            lookup_keys = [r[4] for r in records if base + r[3] <= latest and r[4] is not None]
-            found = iter(offset_map.get_keys(lookup_keys)) if lookup_keys else iter(())
-            retained = []
-            for r in records:
-                offset = base + r[3]
-                if offset > latest:
-                    retained.append(r)
-                elif r[4] is None:
-                    stats.invalid_messages_read += 1
-                elif offset >= next(found) and (not r[5] or retain_deletes):
-                    retained.append(r)
+            keys = [r[4] for r in records]
+            if last_offset <= latest and None not in keys:
+                # The common case, as one comprehension: every record mapped, every key set.
+                found = offset_map.get_keys(keys)
+                retained = [r for r, f in zip(records, found) if base + r[3] >= f and (retain_deletes or not r[5])]
+            else:
+                lookup_keys = [r[4] for r in records if base + r[3] <= latest and r[4] is not None]
+                found_iter = iter(offset_map.get_keys(lookup_keys)) if lookup_keys else iter(())
+                retained = []
+                for r in records:
+                    offset = base + r[3]
+                    if offset > latest:
+                        retained.append(r)
+                    elif r[4] is None:
+                        stats.invalid_messages_read += 1
+                    elif offset >= next(found_iter) and (not r[5] or retain_deletes):
+                        retained.append(r)
         if retained:
             tombstones = sum(1 for r in retained if r[5]) if not is_control else 0
             stats.tombstones_retained += tombstones

@@ -66,7 +66,7 @@ class LogCleaner:
             self._abort_flags: Any = self._ctx.RawArray("b", max(1, self.num_workers))
         else:
             self._abort_flags = [0] * max(1, self.num_workers)
-        self._throttle_state = ThrottleState(self._ctx)
+        self._throttle_state = ThrottleState(self._ctx, config.max_io_bytes_per_second)
         self._executors: list[Executor | None] = [None] * self.num_workers
         self._running: list[TopicPartition | None] = [None] * self.num_workers
         self._idle: asyncio.Queue[int] | None = None
@@ -118,6 +118,10 @@ class LogCleaner:
                 executor.shutdown(wait=True, cancel_futures=True)
                 self._executors[i] = None
         logger.info("Shut down log cleaner")
+
+    def update_max_io_bytes_per_second(self, rate: float) -> None:
+        """log.cleaner.io.max.bytes.per.second changed: running workers follow at once."""
+        self._throttle_state.set_rate(rate)
 
     def wake(self) -> None:
         """Cut the backoff sleep short (e.g. after a topic config change)."""
@@ -195,7 +199,9 @@ class LogCleaner:
             await self.manager.done_deleting([tp for tp, _ in deletable])
 
     async def _clean_log(self, worker: int, ltc: LogToClean) -> CleanerStats | None:
-        """Clean one log on `worker`; the partition must be InProgress. Always ends with done_cleaning."""
+        """Clean one log on `worker`; the partition must be InProgress. Always ends with done_cleaning.
+
+        Returns the stats, or None when the clean was aborted (or the log went offline)."""
         log: Log = ltc.log  # type: ignore[assignment]
         tp = log.topic_partition
         start = ltc.first_dirty_offset
@@ -274,26 +280,30 @@ class LogCleaner:
                 raise KeyError(f"no log for {tp}")
             if roll:
                 await manager.run_blocking(_roll_if_not_empty, log)
-            cond = manager._condition()  # noqa: SLF001 - same package
-            async with cond:
-                while tp in manager.in_progress:
-                    await cond.wait()
-            ltc = await manager.log_to_clean_now(tp)
-            if ltc is None or ltc.cleanable_bytes == 0 or not manager.begin_cleaning(tp):
-                if ltc is not None and ltc.cleanable_bytes == 0:
+            while True:
+                # Wait while the background loop cleans it, or while it is paused.
+                cond = manager._condition()  # noqa: SLF001 - same package
+                async with cond:
+                    while tp in manager.in_progress:
+                        await cond.wait()
+                ltc = await manager.log_to_clean_now(tp)
+                if ltc is None or ltc.cleanable_bytes == 0:
                     return None
-                return await run()  # lost a race with the background loop: try again
-            worker = await self._idle.get()  # type: ignore[union-attr]
-            try:
+                if not manager.begin_cleaning(tp):
+                    continue  # lost a race with the background loop
+                worker = await self._idle.get()  # type: ignore[union-attr]
                 try:
-                    stats = await self._clean_log(worker, ltc)
-                except Exception as exc:
-                    self._mark_uncleanable(log, exc)
-                    raise
-            finally:
-                self._idle.put_nowait(worker)  # type: ignore[union-attr]
-            await self._delete_old_segments_of(tp, log)
-            return stats
+                    try:
+                        stats = await self._clean_log(worker, ltc)
+                    except Exception as exc:
+                        self._mark_uncleanable(log, exc)
+                        raise
+                finally:
+                    self._idle.put_nowait(worker)  # type: ignore[union-attr]
+                if stats is None:
+                    continue  # aborted (retention, truncation...): clean again once resumed
+                await self._delete_old_segments_of(tp, log)
+                return stats
 
         return await asyncio.wait_for(run(), timeout)
 

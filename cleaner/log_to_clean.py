@@ -7,7 +7,8 @@ threads of the broker (it stats files and reads a few batch headers).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -137,8 +138,8 @@ def clean_request_for(log: "Log", first_dirty: int, first_uncleanable: int, now:
         descriptors.append(SegmentDescriptor(
             base_offset=s.base_offset,
             size=s.size(),
-            offset_index_bytes=s.offset_index.size_in_bytes,
-            time_index_bytes=s.time_index.size_in_bytes,
+            offset_index_bytes=_index_bytes(s.offset_index),
+            time_index_bytes=_index_bytes(s.time_index),
             last_modified_ms=_last_modified(s),
         ))
     return CleanRequest(
@@ -153,6 +154,17 @@ def clean_request_for(log: "Log", first_dirty: int, first_uncleanable: int, now:
         last_records_of_active_producers=_last_records_of_active_producers(log),
         max_message_size=max_message_size if max_message_size is not None else log.config.max_message_bytes,
     )
+
+
+def _index_bytes(index: Any) -> int:
+    """Bytes of valid entries, without mapping (or creating) an index that is not open yet:
+    a closed index of a non-active segment is trimmed to its entries."""
+    if index.is_mapped:
+        return index.size_in_bytes
+    try:
+        return os.path.getsize(index.path)
+    except FileNotFoundError:
+        return 0
 
 
 def _last_modified(segment: LogSegment) -> int:

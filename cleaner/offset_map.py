@@ -12,6 +12,7 @@ A slot is empty when all its 24 bytes are zero.
 """
 from __future__ import annotations
 
+import ctypes
 import struct
 
 try:  # CPython's built-in MD5 is about twice as fast as OpenSSL's for short keys
@@ -81,8 +82,11 @@ class SkimpyOffsetMap:
     # -- operations -----------------------------------------------------------------------------
     def clear(self) -> None:
         """Zero the buffer between logs (the table does not support deletes)."""
-        buf = self._buf
-        buf[:] = bytes(len(buf))
+        if self._entries or self._last_offset != -1:
+            # memset, not a fresh zero buffer: the map can be 2 GiB.
+            view = (ctypes.c_char * len(self._buf)).from_buffer(self._buf)
+            ctypes.memset(view, 0, len(self._buf))
+            del view
         self._entries = 0
         self.lookups = 0
         self.probes = 0

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Callable
 
 from cleaner.clean_request import CleanResult
 from cleaner.errors import LogCleaningAbortedError
+from storage import fault_injection
 from storage.atomic_file import fsync_dir
 from storage.log_file_utils import CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX, log_file, offset_index_file, time_index_file, transaction_index_file
 from storage.log_segment import LogSegment
@@ -87,7 +88,12 @@ def replace_segments(log: "Log", new_segments: list[LogSegment], old_segments: l
 
     Returns the old segments that were not replaced in place (different base offset).
     """
-    step = on_step or (lambda _name: None)
+    user_step = on_step or (lambda _name: None)
+
+    def step(name: str) -> None:
+        fault_injection.fault_point(f"cleaner.swap.{name}")  # crash-test hook; no-op unless armed
+        user_step(name)
+
     segments = log.segments
     sorted_new = sorted(new_segments, key=lambda s: s.base_offset)
     # An old segment already removed (and scheduled for deletion) must not be deleted twice.

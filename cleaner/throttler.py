@@ -18,18 +18,24 @@ UNLIMITED = 1.7976931348623157e308
 
 
 class ThrottleState:
-    """The shared part: [period start in monotonic ns, bytes observed in the period] + a lock.
-
-    Picklable into worker processes when built with a multiprocessing context.
+    """The shared part: [period start in monotonic ns, bytes observed in the period, desired
+    rate] + a lock. The rate is shared too, so the broker can change
+    log.cleaner.io.max.bytes.per.second while workers run (it is dynamically reconfigurable
+    in Kafka). Picklable into worker processes when built with a multiprocessing context.
     """
 
-    def __init__(self, ctx: Any | None = None) -> None:
+    def __init__(self, ctx: Any | None = None, rate: float = UNLIMITED) -> None:
+        initial = [float(time.monotonic_ns()), 0.0, float(rate)]
         if ctx is None:
-            self.values: Any = [float(time.monotonic_ns()), 0.0]
+            self.values: Any = initial
             self.lock: Any = threading.Lock()
         else:
-            self.values = ctx.RawArray("d", [float(time.monotonic_ns()), 0.0])
+            self.values = ctx.RawArray("d", initial)
             self.lock = ctx.Lock()
+
+    def set_rate(self, rate: float) -> None:
+        with self.lock:
+            self.values[2] = float(rate)
 
 
 class Throttler:
@@ -37,16 +43,20 @@ class Throttler:
                  state: ThrottleState | None = None,
                  nanoseconds: Callable[[], int] = time.monotonic_ns,
                  sleep: Callable[[float], None] = time.sleep) -> None:
-        self.desired_rate_per_sec = desired_rate_per_sec
         self.check_interval_ns = check_interval_ms * 1_000_000
         self.state = state or ThrottleState()
+        self.state.set_rate(desired_rate_per_sec)
         self._now = nanoseconds
         self._sleep = sleep
         self.total_sleep_ms = 0
 
     @property
+    def desired_rate_per_sec(self) -> float:
+        return self.state.values[2]
+
+    @property
     def unlimited(self) -> bool:
-        return self.desired_rate_per_sec >= UNLIMITED
+        return self.state.values[2] >= UNLIMITED
 
     def maybe_throttle(self, observed: float) -> None:
         """Account `observed` bytes; once a check interval has passed over the desired rate,
@@ -58,11 +68,12 @@ class Throttler:
             values[1] += observed
             now = self._now()
             elapsed_ns = now - values[0]
+            desired = values[2]
             if elapsed_ns > self.check_interval_ns and values[1] > 0:
                 rate = values[1] * 1e9 / elapsed_ns
-                if rate > self.desired_rate_per_sec:
+                if rate > desired:
                     elapsed_ms = elapsed_ns // 1_000_000
-                    sleep_ms = round(values[1] / (self.desired_rate_per_sec / 1000.0) - elapsed_ms)
+                    sleep_ms = round(values[1] / (desired / 1000.0) - elapsed_ms)
                     if sleep_ms > 0:
                         self._sleep(sleep_ms / 1000.0)
                         self.total_sleep_ms += sleep_ms

@@ -31,7 +31,8 @@ class WorkerContext:
         self.slot = slot
         self.abort_flags = abort_flags
         self.config = config
-        self.throttler = Throttler(config.max_io_bytes_per_second, 300, state=throttle_state)
+        # The rate lives in the shared state (set by the pool, reconfigurable at run time).
+        self.throttler = Throttler(throttle_state.values[2], 300, state=throttle_state)
         self._cleaner: Cleaner | None = None
 
     def check_done(self) -> None:

@@ -123,10 +123,10 @@ def _collect(df: DataFrame) -> dict[tuple[str, int], dict]:
     return {(r["topic"], r["partition"]): r.asDict() for r in df.collect()}
 
 
-def _record_aggregates(spark: SparkSession, records: DataFrame, meta: DataFrame) -> tuple[dict, dict, dict]:
+def _record_aggregates(records: DataFrame, meta: DataFrame) -> tuple[dict, dict]:
+    """Two Spark jobs over one persisted scan: per-partition stats (with gaps) and per-key stats."""
     ts_ms = F.unix_millis(F.col("timestamp"))
-    rows = records.join(F.broadcast(meta), ["topic", "partition"])
-    rows = rows.select(
+    rows = records.join(F.broadcast(meta), ["topic", "partition"]).select(
         "topic", "partition", "offset", "key", "is_control",
         ts_ms.alias("ts"),
         (F.col("value_length") < 0).alias("null_value"),
@@ -135,21 +135,34 @@ def _record_aggregates(spark: SparkSession, records: DataFrame, meta: DataFrame)
         "tombstone_cutoff_ms", "log_start",
     ).persist()
     try:
-        data = rows.filter(~F.col("is_control"))
-        keyed = F.col("key").isNotNull()
-        per_partition = data.groupBy("topic", "partition").agg(
-            F.count(F.lit(1)).alias("records"),
-            F.sum(F.when(~keyed, 1).otherwise(0)).alias("null_key_records"),
-            F.sum(F.when(keyed & F.col("null_value"), 1).otherwise(0)).alias("tombstones"),
-            F.sum(F.when(keyed & F.col("null_value") & (F.col("ts") <= F.col("tombstone_cutoff_ms")), 1)
-                  .otherwise(0)).alias("tombstones_past_delete_retention"),
-            F.sum(F.when(F.col("dirty"), 1).otherwise(0)).alias("dirty_records"),
-            F.min(F.when(F.col("after_checkpoint"), F.col("ts"))).alias("oldest_dirty_ts"),
+        # Gaps: every offset present counts (control records occupy offsets too); the first
+        # record is compared with the log start, as a consumer reading from the beginning sees it.
+        ordered = Window.partitionBy("topic", "partition").orderBy("offset")
+        whole = Window.partitionBy("topic", "partition")
+        prev = F.coalesce(F.lag("offset").over(ordered), F.col("log_start") - 1)
+        flagged = rows.withColumn("gap", F.col("offset") > prev + 1)
+        flagged = flagged.withColumn("last_gap", F.max(F.when(F.col("gap"), F.col("offset"))).over(whole))
+        data = ~F.col("is_control")
+        keyed = data & F.col("key").isNotNull()
+        tombstone = keyed & F.col("null_value")
+
+        def count_if(cond: F.Column) -> F.Column:
+            return F.sum(F.when(cond, 1).otherwise(0))
+
+        per_partition = flagged.groupBy("topic", "partition").agg(
+            count_if(data).alias("records"),
+            count_if(F.col("is_control")).alias("control_records"),
+            count_if(data & F.col("key").isNull()).alias("null_key_records"),
+            count_if(tombstone).alias("tombstones"),
+            count_if(tombstone & (F.col("ts") <= F.col("tombstone_cutoff_ms"))).alias("tombstones_past_delete_retention"),
+            count_if(data & F.col("dirty")).alias("dirty_records"),
+            F.min(F.when(data & F.col("after_checkpoint"), F.col("ts"))).alias("oldest_dirty_ts"),
+            F.max("last_gap").alias("last_gap_offset"),
+            F.max_by("ts", F.when(F.col("gap"), F.col("offset"))).alias("last_gap_ts"),
+            count_if(data & (F.col("offset") >= F.col("last_gap"))).alias("since"),
         )
-        controls = rows.filter(F.col("is_control")).groupBy("topic", "partition").agg(
-            F.count(F.lit(1)).alias("control_records"))
         per_key = (
-            data.filter(keyed)
+            rows.filter(~F.col("is_control") & F.col("key").isNotNull())
             .groupBy("topic", "partition", "key")
             .agg(F.count(F.lit(1)).alias("versions"), F.max(F.col("dirty").cast("int")).alias("in_dirty"))
         )
@@ -161,34 +174,7 @@ def _record_aggregates(spark: SparkSession, records: DataFrame, meta: DataFrame)
             *[F.sum(F.when(bucket == i, 1).otherwise(0)).alias(f"bucket_{i}")
               for i in range(len(KEY_VERSION_BUCKETS) + 1)],
         )
-        # Gaps: every offset present (control records occupy offsets too); the first record
-        # is compared with the log start, the way a consumer from the beginning would see it.
-        window = Window.partitionBy("topic", "partition").orderBy("offset")
-        with_prev = rows.select(
-            "topic", "partition", "offset", "ts", "is_control",
-            F.coalesce(F.lag("offset").over(window), F.col("log_start") - 1).alias("prev"),
-        )
-        gaps = with_prev.filter(F.col("offset") > F.col("prev") + 1).groupBy("topic", "partition").agg(
-            F.max("offset").alias("last_gap_offset"),
-            F.max_by("ts", "offset").alias("last_gap_ts"),
-        )
-        gap_rows = _collect(gaps)
-        if gap_rows:
-            gap_df = spark.createDataFrame(
-                [(t, p, r["last_gap_offset"]) for (t, p), r in gap_rows.items()],
-                "topic string, partition int, last_gap_offset long",
-            )
-            since = (
-                data.join(F.broadcast(gap_df), ["topic", "partition"])
-                .filter(F.col("offset") >= F.col("last_gap_offset"))
-                .groupBy("topic", "partition").agg(F.count(F.lit(1)).alias("since"))
-            )
-            for key, r in _collect(since).items():
-                gap_rows[key]["since"] = r["since"]
-        part_rows = _collect(per_partition)
-        for key, r in _collect(controls).items():
-            part_rows.setdefault(key, {})["control_records"] = r["control_records"]
-        return part_rows, _collect(key_stats), gap_rows
+        return _collect(per_partition), _collect(key_stats)
     finally:
         rows.unpersist()
 
@@ -257,12 +243,11 @@ def run_audit(
     for k, v in (read_options or {}).items():
         reader = reader.option(k, v)
     records = reader.load(list(log_dirs))
-    part_rows, key_rows, gap_rows = _record_aggregates(spark, records, meta)
+    part_rows, key_rows = _record_aggregates(records, meta)
     for (t, p), pos in sorted(positions.items()):
         config = configs[t]
         r = part_rows.get((t, p), {})
         k = key_rows.get((t, p), {})
-        g = gap_rows.get((t, p), {})
         dirty_keys = int(k.get("dirty_distinct_keys") or 0)
         oldest = r.get("oldest_dirty_ts")
         audit = PartitionAudit(
@@ -292,9 +277,9 @@ def run_audit(
             dirty_distinct_keys=dirty_keys,
             keys_per_pass=per_pass,
             cleaning_passes_needed=math.ceil(dirty_keys / per_pass) if per_pass > 0 else 0,
-            last_compaction_gap_offset=g.get("last_gap_offset"),
-            last_compaction_gap_timestamp_ms=g.get("last_gap_ts"),
-            records_since_last_gap=int(g.get("since") or 0),
+            last_compaction_gap_offset=r.get("last_gap_offset"),
+            last_compaction_gap_timestamp_ms=r.get("last_gap_ts"),
+            records_since_last_gap=int(r.get("since") or 0),
             oldest_dirty_timestamp_ms=oldest,
             oldest_dirty_age_ms=(now - oldest) if oldest is not None else None,
             max_compaction_lag_ms=config.max_compaction_lag_ms,

@@ -108,10 +108,20 @@ class FileRecords:
     def append(self, data: bytes | bytearray | memoryview) -> int:
         view = memoryview(data)
         pos = self._size
-        while view:
-            written = os.pwrite(self._fileno(), view, pos)
-            pos += written
-            view = view[written:]
+        try:
+            while view:
+                written = os.pwrite(self._fileno(), view, pos)
+                pos += written
+                view = view[written:]
+        except OSError:
+            # ENOSPC/EIO part-way: cut the partial batch off so the file never holds a torn
+            # batch past `size` (best effort; recovery truncates it otherwise).
+            if pos > self._size:
+                try:
+                    os.ftruncate(self._fd, self._size)
+                except OSError:
+                    pass
+            raise
         appended = pos - self._size
         self._size = pos
         return appended

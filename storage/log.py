@@ -6,6 +6,7 @@ snapshots of the offset metadata and segment list and never block on the writer.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -16,9 +17,12 @@ from typing import Any, Callable, Literal
 
 import msgspec
 
+from storage import fault_injection
+from storage.atomic_file import fsync_dir
 from storage.clock import SYSTEM_CLOCK, Clock
 from storage.errors import KafkaStorageError
 from storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCheckpointFile, LeaderEpochFileCache
+from storage.log_dir_failure_channel import LogDirFailureChannel
 from storage.log_config import LogConfig
 from storage.log_segment import LogSegment, RollParams
 from storage.log_segments import LogSegments
@@ -38,6 +42,24 @@ LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+
+
+def _handles_io_errors(operation: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Kafka's maybeHandleIOException: an OSError (ENOSPC, EIO...) in a log operation takes the
+    whole log dir offline through the LogDirFailureChannel and surfaces as KafkaStorageError
+    (KAFKA_STORAGE_ERROR to clients) instead of leaving a half-applied change in service."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def inner(self: "Log", *args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(self, *args, **kwargs)
+            except OSError as exc:
+                raise self._log_dir_failure(exc, operation) from exc
+
+        return inner
+
+    return wrap
 
 
 class LogOffsetMetadata(msgspec.Struct, frozen=True):
@@ -91,7 +113,8 @@ class Log:
                  recovery_point: int, next_offset_metadata: LogOffsetMetadata, clock: Clock,
                  leader_epoch_cache: LeaderEpochFileCache, producer_state_manager: ProducerStateManager,
                  topic_id: uuid.UUID | None = None,
-                 background: Callable[[Callable[[], None]], None] | None = None) -> None:
+                 background: Callable[[Callable[[], None]], None] | None = None,
+                 log_dir_failure_channel: LogDirFailureChannel | None = None) -> None:
         self.dir = Path(dir)
         self.topic_partition = TopicPartition.from_dir_name(self.dir.name)
         self.config = config
@@ -109,6 +132,12 @@ class Log:
         self._validator = LogValidator(config)
         self._closed = False
         self._pending_deletes: list[tuple[LogSegment, int]] = []
+        self.log_dir_failure_channel = log_dir_failure_channel
+        # Group commit (flush.messages): one fsync at a time; appends that land while it runs
+        # wait for it, then share the next one.
+        self._flush_cond = threading.Condition(threading.Lock())
+        self._flushing = False
+        self._dir_needs_fsync = False  # a segment file was created since the last dir fsync
         self.partition_metadata_file = PartitionMetadataFile(self.dir)
         self.topic_id = topic_id
         if topic_id is None:
@@ -123,7 +152,8 @@ class Log:
     def open(cls, dir: Path | str, config: LogConfig | None = None, *, clock: Clock = SYSTEM_CLOCK,
              log_start_offset: int = 0, recovery_point: int = 0, had_clean_shutdown: bool = False,
              topic_id: uuid.UUID | None = None,
-             background: Callable[[Callable[[], None]], None] | None = None) -> "Log":
+             background: Callable[[Callable[[], None]], None] | None = None,
+             log_dir_failure_channel: LogDirFailureChannel | None = None) -> "Log":
         """Open (creating if needed) the log in `dir`, recovering it as LogLoader does."""
         from storage.log_loader import LogLoader
 
@@ -131,7 +161,7 @@ class Log:
         config = config or LogConfig()
         dir.mkdir(parents=True, exist_ok=True)
         epoch_cache = LeaderEpochFileCache(LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT_FILE))
-        producer_state = ProducerStateManager()
+        producer_state = ProducerStateManager(dir)
         segments = LogSegments()
         offsets = LogLoader(dir, config, clock, segments, log_start_offset_checkpoint=log_start_offset,
                             recovery_point_checkpoint=recovery_point, had_clean_shutdown=had_clean_shutdown,
@@ -139,7 +169,7 @@ class Log:
         return cls(dir, config, segments, log_start_offset=offsets.log_start_offset,
                    recovery_point=offsets.recovery_point, next_offset_metadata=offsets.next_offset_metadata,
                    clock=clock, leader_epoch_cache=epoch_cache, producer_state_manager=producer_state,
-                   topic_id=topic_id, background=background)
+                   topic_id=topic_id, background=background, log_dir_failure_channel=log_dir_failure_channel)
 
     # -- offsets --------------------------------------------------------------------------------
     @property
@@ -208,6 +238,7 @@ class Log:
             self.partition_metadata_file.write(topic_id)
 
     # -- append ---------------------------------------------------------------------------------
+    @_handles_io_errors("appending to the log")
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int = 0, *,
                          origin: Literal["client", "coordinator"] = "client") -> LogAppendInfo:
         """Validate, assign offsets, write; the HW follows the LEO (single node).
@@ -228,6 +259,15 @@ class Log:
                     f"Message batch size is {len(data)} bytes in append to partition {self.topic_partition} "
                     f"which exceeds the maximum configured segment size of {self.config.segment_bytes}."
                 )
+            psm = self.producer_state_manager
+            producers = None
+            if any(header.producer_id >= 0 for header, _ in result.batches):
+                # Idempotence: sequence/epoch checks, and a retried batch answered with its first offsets.
+                producers = psm.analyze_append(result.batches, from_client=origin == "client")
+                if producers.duplicate is not None:
+                    dup = producers.duplicate
+                    return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp, dup.timestamp,
+                                         self._log_start_offset, 0, 0)
             info = LogAppendInfo(
                 first_offset=result.first_offset, last_offset=result.last_offset,
                 max_timestamp=result.max_timestamp, log_append_time=result.log_append_time,
@@ -239,14 +279,23 @@ class Log:
                 if header.partition_leader_epoch >= 0:
                     self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
                     break
+            if fault_injection.hit("append.torn"):
+                segment.log.append(memoryview(data)[: max(1, len(data) // 2)])
+                fault_injection.crash()
             segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp,
                            data, result.batches)
+            fault_injection.fault_point("append")
             self._update_log_end_offset(info.last_offset + 1, segment)
+            if producers is not None:
+                psm.complete_append(producers, self.log_end_offset)
+            else:
+                psm.update_map_end_offset(self.log_end_offset)
             self._track_transactions(result.batches, data, segment)
             self._high_watermark = self._next_offset_metadata
-            if self.unflushed_messages >= self.config.flush_messages:
-                self._flush_locked(self.log_end_offset)
-            return info
+            durable_to = self.log_end_offset if self.unflushed_messages >= self.config.flush_messages else 0
+        if durable_to:
+            self._group_commit(durable_to)  # outside the lock: later appends join the next fsync
+        return info
 
     def _track_transactions(self, batches: list, data: bytearray, segment: LogSegment) -> None:
         psm = self.producer_state_manager
@@ -270,6 +319,7 @@ class Log:
             return self._roll_locked(info.first_offset)
         return segment
 
+    @_handles_io_errors("rolling the log")
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         with self._lock:
             self._check_open()
@@ -300,8 +350,13 @@ class Log:
                 path.unlink()  # a leftover from an earlier incarnation of this offset
         segment = LogSegment.open(self.dir, new_offset, self.config, self.clock,
                                   init_file_size=self.config.segment_bytes, preallocate=self.config.preallocate)
+        self._dir_needs_fsync = True  # the new file's name is durable only after a dir fsync
+        fault_injection.fault_point("roll")
         self.segments.add(segment)
         self._update_log_end_offset(self.log_end_offset, segment)
+        # Kafka snapshots producer state at every roll, so recovery replays at most one segment.
+        self.producer_state_manager.update_map_end_offset(new_offset)
+        self.producer_state_manager.take_snapshot()
         if self._high_watermark.message_offset == self.log_end_offset:
             self._high_watermark = self._next_offset_metadata
         if self.background is not None:
@@ -310,6 +365,31 @@ class Log:
         return segment
 
     # -- flush ----------------------------------------------------------------------------------
+    def _group_commit(self, offset: int) -> None:
+        """Return once everything below `offset` is fsynced (flush.messages reached).
+
+        Group commit: while one thread fsyncs, appends that arrive wait for it to finish, and
+        then one of them fsyncs everything appended meanwhile for all of them. Durable acks
+        then cost one fsync per group instead of one per append.
+        """
+        cond = self._flush_cond
+        with cond:
+            while self._flushing and self._recovery_point < offset:
+                cond.wait()
+            if self._recovery_point >= offset:
+                return
+            self._flushing = True
+        try:
+            self.flush()
+        finally:
+            with cond:
+                self._flushing = False
+                cond.notify_all()
+        if self._recovery_point < offset and self._closed:
+            raise KafkaStorageError(f"The log for partition {self.topic_partition} was closed before "
+                                    f"offset {offset} was flushed")
+
+    @_handles_io_errors("flushing the log")
     def flush(self, up_to: int | None = None) -> None:
         """fsync segments below `up_to` (default: the LEO); the recovery point only moves on a real fsync.
 
@@ -329,6 +409,16 @@ class Log:
                 if self._closed or self.segments.get(segment.base_offset) is not segment:
                     return  # closed or truncated away meanwhile: nothing to make durable
                 raise
+        if self._dir_needs_fsync:
+            # A segment created by a roll: its directory entry must be durable before the
+            # recovery point moves past data in it (else a power cut loses the whole file).
+            self._dir_needs_fsync = False
+            try:
+                fsync_dir(self.dir)
+            except OSError:
+                self._dir_needs_fsync = True
+                raise
+        fault_injection.fault_point("flush")
         with self._lock:
             # A truncation meanwhile may have moved the LEO below the target: then do not advance.
             if self._recovery_point < target <= self.log_end_offset:
@@ -340,6 +430,9 @@ class Log:
             return
         for segment in self.segments.values(self._recovery_point, flush_offset):
             segment.flush()
+        if self._dir_needs_fsync:
+            self._dir_needs_fsync = False
+            fsync_dir(self.dir)
         self._recovery_point = flush_offset
         self._last_flushed_ms = self.clock.milliseconds()
 
@@ -354,6 +447,9 @@ class Log:
     def read(self, fetch_offset: int, max_bytes: int, *, isolation: Isolation = "read_uncommitted",
              min_one_message: bool = True) -> FetchDataInfo:
         """File range of the batches from fetch_offset, bounded by max_bytes and the isolation's upper offset."""
+        if self._closed:
+            # Offline (its dir failed) or deleted: KAFKA_STORAGE_ERROR rather than a read of closed files.
+            raise KafkaStorageError(f"The log for partition {self.topic_partition} is offline")
         end_metadata = self._next_offset_metadata
         if fetch_offset < self._log_start_offset or fetch_offset > end_metadata.message_offset:
             raise OffsetOutOfRangeError(
@@ -485,6 +581,7 @@ class Log:
                 self._recovery_point = new_log_start_offset
             return True
 
+    @_handles_io_errors("truncating the log")
     def truncate_to(self, target_offset: int) -> bool:
         """Drop everything at and above target_offset. Returns whether anything was removed."""
         if target_offset < 0:
@@ -506,7 +603,7 @@ class Log:
             self._update_log_end_offset(active.read_next_offset(), active)
             self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
-            self.producer_state_manager.truncate_and_reload(self._log_start_offset, self.log_end_offset)
+            self.producer_state_manager.rebuild(self.segments, self._log_start_offset, self.log_end_offset)
             if self._high_watermark.message_offset > self.log_end_offset:
                 self._high_watermark = self._next_offset_metadata
             else:
@@ -532,6 +629,7 @@ class Log:
             self._high_watermark = self._next_offset_metadata
 
     # -- retention (cleanup.policy=delete) ----------------------------------------------------
+    @_handles_io_errors("deleting old segments")
     def delete_old_segments(self) -> int:
         """Delete whole oldest segments breaching the log start offset, retention.bytes, retention.ms.
 
@@ -637,6 +735,13 @@ class Log:
         return len(due)
 
     # -- lifecycle ------------------------------------------------------------------------------
+    def _log_dir_failure(self, exc: OSError, operation: str) -> KafkaStorageError:
+        parent = self.dir.parent
+        message = f"Error while {operation} for {self.topic_partition} in dir {parent}: {exc}"
+        if self.log_dir_failure_channel is not None:
+            self.log_dir_failure_channel.maybe_add_offline_log_dir(parent, message, exc)
+        return KafkaStorageError(message)
+
     def _check_open(self) -> None:
         if self._closed:
             raise KafkaStorageError(f"The log for partition {self.topic_partition} is closed")
@@ -646,8 +751,18 @@ class Log:
         with self._lock:
             if self._closed:
                 return
+            try:
+                self.producer_state_manager.update_map_end_offset(self.log_end_offset)
+                self.producer_state_manager.take_snapshot()
+            except OSError as exc:
+                logger.warning("Could not snapshot producer state of %s at close: %s", self.topic_partition, exc)
             self._closed = True
             self.segments.close()
+
+    def remove_expired_producers(self, now_ms: int, producer_id_expiration_ms: int) -> int:
+        """producer.id.expiration.ms: forget idle producers (their next batch may use any sequence)."""
+        with self._lock:
+            return self.producer_state_manager.remove_expired_producers(now_ms, producer_id_expiration_ms)
 
     def close_handlers(self) -> None:
         """Stop serving without trimming or closing `.log` fds (the log is about to be deleted;
@@ -663,6 +778,7 @@ class Log:
         with self._lock:
             os.replace(self.dir, new_dir)
             self.dir = Path(new_dir)
+            self.producer_state_manager.log_dir = self.dir
             for segment in self.segments.values():
                 segment.update_parent_dir(self.dir)
             self.partition_metadata_file = PartitionMetadataFile(self.dir)

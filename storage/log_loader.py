@@ -74,7 +74,8 @@ class LogLoader:
         self.leader_epoch_cache.truncate_from_end(next_offset)
         log_start = max(self.log_start_offset_checkpoint, self.segments.first_segment().base_offset)  # type: ignore[union-attr]
         self.leader_epoch_cache.truncate_from_start(log_start)
-        self.producer_state_manager.truncate_and_reload(log_start, next_offset)
+        self.producer_state_manager.rebuild(self.segments, log_start, next_offset,
+                                            reload_from_clean_shutdown=self.had_clean_shutdown)
         return LoadedLogOffsets(
             log_start_offset=log_start,
             recovery_point=recovery_point,

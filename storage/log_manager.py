@@ -20,11 +20,13 @@ from typing import Callable
 
 import msgspec
 
+from storage import fault_injection
 from storage.atomic_file import fsync_dir, write_atomically
 from storage.clock import SYSTEM_CLOCK, Clock
 from storage.errors import KafkaStorageError, LogDirLockedError
 from storage.log import Log
 from storage.log_config import LogConfig
+from storage.log_dir_failure_channel import LogDirFailureChannel
 from storage.log_file_utils import CLEAN_SHUTDOWN_FILE, DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX
 from storage.meta_properties import MetaProperties, random_kafka_uuid, read_meta_properties, write_meta_properties
 from storage.offset_checkpoint import (
@@ -55,7 +57,9 @@ class TopicInfo(msgspec.Struct, frozen=True):
 class LogManager:
     def __init__(self, log_dirs: list[Path] | list[str], default_config: LogConfig | None = None, *,
                  clock: Clock = SYSTEM_CLOCK, node_id: int = 1, cluster_id: str | None = None,
-                 recovery_threads_per_data_dir: int = 2, file_delete_delay_ms: int | None = None) -> None:
+                 recovery_threads_per_data_dir: int = 2, file_delete_delay_ms: int | None = None,
+                 log_dir_failure_channel: LogDirFailureChannel | None = None,
+                 halt: Callable[[str], None] | None = None) -> None:
         self.log_dirs = [Path(d).resolve() for d in log_dirs]
         if len(set(self.log_dirs)) != len(self.log_dirs):
             raise KafkaStorageError(f"Duplicate log directory found: {', '.join(map(str, log_dirs))}")
@@ -75,6 +79,11 @@ class LogManager:
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._flusher: ThreadPoolExecutor | None = None
         self._started = False
+        self.log_dir_failure_channel = log_dir_failure_channel or LogDirFailureChannel()
+        self._offline_dirs: set[Path] = set()
+        self._halt = halt or _halt_process
+        self._failure_handler: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     # -- startup --------------------------------------------------------------------------------
     def startup(self) -> None:
@@ -90,6 +99,10 @@ class LogManager:
             self._unlock_log_dirs()
             raise
         self._started = True
+        self._stopping.clear()
+        self._failure_handler = threading.Thread(target=self._handle_log_dir_failures,
+                                                 name="LogDirFailureHandler", daemon=True)
+        self._failure_handler.start()
 
     def _lock_log_dirs(self) -> None:
         for d in self.log_dirs:
@@ -112,6 +125,58 @@ class LogManager:
             finally:
                 os.close(fd)
         self._dir_locks.clear()
+
+    # -- disk failure -----------------------------------------------------------------------------
+    @property
+    def live_log_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self._offline_dirs]
+
+    @property
+    def offline_log_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d in self._offline_dirs]
+
+    def _handle_log_dir_failures(self) -> None:
+        """The LogDirFailureHandler thread: drain the channel, take each failed dir offline."""
+        channel = self.log_dir_failure_channel
+        while not self._stopping.is_set():
+            d = channel.take_next_offline_log_dir(timeout=0.5)
+            if d is not None:
+                try:
+                    self.handle_log_dir_failure(d)
+                except Exception:  # noqa: BLE001 - the handler must survive to take later dirs
+                    logger.exception("Error while taking log dir %s offline", d)
+
+    def handle_log_dir_failure(self, log_dir: Path) -> None:
+        """Kafka's LogManager.handleLogDirFailure: stop serving every log in `log_dir`.
+
+        Its logs stay registered but closed, so produce/fetch on them answer
+        KAFKA_STORAGE_ERROR while partitions in other dirs keep serving. Nothing is written
+        to the dir any more (no checkpoints, no clean-shutdown marker): the next start
+        recovers it from its files. The broker halts when no live dir is left.
+        """
+        d = Path(log_dir).resolve()
+        with self._lock:
+            if d not in self.log_dirs or d in self._offline_dirs:
+                return
+            self._offline_dirs.add(d)
+            if not self.live_log_dirs:
+                self._halt(f"Shutdown broker because all log dirs in {', '.join(map(str, self.log_dirs))} have failed")
+                return
+            offline = [log for log in self._logs.values() if log.dir.parent == d]
+            for log in offline:
+                log.close_handlers()
+            fd = self._dir_locks.pop(d, None)
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        logger.error("Stopped serving %d partition(s) in the offline log dir %s: %s", len(offline), d,
+                     ", ".join(str(log.topic_partition) for log in offline))
+
+    def _report_io_error(self, d: Path, message: str, exc: OSError) -> KafkaStorageError:
+        self.log_dir_failure_channel.maybe_add_offline_log_dir(d, f"{message}: {exc}", exc)
+        return KafkaStorageError(f"{message}: {exc}")
 
     def _load_meta_properties(self) -> None:
         metas = {d: read_meta_properties(d) for d in self.log_dirs}
@@ -184,7 +249,7 @@ class LogManager:
                   had_clean_shutdown: bool) -> Log:
         return Log.open(path, self.config_for(tp.topic), clock=self.clock, log_start_offset=log_start,
                         recovery_point=recovery_point, had_clean_shutdown=had_clean_shutdown,
-                        background=self._submit_background)
+                        background=self._submit_background, log_dir_failure_channel=self.log_dir_failure_channel)
 
     def _submit_background(self, task: Callable[[], None]) -> None:
         flusher = self._flusher
@@ -208,9 +273,13 @@ class LogManager:
         return list(self._logs.values())
 
     def logs_by_dir(self) -> dict[Path, list[Log]]:
-        out: dict[Path, list[Log]] = {d: [] for d in self.log_dirs}
+        """Logs of every live dir (an offline dir is never written again before a restart)."""
+        out: dict[Path, list[Log]] = {d: [] for d in self.live_log_dirs}
         for log in self.all_logs():
-            out.setdefault(log.dir.parent, []).append(log)
+            parent = log.dir.parent
+            if parent in self._offline_dirs:
+                continue
+            out.setdefault(parent, []).append(log)
         return out
 
     def config_for(self, topic: str) -> LogConfig:
@@ -220,13 +289,16 @@ class LogManager:
         return LogConfig.from_props(overrides, self.default_config)
 
     def _next_log_dir(self) -> Path:
-        """The directory holding the fewest partitions (Kafka's placement)."""
-        counts = {d: 0 for d in self.log_dirs}
+        """The live directory holding the fewest partitions (Kafka's placement)."""
+        live = self.live_log_dirs
+        if not live:
+            raise KafkaStorageError("No live log directory to place a new partition in")
+        counts = {d: 0 for d in live}
         for log in self._logs.values():
             parent = log.dir.parent
             if parent in counts:
                 counts[parent] += 1
-        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+        return min(live, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
     def create_log(self, tp: TopicPartition, config: LogConfig | None = None,
                    topic_id: uuid.UUID | None = None) -> Log:
@@ -240,9 +312,13 @@ class LogManager:
                 return existing
             parent = self._next_log_dir()
             path = parent / tp.dir_name
-            log = Log.open(path, config or self.config_for(tp.topic), clock=self.clock,
-                           background=self._submit_background, topic_id=topic_id)
-            fsync_dir(parent)
+            try:
+                log = Log.open(path, config or self.config_for(tp.topic), clock=self.clock,
+                               background=self._submit_background, topic_id=topic_id,
+                               log_dir_failure_channel=self.log_dir_failure_channel)
+                fsync_dir(parent)
+            except OSError as exc:
+                raise self._report_io_error(parent, f"Error while creating log for {tp} in dir {parent}", exc) from exc
             self._logs[tp] = log
             return log
 
@@ -255,10 +331,15 @@ class LogManager:
             parent = log.dir.parent
             log.close_handlers()
             target = parent / f"{tp.dir_name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-            log.rename_dir(target)
-            fsync_dir(parent)
+            try:
+                log.rename_dir(target)
+                fsync_dir(parent)
+            except OSError as exc:
+                raise self._report_io_error(parent, f"Error while deleting log for {tp} in dir {parent}", exc) from exc
+            fault_injection.fault_point("delete.topic")
             self._logs_to_delete.append((target, self.clock.milliseconds()))
-            self._checkpoint_dir(parent)
+            if parent not in self._offline_dirs:
+                self._checkpoint_dir(parent)
             return log
 
     def delete_logs(self) -> int:
@@ -329,29 +410,36 @@ class LogManager:
             except KafkaStorageError:
                 logger.exception("Error flushing %s", log)
 
+    def _write_checkpoint(self, d: Path, name: str, offsets: dict[TopicPartition, int]) -> None:
+        """CheckpointFileWithFailureHandler: an I/O error takes the dir offline, other dirs go on."""
+        try:
+            OffsetCheckpointFile(d / name).write(offsets)
+        except OSError as exc:
+            self._report_io_error(d, f"Error while writing {name} in dir {d}", exc)
+
     def checkpoint_recovery_offsets(self) -> None:
         for d, logs in self.logs_by_dir().items():
-            OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT_FILE).write(
-                {log.topic_partition: log.recovery_point for log in logs})
+            self._write_checkpoint(d, RECOVERY_POINT_CHECKPOINT_FILE,
+                                   {log.topic_partition: log.recovery_point for log in logs})
 
     def checkpoint_log_start_offsets(self) -> None:
         for d, logs in self.logs_by_dir().items():
-            OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT_FILE).write(
-                {log.topic_partition: log.log_start_offset for log in logs
-                 if log.log_start_offset > log.local_log_start_offset})
+            self._write_checkpoint(d, LOG_START_OFFSET_CHECKPOINT_FILE,
+                                   {log.topic_partition: log.log_start_offset for log in logs
+                                    if log.log_start_offset > log.local_log_start_offset})
 
     def checkpoint_high_watermarks(self) -> None:
         for d, logs in self.logs_by_dir().items():
-            OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT_FILE).write(
-                {log.topic_partition: log.high_watermark for log in logs})
+            self._write_checkpoint(d, REPLICATION_OFFSET_CHECKPOINT_FILE,
+                                   {log.topic_partition: log.high_watermark for log in logs})
 
     def _checkpoint_dir(self, d: Path) -> None:
         logs = self.logs_by_dir().get(d, [])
-        OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT_FILE).write(
-            {log.topic_partition: log.recovery_point for log in logs})
-        OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT_FILE).write(
-            {log.topic_partition: log.log_start_offset for log in logs
-             if log.log_start_offset > log.local_log_start_offset})
+        self._write_checkpoint(d, RECOVERY_POINT_CHECKPOINT_FILE,
+                               {log.topic_partition: log.recovery_point for log in logs})
+        self._write_checkpoint(d, LOG_START_OFFSET_CHECKPOINT_FILE,
+                               {log.topic_partition: log.log_start_offset for log in logs
+                                if log.log_start_offset > log.local_log_start_offset})
 
     def cleanup_logs(self) -> int:
         """Retention (kafka-log-retention): delete old segments of every non-compacted log
@@ -371,6 +459,7 @@ class LogManager:
         """Flush and close every log, write checkpoints and the clean-shutdown marker, unlock."""
         if not self._started:
             return
+        self._stopping.set()
         if self._flusher is not None:
             self._flusher.shutdown(wait=True)
             self._flusher = None
@@ -378,7 +467,10 @@ class LogManager:
 
         def close_dir(logs: list[Log]) -> None:
             for log in logs:
-                log.flush()
+                try:
+                    log.flush()
+                except KafkaStorageError:
+                    pass  # its dir just went offline: it gets no clean-shutdown marker below
                 log.close()
 
         with ThreadPoolExecutor(max_workers=max(1, len(by_dir))) as pool:
@@ -387,11 +479,23 @@ class LogManager:
         self.checkpoint_recovery_offsets()
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
-        for d in self.log_dirs:
+        channel = self.log_dir_failure_channel
+        for d in [d for d in self.live_log_dirs if not channel.has_offline_log_dir(d)]:
             # Kafka's CleanShutdownFileHandler content; only the file's existence matters on load.
-            write_atomically(d / CLEAN_SHUTDOWN_FILE, b'{"version":0,"brokerEpoch":-1}')
+            # Never in an offline dir: its logs may hold a torn tail that recovery must cut.
+            try:
+                write_atomically(d / CLEAN_SHUTDOWN_FILE, b'{"version":0,"brokerEpoch":-1}')
+            except OSError as exc:
+                logger.error("Could not write the clean-shutdown marker in %s: %s", d, exc)
         self._unlock_log_dirs()
         self._started = False
+
+
+def _halt_process(message: str) -> None:
+    """Kafka's Exit.halt(1): with no live log dir there is nothing left to serve."""
+    logger.critical(message)
+    logging.shutdown()
+    os._exit(1)
 
 
 def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:

@@ -31,7 +31,7 @@ class OffsetCheckpointFile:
         lines += [f"{tp.topic} {tp.partition} {offset}" for tp, offset in offsets.items()]
         data = ("\n".join(lines) + "\n").encode()
         with self._lock:
-            write_atomically(self.path, data)
+            write_atomically(self.path, data, fault_point="checkpoint")
 
     def read(self) -> dict[TopicPartition, int]:
         """Entries of the file; {} if it does not exist; CorruptCheckpointError if malformed."""

@@ -9,14 +9,9 @@ broker share it; tests that restart or kill a broker start their own
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable
-from typing import TypeVar
 
 import pytest
-
-T = TypeVar("T")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -34,15 +29,3 @@ def topic_name(request: pytest.FixtureRequest) -> str:
     """A topic name unique to this test (auto-created on first use)."""
     base = request.node.name.replace("[", "-").replace("]", "").replace("/", "-")[:80]
     return f"t-{base}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_until(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.01, message: str = "") -> T:
-    """Poll `predicate` until it returns a truthy value or the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s {message}".rstrip())
-        time.sleep(interval)

@@ -137,3 +137,14 @@ def test_invalid_acks_and_acks0_failure(asyncbroker_bootstrap: str, topic_name: 
         c.send_request(produce_req(topic_name, 0, bytes(data), acks=0))
         assert c.is_closed_by_peer()  # no response can carry the error: Kafka closes
     assert_still_serving(asyncbroker_bootstrap)
+
+
+def test_idle_connections_are_closed() -> None:
+    from asyncbroker.testing import BrokerProcess
+    from wait_for import wait_until
+
+    with BrokerProcess(["connections.max.idle.ms=1000"]) as broker:
+        with RawClient(broker.bootstrap) as c:
+            assert c.request(av3.ApiVersionsRequest(client_software_name="t", client_software_version="1")).error_code == 0
+            assert c.is_closed_by_peer(timeout=10)
+        wait_until(lambda: "Closing idle connection" in broker.output(), timeout=5)

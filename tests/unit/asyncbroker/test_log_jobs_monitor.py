@@ -54,7 +54,7 @@ async def test_retention_and_advance_clock_commands_on_a_live_monitor(tmp_path: 
             with MonitorClient(port=port, timeout=20) as client:
                 nothing = client.command("retention")
                 moved = client.command("advance-clock 6d")
-                deleted = client.command("retention --advance 1d")
+                deleted = client.command("retention --advance 25h")
                 with pytest.raises(MonitorCommandError, match="duration"):
                     client.command("advance-clock soon")
                 return nothing, moved, deleted
@@ -63,9 +63,35 @@ async def test_retention_and_advance_clock_commands_on_a_live_monitor(tmp_path: 
         assert nothing[-1].startswith("OK retention: 0 segment(s)")
         assert moved[-1].startswith(f"OK clock: advanced {6 * DAY_MS} ms")
         assert deleted[0].startswith("deleted t-0: segments [0, ")
-        assert deleted[-1].startswith("OK retention: ") and f"advancing the clock {DAY_MS} ms" in deleted[-1]
+        assert deleted[-1].startswith("OK retention: ") and f"advancing the clock {25 * 3_600_000} ms" in deleted[-1]
         assert log.num_segments == 1 and log.log_start_offset == log.log_end_offset == 100
-        assert env.clock.offset_ms == 7 * DAY_MS
+        assert env.clock.offset_ms == 6 * DAY_MS + 25 * 3_600_000
+    finally:
+        monitor.close()
+        await env.jobs.stop()
+        env.log_manager.shutdown()
+
+
+async def test_retention_json_output_decodes_into_a_retention_run(tmp_path: Path) -> None:
+    import msgspec
+
+    from asyncbroker.log_jobs import RetentionRun
+
+    env = Env(tmp_path, [])
+    env.jobs.start()
+    log = env.log(LogConfig(segment_bytes=3000, retention_bytes=5000))
+    env.fill(log, 30)
+    port = free_port_block()
+    monitor = start_monitor(types.SimpleNamespace(log_jobs=env.jobs), port=port)
+    try:
+        def script() -> list[str]:
+            with MonitorClient(port=port, timeout=20) as client:
+                return client.command("retention --json")
+
+        (line,) = await asyncio.to_thread(script)
+        assert line.startswith("OK retention {")
+        run = msgspec.json.decode(line[len("OK retention "):], type=RetentionRun)
+        assert run.segments_deleted > 0 and run.deletions[0].topic == "t"
     finally:
         monitor.close()
         await env.jobs.stop()

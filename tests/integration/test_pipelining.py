@@ -1,0 +1,55 @@
+"""Pipelined requests on one connection are answered in the order they were sent."""
+
+from __future__ import annotations
+
+import datetime
+import struct
+import time
+
+import pytest
+from kio.schema.api_versions.v3 import request as av3
+from kio.schema.fetch.v12 import request as fetch12
+from kio.schema.list_offsets.v7 import request as lo7
+from kio.schema.metadata.v12 import request as meta12
+from kio.schema.produce.v9 import request as produce9
+
+from raw_client import RawClient
+from wire.headers import encode_request_header
+from wire.messages import encode_request
+from wire.records import Record, build_batch
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_mixed_pipelined_requests_answer_in_order(asyncbroker_bootstrap: str, topic_name: str) -> None:
+    batch = build_batch([Record(offset=0, timestamp=int(time.time() * 1000), key=b"k", value=b"v", headers=[])])
+    produce = produce9.ProduceRequest(
+        transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=5),
+        topic_data=(produce9.TopicProduceData(name=topic_name, partition_data=(
+            produce9.PartitionProduceData(index=0, records=batch),)),),
+    )
+    requests = [
+        av3.ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+        meta12.MetadataRequest(topics=(meta12.MetadataRequestTopic(topic_id=None, name=topic_name),),
+                               allow_auto_topic_creation=True, include_topic_authorized_operations=False),
+        *[produce] * 20,
+        fetch12.FetchRequest(
+            max_wait=datetime.timedelta(milliseconds=500), min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+            session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="",
+            topics=(fetch12.FetchTopic(topic=topic_name, partitions=(
+                fetch12.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),)),),
+        ),
+        lo7.ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=(lo7.ListOffsetsTopic(
+            name=topic_name, partitions=(lo7.ListOffsetsPartition(partition_index=0, timestamp=-1),)),)),
+    ]
+    wire_bytes = b""
+    for i, req in enumerate(requests):
+        body = encode_request_header(req.__api_key__, req.__version__, 1000 + i, "pipeline") + encode_request(req)
+        wire_bytes += struct.pack(">i", len(body)) + body
+    with RawClient(asyncbroker_bootstrap) as c:
+        c.send_raw(wire_bytes)  # everything at once, before reading anything
+        responses = [c.recv_response(r.__api_key__, r.__version__, 1000 + i) for i, r in enumerate(requests)]
+    offsets = [r.responses[0].partition_responses[0].base_offset for r in responses[2:22]]
+    assert offsets == list(range(20))
+    assert b"v" in responses[22].responses[0].partitions[0].records
+    assert responses[23].topics[0].partitions[0].offset == 20

@@ -1,0 +1,88 @@
+"""Throttler (shared I/O cap) and CleanerConfig (log.cleaner.* keys)."""
+from __future__ import annotations
+
+import pytest
+
+from cleaner.cleaner_config import DOUBLE_MAX, CleanerConfig
+from cleaner.throttler import Throttler, ThrottleState
+from wire.errors import InvalidConfigurationError
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.ns = 0
+        self.slept: list[float] = []
+
+    def now(self) -> int:
+        return self.ns
+
+    def sleep(self, secs: float) -> None:
+        self.slept.append(secs)
+        self.ns += int(secs * 1e9)
+
+
+def test_throttler_sleeps_to_bring_the_interval_down_to_the_rate():
+    t = FakeTime()
+    state = ThrottleState()
+    state.values[0] = 0.0
+    throttler = Throttler(1000.0, 100, state=state, nanoseconds=t.now, sleep=t.sleep)
+    throttler.maybe_throttle(500)  # within the first interval: no decision yet
+    assert t.slept == []
+    t.ns = 200_000_000  # 200 ms later, 1000 bytes seen = 5000 B/s
+    throttler.maybe_throttle(500)
+    assert t.slept == [pytest.approx(0.8)]  # 1000 B at 1000 B/s needs 1 s; 0.2 s already passed
+    t.ns += 200_000_000
+    throttler.maybe_throttle(100)  # 500 B/s: under the rate, no sleep
+    assert len(t.slept) == 1
+
+
+def test_throttle_state_is_shared_between_throttlers():
+    t = FakeTime()
+    state = ThrottleState()
+    state.values[0] = 0.0
+    a = Throttler(1000.0, 100, state=state, nanoseconds=t.now, sleep=t.sleep)
+    b = Throttler(1000.0, 100, state=state, nanoseconds=t.now, sleep=t.sleep)
+    a.maybe_throttle(300)
+    t.ns = 150_000_000
+    b.maybe_throttle(300)  # 600 B over 150 ms, counted across both
+    assert t.slept == [pytest.approx(0.45)]
+    state.set_rate(1e300)
+    t.ns += 200_000_000
+    a.maybe_throttle(10**9)
+    assert len(t.slept) == 1
+
+
+def test_unlimited_by_default():
+    assert Throttler(DOUBLE_MAX).unlimited
+
+
+def test_cleaner_config_defaults_are_kafkas():
+    c = CleanerConfig()
+    assert (c.num_threads, c.dedupe_buffer_size, c.dedupe_buffer_load_factor, c.io_buffer_size,
+            c.max_io_bytes_per_second, c.backoff_ms, c.enable_cleaner) == (
+        1, 134_217_728, 0.9, 524_288, DOUBLE_MAX, 15_000, True)
+    assert c.map_memory_per_thread == 134_217_728
+    assert c.io_buffer_per_thread == 262_144
+
+
+def test_cleaner_config_from_kafka_keys_and_per_thread_shares():
+    c = CleanerConfig.from_props({"log.cleaner.threads": "4", "log.cleaner.dedupe.buffer.size": str(2**34),
+                                  "log.cleaner.io.buffer.size": "1048576", "log.cleaner.backoff.ms": "100",
+                                  "log.cleaner.io.max.bytes.per.second": "1e6", "unrelated.key": "x"})
+    assert c.num_threads == 4 and c.backoff_ms == 100 and c.max_io_bytes_per_second == 1e6
+    assert c.map_memory_per_thread == 2**31 - 1  # capped at 2 GiB
+    assert c.io_buffer_per_thread == 131_072
+    with pytest.raises(InvalidConfigurationError, match="log.cleaner.threads"):
+        CleanerConfig.from_props({"log.cleaner.threads": "many"})
+    with pytest.raises(InvalidConfigurationError):
+        CleanerConfig.from_props({"log.cleaner.io.buffer.load.factor": "1.5"})
+
+
+def test_cleaner_config_from_the_service_config_attributes():
+    class Broker:
+        log_cleaner_threads = 2
+        log_cleaner_backoff_ms = 5
+        message_max_bytes = 2_000_000
+
+    c = CleanerConfig.from_broker_config(Broker())
+    assert (c.num_threads, c.backoff_ms, c.max_message_size) == (2, 5, 2_000_000)
