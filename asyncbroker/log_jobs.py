@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -97,6 +98,12 @@ class LogJobs:
         self.scheduler = scheduler if scheduler is not None else Scheduler(threads=2)
         self.last_retention: RetentionRun | None = None
         self._started = False
+        # Storage's LogManager writes each checkpoint through a temp file with a fixed name and
+        # no lock shared between callers: two concurrent writers of one checkpoint race on the
+        # rename, and the loser takes the log dir offline (halting a one-dir broker). Every
+        # checkpoint write made here, and TopicManager's partition deletion (which checkpoints
+        # the dir), hold this lock. (Belongs in storage's LogManager; see report.)
+        self.checkpoint_lock = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -105,19 +112,20 @@ class LogJobs:
             return
         self._started = True
         c = self.config
+        lm = self.log_manager
         initial = c.log_initial_task_delay_ms
         s = self.scheduler
         s.schedule(RETENTION, self._retention, delay_ms=initial, period_ms=c.log_retention_check_interval_ms)
-        s.schedule(FLUSHER, self._blocking(self.log_manager.flush_dirty_logs), delay_ms=initial,
+        s.schedule(FLUSHER, self._blocking(lm.flush_dirty_logs), delay_ms=initial,
                    period_ms=c.log_flush_scheduler_interval_ms)
-        s.schedule(RECOVERY_POINT_CHECKPOINT, self._blocking(self.log_manager.checkpoint_recovery_offsets),
+        s.schedule(RECOVERY_POINT_CHECKPOINT, self._blocking(self._checkpointing(lm.checkpoint_recovery_offsets)),
                    delay_ms=initial, period_ms=c.log_flush_offset_checkpoint_interval_ms)
-        s.schedule(LOG_START_OFFSET_CHECKPOINT, self._blocking(self.log_manager.checkpoint_log_start_offsets),
+        s.schedule(LOG_START_OFFSET_CHECKPOINT, self._blocking(self._checkpointing(lm.checkpoint_log_start_offsets)),
                    delay_ms=initial, period_ms=c.log_flush_start_offset_checkpoint_interval_ms)
         s.schedule(DELETE_LOGS, self._delete_logs, delay_ms=initial, period_ms=None)
         # ReplicaManager's task in Kafka: no initial task delay, just the interval.
         hw_interval = c.replica_high_watermark_checkpoint_interval_ms
-        s.schedule(HIGH_WATERMARK_CHECKPOINT, self._blocking(self.log_manager.checkpoint_high_watermarks),
+        s.schedule(HIGH_WATERMARK_CHECKPOINT, self._blocking(self._checkpointing(lm.checkpoint_high_watermarks)),
                    delay_ms=hw_interval, period_ms=hw_interval)
         logger.info(
             "Scheduled log jobs after %d ms: retention every %d ms, flusher every %s, recovery-point checkpoint "
@@ -129,6 +137,14 @@ class LogJobs:
     async def stop(self) -> None:
         """Cancel the jobs and wait for a pass already on a thread to finish."""
         await self.scheduler.shutdown()
+
+    def _checkpointing(self, fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            with self.checkpoint_lock:
+                return fn()
+
+        run.__qualname__ = getattr(fn, "__qualname__", "checkpoint")
+        return run
 
     def _blocking(self, fn: Callable[[], Any]) -> Callable[[], Any]:
         async def run() -> Any:
@@ -146,6 +162,11 @@ class LogJobs:
         """Remove `-delete` directories and `.deleted` segment files whose delay has passed."""
         await self.scheduler.run_now(DELETE_LOGS)
         return await self.scheduler.run_blocking(self._delete_pending_segment_files)
+
+    async def checkpoint_log_start_offsets_now(self) -> None:
+        """Write log-start-offset-checkpoint now (DeleteRecords calls this so a crash right after
+        it does not bring the deleted records back; Kafka waits for the periodic task)."""
+        await self.scheduler.run_now(LOG_START_OFFSET_CHECKPOINT)
 
     async def advance_clock(self, ms: int) -> int:
         """Move the broker's clock `ms` forward and delete whatever that made due; returns the new
@@ -227,7 +248,8 @@ class LogJobs:
         if deletions:
             # Kafka's invariant "deleted data is not re-exposed": the new log start offsets are on
             # disk before the `.deleted` files are unlinked (file.delete.delay.ms from now).
-            self.log_manager.checkpoint_log_start_offsets()
+            with self.checkpoint_lock:
+                self.log_manager.checkpoint_log_start_offsets()
         duration_ms = (time.monotonic() - started) * 1000
         run = RetentionRun(len(logs), total, sum(d.bytes for d in deletions), duration_ms, deletions)
         logger.log(logging.INFO if total else logging.DEBUG,

@@ -5,7 +5,7 @@ partitions, cleanup.policy=compact and `offsets.topic.segment.bytes`) and maps
 a group to the partition `abs(javaHashCode(groupId)) % partitions`; the same
 mapping is used here so a log directory moves between the two unchanged.
 
-Writes for one partition go through a queue drained by one writer task,
+Writes go through one queue drained by one writer task,
 because the coordinator applies a write to its in-memory state only after
 the append returns: two writes of the same key must land in the log in the
 order the coordinator issued them, or a reload would resurrect the older
@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from storage.topic_partition import TopicPartition
-from wire.errors import TopicExistsError
+from wire.errors import CoordinatorNotAvailableError, TopicExistsError
 from wire.records import Record, build_batch, decode_records, iter_batch_headers
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,8 @@ class OffsetsTopic:
     def __init__(self, broker: Any) -> None:
         self.broker = broker
         self._creating: asyncio.Future[None] | None = None
-        self._queues: dict[int, list[tuple[Sequence[tuple[bytes, bytes | None]], asyncio.Future[int]]]] = {}
-        self._writers: dict[int, asyncio.Task[None]] = {}
+        self._queue: list[tuple[int, Sequence[tuple[bytes, bytes | None]], asyncio.Future[int]]] = []
+        self._writer: asyncio.Task[None] | None = None
 
     @property
     def num_partitions(self) -> int:
@@ -101,59 +101,73 @@ class OffsetsTopic:
     def enqueue(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> asyncio.Future[int]:
         """Queue a write; writes to one partition reach the log in the order they were queued.
 
-        A writer task per partition drains its queue, appending everything
-        queued meanwhile in one executor hop (one batch per write), so
-        concurrent commits share the cost of the hop.
+        One writer task drains the queue: everything queued meanwhile, for
+        every partition, is appended in a single executor hop (one batch per
+        write), so concurrent commits share the cost of leaving the loop.
         """
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        queue = self._queues.get(partition)
-        if queue is None:
-            queue = self._queues[partition] = []
-        queue.append((records, fut))
-        if partition not in self._writers:
-            self._writers[partition] = asyncio.ensure_future(self._drain(partition))
+        self._queue.append((partition, records, fut))
+        if self._writer is None:
+            self._writer = asyncio.ensure_future(self._drain())
         return fut
 
-    async def _drain(self, partition: int) -> None:
-        queue = self._queues[partition]
+    async def _drain(self) -> None:
+        queue = self._queue
         try:
             while queue:
                 pending = queue[:]
                 del queue[:]
+                by_partition: dict[int, list[tuple[Sequence[tuple[bytes, bytes | None]], asyncio.Future[int]]]] = {}
+                for partition, records, fut in pending:
+                    by_partition.setdefault(partition, []).append((records, fut))
                 try:
                     await self.ensure_created()
-                    firsts = await self._write(partition, [records for records, _ in pending])
+                    outcomes = await self.broker.run_blocking(self._write_all, {
+                        partition: [records for records, _ in writes] for partition, writes in by_partition.items()
+                    })
                 except Exception as exc:  # noqa: BLE001 - every waiter gets the failure
-                    for _, fut in pending:
+                    outcomes = {partition: exc for partition in by_partition}
+                waiters = getattr(self.broker, "fetch_waiters", None)
+                for partition, writes in by_partition.items():
+                    outcome = outcomes[partition]
+                    if isinstance(outcome, BaseException):
+                        for _, fut in writes:
+                            if not fut.done():
+                                fut.set_exception(outcome)
+                        continue
+                    firsts, appended_bytes = outcome
+                    if waiters is not None:
+                        waiters.on_append(TopicPartition(GROUP_METADATA_TOPIC_NAME, partition), appended_bytes)
+                    for (_, fut), first in zip(writes, firsts):
                         if not fut.done():
-                            fut.set_exception(exc)
-                    continue
-                for (_, fut), first in zip(pending, firsts):
-                    if not fut.done():
-                        fut.set_result(first)
+                            fut.set_result(first)
         finally:
-            del self._writers[partition]
+            self._writer = None
 
-    async def _write(self, partition: int, writes: list[Sequence[tuple[bytes, bytes | None]]]) -> list[int]:
-        tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, partition)
-        log_ = self.broker.get_log(tp)
-        if log_ is None:
-            from wire.errors import CoordinatorNotAvailableError
-
-            raise CoordinatorNotAvailableError(f"{tp} is not available")
+    def _write_all(self, writes: dict[int, list[Sequence[tuple[bytes, bytes | None]]]]
+                   ) -> dict[int, tuple[list[int], int] | BaseException]:
+        """Executor side: one append per partition; a failure stays with its partition."""
         now = self.broker.clock.milliseconds()
-        batches = [build_batch([Record(i, now, key, value) for i, (key, value) in enumerate(records)])
-                   for records in writes]
-        info = await self.broker.run_blocking(log_.append_as_leader, b"".join(batches), 0)
-        firsts = []
-        offset = info.first_offset
-        for records in writes:
-            firsts.append(offset)
-            offset += len(records)
-        waiters = getattr(self.broker, "fetch_waiters", None)
-        if waiters is not None:
-            waiters.on_append(tp, info.valid_bytes)
-        return firsts
+        outcomes: dict[int, tuple[list[int], int] | BaseException] = {}
+        for partition, partition_writes in writes.items():
+            tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, partition)
+            try:
+                log_ = self.broker.get_log(tp)
+                if log_ is None:
+                    raise CoordinatorNotAvailableError(f"{tp} is not available")
+                batches = [build_batch([Record(i, now, key, value) for i, (key, value) in enumerate(records)])
+                           for records in partition_writes]
+                info = log_.append_as_leader(b"".join(batches), 0)
+            except Exception as exc:  # noqa: BLE001 - reported to this partition's writers
+                outcomes[partition] = exc
+                continue
+            firsts = []
+            offset = info.first_offset
+            for records in partition_writes:
+                firsts.append(offset)
+                offset += len(records)
+            outcomes[partition] = (firsts, info.valid_bytes)
+        return outcomes
 
     def read_all_blocking(self) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
         """Executor side: every record of every partition as (partition, offset, key, value), in log order."""

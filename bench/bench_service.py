@@ -45,6 +45,29 @@ def rss_kib(pid: int, key: str = "VmRSS") -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User+system CPU seconds a process has used (all threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuShare:
+    """Prints how busy broker and client were during a phase (who is the bottleneck)."""
+
+    def __init__(self, broker_pid: int, label: str) -> None:
+        self.pid, self.label = broker_pid, label
+
+    def __enter__(self) -> "CpuShare":
+        self.t0, self.b0, self.c0 = time.monotonic(), cpu_seconds(self.pid), cpu_seconds(os.getpid())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.monotonic() - self.t0
+        broker, client = cpu_seconds(self.pid) - self.b0, cpu_seconds(os.getpid()) - self.c0
+        print(f"  {self.label}: wall {wall:.2f} s, broker CPU {broker:.2f} s ({broker / wall:.0%}), "
+              f"client CPU {client:.2f} s ({client / wall:.0%})", flush=True)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -124,7 +147,9 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int) -> float:
     started = time.monotonic()
     deadline = started + 300
     while got < count and time.monotonic() < deadline:
-        for m in c.consume(num_messages=10_000, timeout=1.0):
+        # consume() blocks until num_messages arrive or the timeout: never ask for
+        # more than remain, or the last call waits out its full timeout.
+        for m in c.consume(num_messages=min(10_000, count - got), timeout=1.0):
             if m.error() is None:
                 got += 1
     elapsed = time.monotonic() - started
@@ -165,14 +190,18 @@ def main() -> int:
                 result("broker RSS idle", rss_kib(pid) / 1024, "MB", "<= 40", "{:.1f}")
             for acks in ("1", "-1"):
                 topic = f"small-acks{acks.replace('-', 'm')}"
-                rate = produce(bs, topic, SMALL_COUNT, 100, acks)
+                with CpuShare(pid, f"produce acks={acks} p={partitions}"):
+                    rate = produce(bs, topic, SMALL_COUNT, 100, acks)
                 result(f"produce 100 B acks={acks} p={partitions}", rate, "msgs/s", ">= 800,000")
-            rate = consume(bs, "small-acks1", partitions, SMALL_COUNT)
+            with CpuShare(pid, f"consume p={partitions}"):
+                rate = consume(bs, "small-acks1", partitions, SMALL_COUNT)
             result(f"consume 100 B p={partitions}", rate, "msgs/s", ">= 600,000")
             if partitions == 1:
-                rate = produce(bs, "large", LARGE_COUNT, 10 * 1024, "1")
+                with CpuShare(pid, "produce 10 KiB"):
+                    rate = produce(bs, "large", LARGE_COUNT, 10 * 1024, "1")
                 result("produce 10 KiB acks=1", rate * 10 * 1024 / 1e6, "MB/s", ">= 500", "{:,.1f}")
-                rate = consume(bs, "large", 1, LARGE_COUNT)
+                with CpuShare(pid, "consume 10 KiB"):
+                    rate = consume(bs, "large", 1, LARGE_COUNT)
                 result("consume 10 KiB", rate * 10 * 1024 / 1e6, "MB/s", ">= 500", "{:,.1f}")
                 p50, p99 = latency(bs, "latency", LATENCY_COUNT)
                 result("sequential acks=-1 produce p50", p50, "ms", "<= 0.2", "{:.3f}")

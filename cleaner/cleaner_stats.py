@@ -23,6 +23,8 @@ class CleanerStats(msgspec.Struct):
     start_time: float = msgspec.field(default_factory=time.monotonic)
     map_complete_time: float = -1.0
     end_time: float = -1.0
+    cpu_secs: float = 0.0
+    """CPU time of the worker for this clean (benchmarks on shared machines)."""
 
     def read_messages(self, messages: int, nbytes: int) -> None:
         self.messages_read += messages

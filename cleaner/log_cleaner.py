@@ -272,6 +272,8 @@ class LogCleaner:
         """
         if self._idle is None:
             raise RuntimeError("LogCleaner.startup() was not called")
+        if self.num_workers == 0:
+            raise RuntimeError("log.cleaner.threads is 0: there is no worker to clean with")
 
         async def run() -> CleanerStats | None:
             manager = self.manager

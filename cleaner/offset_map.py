@@ -83,14 +83,22 @@ class SkimpyOffsetMap:
     def clear(self) -> None:
         """Zero the buffer between logs (the table does not support deletes)."""
         if self._entries or self._last_offset != -1:
-            # memset, not a fresh zero buffer: the map can be 2 GiB.
-            view = (ctypes.c_char * len(self._buf)).from_buffer(self._buf)
-            ctypes.memset(view, 0, len(self._buf))
-            del view
+            self._zero()
         self._entries = 0
         self.lookups = 0
         self.probes = 0
         self._last_offset = -1
+
+    def _zero(self) -> None:
+        # memset, not a fresh zero buffer: the map can be 2 GiB.
+        view = (ctypes.c_char * len(self._buf)).from_buffer(self._buf)
+        ctypes.memset(view, 0, len(self._buf))
+        del view
+
+    def prefault(self) -> None:
+        """Touch every page now (a fresh buffer's pages are mapped lazily): a worker pays
+        for its map once at start-up, not with page faults in its first clean."""
+        self._zero()
 
     def put(self, key: bytes | bytearray | memoryview, offset: int) -> None:
         self.put_digest(_md5(key).digest(), offset)

@@ -71,6 +71,6 @@ def run_clean(slot: int, request: CleanRequest) -> CleanResult:
 
 
 def worker_pid(slot: int) -> int:
-    """Warm-up call: starts the process and reports its pid."""
-    _ = _contexts[slot]
+    """Warm-up call: starts the process, allocates and touches its offset map, reports its pid."""
+    _contexts[slot].cleaner.offset_map.prefault()
     return os.getpid()

@@ -1,0 +1,17 @@
+"""PySpark over Kafka log directories (the `[spark]` extra).
+
+- `kafka_log_source`: the `kafka-log` batch data source (one Spark partition per
+  segment, split at offset-index entries), built on `log_dir_scan` (read-only
+  listing of partitions, live segments and checkpoints) and `segment_reader`
+  (storage's FileRecords + wire's record decoder -> Arrow).
+- `compaction_audit` + `cleaner_position` + `audit_report`: the compaction audit
+  and its JSON / text / HTML renderings.
+- `parquet_export`: records -> Parquet partitioned by topic and partition.
+- `broker_stream`: the `asyncbroker` Structured Streaming source and sink
+  (Kafka protocol through confluent-kafka).
+- `session.build_session`: a SparkSession with both sources registered.
+- `cli.audit_main` / `cli.export_main`: `asyncbroker audit` / `asyncbroker export`.
+
+Imports flow pipeline -> storage -> wire only. Nothing here is imported by
+the broker, and importing `pipeline` itself does not import pyspark.
+"""

@@ -311,7 +311,12 @@ class ProducedCount(WriterCommitMessage):
 
 def produce_rows(bootstrap: str, conf: Mapping[str, Any], default_topic: str | None, rows: Iterator[Any],
                  timeout: float) -> int:
-    """Produce every row (columns value, optional key/topic/partition/headers) and wait for acks."""
+    """Produce every row and wait for the acks.
+
+    Columns: `value` (binary or string), optional `key`, `headers`
+    (array of (key, value)), `topic` (else the `topic` option) and `partition`
+    (else librdkafka's partitioner hashes the key).
+    """
     from confluent_kafka import KafkaException, Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", **conf})
@@ -328,7 +333,7 @@ def produce_rows(bootstrap: str, conf: Mapping[str, Any], default_topic: str | N
         if not topic:
             raise ValueError("asyncbroker sink needs option topic or a topic column")
         kwargs: dict[str, Any] = {"value": _as_bytes(data.get("value")), "key": _as_bytes(data.get("key"))}
-        if data.get("partition") is not None and default_topic is None:
+        if data.get("partition") is not None:
             kwargs["partition"] = int(data["partition"])
         headers = data.get("headers")
         if headers:

@@ -14,7 +14,7 @@ of consuming the topic with kcat and gawk:
   dedupe buffer needs for them;
 - when compaction last provably ran: the newest offset gap (a record whose
   predecessor offset is gone) and that record's timestamp, plus the records
-  written since (the seed's kcat+gawk recipe);
+  after it, the "contiguous ~dirty rows since gap" (the seed's kcat+gawk recipe);
 - the oldest dirty record's age against max.compaction.lag.ms.
 
 Record-level numbers come from one Spark scan of the `kafka-log` source that
@@ -159,7 +159,7 @@ def _record_aggregates(records: DataFrame, meta: DataFrame) -> tuple[dict, dict]
             F.min(F.when(data & F.col("after_checkpoint"), F.col("ts"))).alias("oldest_dirty_ts"),
             F.max("last_gap").alias("last_gap_offset"),
             F.max_by("ts", F.when(F.col("gap"), F.col("offset"))).alias("last_gap_ts"),
-            count_if(data & (F.col("offset") >= F.col("last_gap"))).alias("since"),
+            count_if(data & (F.col("offset") > F.col("last_gap"))).alias("since"),
         )
         per_key = (
             rows.filter(~F.col("is_control") & F.col("key").isNotNull())

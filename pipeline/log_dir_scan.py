@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -215,7 +215,3 @@ def scan_log_dirs(
     found.sort(key=lambda p: (p.topic, p.partition, p.log_dir))
     return LogDirView(found, overrides)
 
-
-def topic_overrides_from(mapping: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
-    """Normalise user-supplied overrides (tests, CLI) to plain str dicts."""
-    return {str(t): {str(k): str(v) for k, v in props.items()} for t, props in mapping.items()}

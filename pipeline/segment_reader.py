@@ -272,14 +272,17 @@ def _read_batches(
         if want_headers:
             hoffsets = cols.header_offsets
             total = hoffsets[-1]
-            for r in records:
-                hs = r.headers
-                if hs:
-                    total += len(hs)
-                    for hk, hv in hs:
-                        cols.header_keys.append(hk)
-                        cols.header_values.append(hv)
-                hoffsets.append(total)
+            per_record = [r.headers for r in records]
+            if not any(per_record):
+                hoffsets += [total] * n  # the common case: no headers in the whole batch
+            else:
+                for hs in per_record:
+                    if hs:
+                        total += len(hs)
+                        for hk, hv in hs:
+                            cols.header_keys.append(hk)
+                            cols.header_values.append(hv)
+                    hoffsets.append(total)
         cols.rows += n
         if cols.rows >= rows_per_batch:
             yield _build(cols, schema, piece.topic, piece.partition)

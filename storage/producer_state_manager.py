@@ -219,11 +219,9 @@ class ProducerStateManager:
             if updated is None:
                 updated = current.copy() if current is not None else ProducerStateEntry(pid)
                 analysis.updated[pid] = updated
-                # The entry as it was before this append, for the sequence check.
-                base = current if current is not None else ProducerStateEntry(pid)
-            else:
-                base = current if current is not None else ProducerStateEntry(pid)
-            self._check_and_apply(header, base, updated, from_client)
+            # `current` is the entry as it was before this append (Kafka's currentEntry).
+            self._check_and_apply(header, current if current is not None else ProducerStateEntry(pid), updated,
+                                  from_client)
         return analysis
 
     def _check_and_apply(self, header: BatchHeader, current: ProducerStateEntry, updated: ProducerStateEntry,

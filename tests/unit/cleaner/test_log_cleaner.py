@@ -197,3 +197,26 @@ def test_non_compacted_logs_are_ignored(tmp_path, make_log, clock):
         assert await lc_manager.grab_filthiest_compacted_log() is None
 
     asyncio.run(run())
+
+
+async def test_a_full_map_cleans_a_prefix_and_the_checkpoint_records_where_it_stopped(tmp_path, make_log, clock):
+    log = make_log(compact_config(segment_bytes=1_000_000))
+    for i in range(50):
+        put(log, b"k%d" % i, b"old")
+    for i in range(50):
+        put(log, b"k%d" % i, b"new")
+    log.roll()
+    tp = log.topic_partition
+    lc = _cleaner(tmp_path, {tp: log}, clock, dedupe_buffer_size=24 * 20)  # 20 slots, 18 usable
+    await lc.startup(background=False)
+    try:
+        stats = await lc.clean_now(tp)
+        assert stats.buffer_utilization == pytest.approx(0.9)
+        assert OffsetCheckpointFile(tmp_path / "cleaner-offset-checkpoint").read() == {tp: 18}
+        for _ in range(20):  # each clean covers the next prefix of the dirty range
+            if await lc.clean_now(tp) is None:
+                break
+        assert OffsetCheckpointFile(tmp_path / "cleaner-offset-checkpoint").read() == {tp: 100}
+        assert latest_values(log) == {b"k%d" % i: b"new" for i in range(50)}
+    finally:
+        await lc.shutdown()

@@ -6,6 +6,7 @@ import json
 import math
 import os
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -99,7 +100,7 @@ def _expected() -> dict:
         "dirty_distinct_keys": len(dirty_keys),
         "last_compaction_gap_offset": 9,
         "last_compaction_gap_timestamp_ms": CLEAN[3][3],
-        "records_since_last_gap": sum(1 for r in data if r[0] >= 9),
+        "records_since_last_gap": sum(1 for r in data if r[0] > 9),  # gawk: last_row - last_gap_row
         "oldest_dirty_timestamp_ms": min(r[3] for r in DIRTY + ACTIVE),
         "control_records": 1,
     }
@@ -157,6 +158,9 @@ def test_audit_cli_writes_json_and_html(spark, audited_dir: Path, tmp_path: Path
     assert p0["cleaning_passes_needed"] == 1  # the default buffer holds every key
     page = out_html.read_text()
     assert page.count("<svg") == 3 and "Dirty ratio by partition" in page and "cmp-0" in page
+    for chunk in page.split("<svg")[1:]:  # each chart is well-formed SVG
+        svg = ElementTree.fromstring("<svg" + chunk[: chunk.index("</svg>") + len("</svg>")])
+        assert svg.findall("{http://www.w3.org/2000/svg}rect")
 
 
 def test_audit_cli_missing_dir(tmp_path: Path, capsys) -> None:  # noqa: ANN001
