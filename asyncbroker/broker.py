@@ -30,28 +30,28 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from storage.clock import SYSTEM_CLOCK, Clock
+from storage.clock import Clock
 from storage.topic_partition import TopicPartition
 from wire.errors import TopicExistsError
 
+from asyncbroker.adjustable_clock import AdjustableClock
 from asyncbroker.config import KafkaConfig
 from asyncbroker.fetch_waiters import FetchWaiters
 from asyncbroker.handlers import HandlerRegistry
+from asyncbroker.log_jobs import LogJobs
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# Kafka's "effectively never" for interval keys (Long.MAX_VALUE).
-_NEVER_MS = 2**62
-
 
 class Broker:
     """State shared by all connections of one broker process."""
 
-    def __init__(self, config: KafkaConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, config: KafkaConfig, *, clock: Clock | None = None) -> None:
         self.config = config
-        self.clock = clock
+        # The system clock, which the retention levers (LogJobs.advance_clock) can move forward.
+        self.clock: Clock = clock if clock is not None else AdjustableClock()
         self.node_id: int = config.node_id
         self.socket_request_max_bytes: int = config.socket_request_max_bytes
         # sendfile from executor threads for large fetch slices (see connection.py).
@@ -64,6 +64,9 @@ class Broker:
             max_workers=max(2, config.num_io_threads), thread_name_prefix="asyncbroker-io"
         )
         self._jobs: list[asyncio.Task[None]] = []
+        self.log_jobs: LogJobs | None = None  # retention, flush, checkpoints, delete-logs
+        self.group_coordinator: Any = None  # asyncbroker.group_coordinator.GroupCoordinator once started
+        self.producer_id_expiration: Any = None  # asyncbroker.producer_id_expiration, once started
         self.log_manager: Any = None  # storage.log_manager.LogManager once started
         self.topics: Any = None  # asyncbroker.topics.TopicManager once started
         self._logs: dict[TopicPartition, Any] = {}
@@ -71,7 +74,7 @@ class Broker:
         # Producer ids: milliseconds since the epoch x 1000 at startup, then +1 per
         # producer. A restart starts above every id handed out before it (unless
         # more than 1000 producers per millisecond of uptime were initialised).
-        self._next_producer_id = clock.milliseconds() * 1000
+        self._next_producer_id = self.clock.milliseconds() * 1000
 
     # -- executor ---------------------------------------------------------
 
@@ -162,44 +165,33 @@ class Broker:
         )
         self.topics = TopicManager(self)
         self._start_jobs()
+        self._start_group_coordinator()
+
+    def _start_group_coordinator(self) -> None:
+        """Consumer groups (loading __consumer_offsets in the background; group requests
+        wait for it) and the producer.id.expiration.ms job."""
+        from asyncbroker.group_coordinator import GroupCoordinator
+        from asyncbroker.producer_id_expiration import ProducerIdExpiration
+
+        self.group_coordinator = GroupCoordinator(self)
+        self.group_coordinator.start_loading()
+        self.producer_id_expiration = ProducerIdExpiration(self)
+        self.producer_id_expiration.start()
 
     def _start_jobs(self) -> None:
-        c = self.config
-        lm = self.log_manager
-        jobs: list[tuple[str, int, int, Callable[[], Any]]] = [
-            ("kafka-log-flusher", c.log_flush_scheduler_interval_ms, c.log_flush_scheduler_interval_ms, lm.flush_dirty_logs),
-            ("kafka-recovery-point-checkpoint", c.log_flush_offset_checkpoint_interval_ms,
-             c.log_flush_offset_checkpoint_interval_ms, lm.checkpoint_recovery_offsets),
-            ("kafka-log-start-offset-checkpoint", c.log_flush_start_offset_checkpoint_interval_ms,
-             c.log_flush_start_offset_checkpoint_interval_ms, lm.checkpoint_log_start_offsets),
-            ("highwatermark-checkpoint", c.replica_high_watermark_checkpoint_interval_ms,
-             c.replica_high_watermark_checkpoint_interval_ms, lm.checkpoint_high_watermarks),
-        ]
-        retention = getattr(lm, "cleanup_logs", None)
-        if retention is not None:
-            jobs.append(("kafka-log-retention", c.log_initial_task_delay_ms, c.log_retention_check_interval_ms, retention))
-        delete_logs = getattr(lm, "delete_logs", None)
-        if delete_logs is not None:
-            jobs.append(("kafka-delete-logs", c.log_initial_task_delay_ms, 30_000, delete_logs))
-        for name, delay_ms, interval_ms, fn in jobs:
-            if interval_ms >= _NEVER_MS:
-                continue
-            self._jobs.append(asyncio.get_running_loop().create_task(self._periodic(name, delay_ms, interval_ms, fn)))
-
-    async def _periodic(self, name: str, delay_ms: int, interval_ms: int, fn: Callable[[], Any]) -> None:
-        """Kafka's KafkaScheduler.schedule: run `fn` every interval, off the loop."""
-        await asyncio.sleep(max(0, delay_ms) / 1000)
-        while True:
-            try:
-                await self.run_blocking(fn)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - a failed run must not end the schedule
-                log.exception("Uncaught error in scheduled task '%s'", name)
-            await asyncio.sleep(max(1, interval_ms) / 1000)
+        """LogManager's background jobs, on this loop with the work in executors (asyncbroker.log_jobs)."""
+        self.log_jobs = LogJobs(self.log_manager, self.config, clock=self.clock,
+                                cleaner_manager=getattr(self, "cleaner_manager", None))
+        self.log_jobs.start()
 
     async def shutdown(self) -> None:
         """Stop the jobs, then flush, checkpoint and mark a clean shutdown."""
+        if self.group_coordinator is not None:
+            self.group_coordinator.close()
+        if self.producer_id_expiration is not None:
+            await self.producer_id_expiration.stop()
+        if self.log_jobs is not None:
+            await self.log_jobs.stop()  # waits for a pass already running on its threads
         for job in self._jobs:
             job.cancel()
         for job in self._jobs:

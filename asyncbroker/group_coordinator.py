@@ -219,6 +219,12 @@ class GroupCoordinator:
         """Load groups and offsets from `__consumer_offsets`, then start the expiration job."""
         await self.ensure_loaded()
 
+    def start_loading(self) -> None:
+        """Begin loading in the background (broker startup does not wait; group requests do)."""
+        if self._loaded is None and not self._closed:
+            self._loaded = asyncio.ensure_future(self._load())
+            self._loaded.add_done_callback(_log_load_failure)
+
     async def ensure_loaded(self) -> None:
         if self._closed:
             raise CoordinatorNotAvailableError("The group coordinator is shutting down")
@@ -1084,6 +1090,11 @@ class _JoinArgs(msgspec.Struct, frozen=True):
     protocols: list[tuple[str, bytes]]
     reason: str
     api_version: int
+
+
+def _log_load_failure(fut: asyncio.Future[None]) -> None:
+    if not fut.cancelled() and fut.exception() is not None:
+        log.error("Loading __consumer_offsets failed", exc_info=fut.exception())
 
 
 def _storage_error_code(exc: BaseException) -> int:

@@ -174,10 +174,11 @@ class LogJobs:
         advance = getattr(self.clock, "advance", None)
         if advance is None:
             raise TypeError(f"the broker's clock {type(self.clock).__name__} cannot be advanced")
-        now = advance(ms)
+        advance(ms)
+        now = self.clock.milliseconds()
         logger.warning("Clock advanced by %d ms to %d (test/CI lever): time-based rules now see that time", ms, now)
         await self.delete_due_files_now()
-        return int(now)
+        return now
 
     # -- kafka-log-retention -------------------------------------------------------------------
     async def _retention(self) -> RetentionRun:

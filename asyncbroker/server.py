@@ -99,6 +99,8 @@ class KafkaServer:
         broker = self.broker
         if broker is not None:
             broker.fetch_waiters.close()  # parked fetches answer now
+            if broker.group_coordinator is not None:
+                broker.group_coordinator.close()  # parked JoinGroup/SyncGroup answer NOT_COORDINATOR
         conns = list(self._connections)
         if conns:
             done, pending = await asyncio.wait(

@@ -79,6 +79,14 @@ class LogCleaner:
         self.last_pre_clean_stats: dict[int, PreCleanStats] = {}
         self.cleaned_count = 0
 
+    @classmethod
+    def for_log_manager(cls, config: CleanerConfig, log_manager: Any, *, run_blocking: RunBlocking | None = None,
+                        use_processes: bool = True) -> "LogCleaner":
+        """The broker's cleaner over storage's LogManager (its dirs, its live logs, its clock)."""
+        return cls(config, log_manager.log_dirs,
+                   lambda: {log.topic_partition: log for log in log_manager.all_logs()},
+                   clock=log_manager.clock, run_blocking=run_blocking, use_processes=use_processes)
+
     # -- lifecycle ----------------------------------------------------------------------------------
     async def startup(self, *, background: bool = True) -> None:
         """Start the workers (and, unless background=False, the cleaning loops)."""
@@ -113,9 +121,11 @@ class LogCleaner:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        loop = asyncio.get_running_loop()
         for i, executor in enumerate(self._executors):
             if executor is not None:
-                executor.shutdown(wait=True, cancel_futures=True)
+                # Joining worker processes blocks: not on the event loop.
+                await loop.run_in_executor(None, lambda e=executor: e.shutdown(wait=True, cancel_futures=True))
                 self._executors[i] = None
         logger.info("Shut down log cleaner")
 
@@ -288,6 +298,8 @@ class LogCleaner:
                 async with cond:
                     while tp in manager.in_progress:
                         await cond.wait()
+                if manager.is_being_deleted(tp):
+                    return None
                 ltc = await manager.log_to_clean_now(tp)
                 if ltc is None or ltc.cleanable_bytes == 0:
                     return None
@@ -324,8 +336,9 @@ class LogCleaner:
     def resume_cleaning(self, tps: Iterable[TopicPartition]) -> None:
         self.manager.resume_cleaning(tps)
 
-    async def abort_cleaning(self, tp: TopicPartition, timeout: float | None = None) -> None:
-        await self.manager.abort_cleaning(tp, timeout)
+    async def abort_cleaning(self, tps: TopicPartition | Iterable[TopicPartition],
+                             timeout: float | None = None) -> None:
+        await self.manager.abort_cleaning(tps, timeout)
 
     # -- metrics --------------------------------------------------------------------------------------
     async def metrics(self) -> dict[str, Any]:

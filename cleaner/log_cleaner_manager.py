@@ -124,6 +124,8 @@ class LogCleanerManager:
         """Set by LogCleaner: tells the worker cleaning a partition to stop."""
         self._changed: asyncio.Condition | None = None
         self._checkpoint_lock: asyncio.Lock | None = None
+        self._being_deleted: set[TopicPartition] = set()
+        """Partitions whose topic is being deleted: never selected until their log is gone."""
 
     # -- plumbing -------------------------------------------------------------------------------
     def logs(self) -> dict[TopicPartition, "Log"]:
@@ -217,6 +219,9 @@ class LogCleanerManager:
     def is_cleaning_in_state_paused(self, tp: TopicPartition) -> bool:
         return isinstance(self.in_progress.get(tp), Paused)
 
+    def is_being_deleted(self, tp: TopicPartition) -> bool:
+        return tp in self._being_deleted
+
     def is_aborted(self, tp: TopicPartition) -> bool:
         return self.in_progress.get(tp) is ABORTED
 
@@ -226,7 +231,7 @@ class LogCleanerManager:
 
     def begin_cleaning(self, tp: TopicPartition) -> bool:
         """(none) -> InProgress; False when the partition is busy or paused."""
-        if tp in self.in_progress:
+        if tp in self.in_progress or tp in self._being_deleted:
             return False
         self.in_progress[tp] = IN_PROGRESS
         return True
@@ -287,10 +292,20 @@ class LogCleanerManager:
                 self.in_progress[tp] = Paused(state.count - 1)
         self._notify_soon()
 
-    async def abort_cleaning(self, tp: TopicPartition, timeout: float | None = None) -> None:
-        """Abort a clean without leaving the partition paused (topic deletion)."""
-        await self.abort_and_pause_cleaning(tp, timeout)
-        self.resume_cleaning([tp])
+    async def abort_cleaning(self, tps: TopicPartition | Iterable[TopicPartition],
+                             timeout: float | None = None) -> None:
+        """Topic deletion (Kafka's abortCleaning + updateCheckpoints(remove)): stop any clean of
+        the partitions without leaving them paused, drop their cleaner checkpoints, and never
+        select them again while their (soon renamed) log is still registered."""
+        targets = [tps] if isinstance(tps, TopicPartition) else list(tps)
+        logs = self.logs()
+        for tp in targets:
+            self._being_deleted.add(tp)
+            await self.abort_and_pause_cleaning(tp, timeout)
+            self.resume_cleaning([tp])
+            log = logs.get(tp)
+            if log is not None:
+                await self.update_checkpoints(_parent_dir(log), remove=tp)
 
     async def done_cleaning(self, tp: TopicPartition, data_dir: Path | str, end_offset: int) -> None:
         """A worker finished (or gave up): InProgress -> (none) with the new cleaner point;
@@ -313,7 +328,8 @@ class LogCleanerManager:
         """Compacted logs not busy or uncleanable -> InProgress, for retention after cleaning
         (cleanup.policy=compact,delete; compact-only logs drop what is below the log start)."""
         out = [(tp, log) for tp, log in self.logs().items()
-               if tp not in self.in_progress and log.config.compact and not self.is_uncleanable_partition(log, tp)]
+               if tp not in self.in_progress and tp not in self._being_deleted and log.config.compact
+               and not self.is_uncleanable_partition(log, tp) and not log.is_closed]
         for tp, _ in out:
             self.in_progress[tp] = IN_PROGRESS
         return out
@@ -337,8 +353,9 @@ class LogCleanerManager:
         return tp in self.uncleanable_partitions.get(_parent_dir(log), ())
 
     def maintain_uncleanable_partitions(self) -> None:
-        """Forget uncleanable partitions whose log was deleted or moved."""
+        """Forget uncleanable (and being-deleted) partitions whose log was deleted or moved."""
         logs = self.logs()
+        self._being_deleted = {tp for tp in self._being_deleted if tp in logs}
         for d in list(self.uncleanable_partitions):
             keep = {tp for tp in self.uncleanable_partitions[d] if tp in logs and _parent_dir(logs[tp]) == d}
             if keep:
@@ -386,7 +403,7 @@ class LogCleanerManager:
         self.time_of_last_run = now
         checkpoints = await self.all_cleaner_checkpoints()
         candidates = [(tp, log) for tp, log in self.logs().items()
-                      if log.config.compact and tp not in self.in_progress
+                      if log.config.compact and tp not in self.in_progress and tp not in self._being_deleted
                       and not self.is_uncleanable_partition(log, tp) and not log.is_closed]
 
         def compute() -> list[tuple[LogToClean, bool]]:

@@ -175,12 +175,14 @@ def _last_modified(segment: LogSegment) -> int:
 
 
 def _last_records_of_active_producers(log: "Log") -> dict[int, tuple[int, int]]:
-    """producer id -> (last data offset or -1, epoch), when storage's ProducerStateManager
-    tracks it (a later issue); empty until then, which only loses the "keep the last batch
-    of each active producer" rule, not data."""
+    """Kafka's lastRecordsOfActiveProducers: producer id -> (offset of its last data record or
+    -1 when its last entry is a marker, its epoch), from storage's ProducerStateManager."""
     psm = log.producer_state_manager
-    getter = getattr(psm, "last_records_of_active_producers", None)
-    if getter is None:
+    producers = getattr(psm, "producers", None)
+    if not producers:
         return {}
-    records = getter() if callable(getter) else getter
-    return {int(pid): (int(v[0]), int(v[1])) for pid, v in dict(records).items()}
+    out: dict[int, tuple[int, int]] = {}
+    for pid, entry in list(producers.items()):
+        last = getattr(entry, "last_data_offset", -1)
+        out[int(pid)] = (int(last) if last is not None and last >= 0 else -1, int(entry.producer_epoch))
+    return out

@@ -1,11 +1,25 @@
 """Size-prefixed framing of the Kafka byte stream (sans-io).
 
 Every request and response is a 4-byte big-endian signed size followed by
-that many bytes. `FrameReader` accepts bytes in any chunking and hands out
-complete frame payloads; it never buffers more than one partial frame
-(bounded by max_size + 4), and a bad size prefix is a typed error raised as
-soon as the 4 size bytes are seen, so a hostile peer can neither hang the
-reader nor make it allocate.
+that many bytes. `FrameReader` splits the stream into frame payloads and
+owns the receive buffers, so it serves two callers:
+
+* asyncio.BufferedProtocol (the service): `get_buffer()` says where the
+  socket should write, `buffer_updated(n)` returns the frames now complete.
+  Small frames land in a reusable scratch buffer (many per recv); once a
+  size prefix announces a frame larger than the scratch space, the rest of
+  that frame is received straight into a buffer of exactly its size, which
+  becomes the frame without another copy.
+* `feed(data)` (tests, fuzzing, tools): copies the given bytes through the
+  same two methods.
+
+Every frame handed out is read-only (`bytes`, or a read-only memoryview of
+a large frame's own buffer): kio's native decoder rejects writable buffers.
+
+Memory is bounded: apart from the fixed scratch buffer, at most one partial
+frame is held (<= max_size + 4 bytes), and a bad size prefix is a typed
+error raised as soon as its 4 bytes are seen, so a hostile peer can neither
+hang the reader nor make it allocate.
 """
 
 from __future__ import annotations
@@ -16,6 +30,7 @@ from wire.errors import FrameTooLargeError, FramingError, InvalidFrameError
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
+    "SCRATCH_SIZE",
     "FrameReader",
     "frame",
     "size_prefix",
@@ -26,81 +41,122 @@ __all__ = [
 
 # socket.request.max.bytes default
 DEFAULT_MAX_FRAME_SIZE = 104857600
+# Per-reader receive buffer for small frames; larger frames get their own buffer.
+SCRATCH_SIZE = 64 * 1024
 _SIZE = struct.Struct(">i")
+
+Frame = bytes | memoryview
 
 
 class FrameReader:
-    """Incremental splitter of a size-prefixed stream into frame payloads.
+    """Incremental splitter of a size-prefixed stream into read-only frame payloads.
 
-    After an error the reader is poisoned (every later `feed` re-raises):
-    the stream position is lost and the connection must be closed.
+    After an error the reader is poisoned (every later `buffer_updated` or
+    `feed` re-raises): the stream position is lost and the connection must
+    be closed.
     """
 
-    __slots__ = ("max_size", "_buf", "_need", "_error")
+    __slots__ = ("max_size", "_scratch", "_view", "_start", "_end", "_big", "_big_pos", "_error")
 
-    def __init__(self, max_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(self, max_size: int = DEFAULT_MAX_FRAME_SIZE, *, scratch_size: int = SCRATCH_SIZE) -> None:
         if max_size < 0:
             raise ValueError("max_size must be >= 0")
+        if scratch_size < 4:
+            raise ValueError("scratch_size must be >= 4")
         self.max_size = max_size
-        self._buf = bytearray()
-        # Payload size of the frame being assembled, or -1 while reading the prefix.
-        self._need = -1
+        # No frame can outgrow max_size + 4, so a larger scratch would be waste.
+        self._scratch = bytearray(min(scratch_size, max_size + 4))
+        self._view = memoryview(self._scratch)
+        self._start = 0  # first unconsumed byte in scratch
+        self._end = 0  # end of received bytes in scratch
+        self._big: bytearray | None = None  # a large frame being received in place
+        self._big_pos = 0  # bytes of _big received so far
         self._error: FramingError | None = None
 
     @property
     def buffered(self) -> int:
-        """Bytes held for the incomplete frame (prefix included)."""
-        return len(self._buf)
+        """Bytes held for the incomplete frame (its size prefix included)."""
+        if self._big is not None:
+            return 4 + self._big_pos
+        return self._end - self._start
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Writable space for the next receive (never empty, never past the current large frame)."""
+        if self._big is not None:
+            # Exactly the missing bytes of the large frame: bytes of the next
+            # frame must not land in this frame's buffer.
+            return memoryview(self._big)[self._big_pos :]
+        if self._end == len(self._scratch):
+            # Scratch full with a partial small frame: move it to the front.
+            # It fits, since frames longer than the scratch go to their own buffer.
+            pending = self._end - self._start
+            self._scratch[:pending] = self._view[self._start : self._end]
+            self._start, self._end = 0, pending
+        return self._view[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> list[Frame]:
+        """Account for `nbytes` written into the last `get_buffer()`; return the frames now complete."""
+        if self._error is not None:
+            raise self._error
+        big = self._big
+        if big is not None:
+            self._big_pos += nbytes
+            if self._big_pos < len(big):
+                return []
+            self._big = None
+            return [memoryview(big).toreadonly()]
+        frames: list[Frame] = []
+        view = self._view
+        start = self._start
+        end = self._end + nbytes
+        unpack = _SIZE.unpack_from
+        max_size = self.max_size
+        while end - start >= 4:
+            size = unpack(view, start)[0]
+            if size < 0 or size > max_size:
+                self._start, self._end = start, end
+                raise self._fail(size)
+            begin = start + 4
+            available = end - begin
+            if available >= size:
+                start = begin + size
+                frames.append(bytes(view[begin:start]))
+                continue
+            if size > len(view) - 4:
+                # Large frame: receive the rest directly into its own buffer.
+                big = bytearray(size)
+                big[:available] = view[begin:end]
+                self._big, self._big_pos = big, available
+                start = end = 0
+            break
+        if start == end:
+            start = end = 0
+        self._start, self._end = start, end
+        return frames
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
         """Add received bytes; return the payloads of all frames now complete."""
         if self._error is not None:
             raise self._error
-        frames: list[bytes] = []
-        buf = self._buf
         mv = memoryview(data).cast("B")
-        pos = 0
-        end = len(mv)
-        if buf:
-            # Finish the frame already started, copying only its missing bytes.
-            if self._need < 0:
-                take = min(4 - len(buf), end)
-                buf += mv[:take]
-                pos = take
-                if len(buf) < 4:
-                    return frames
-                self._need = self._check(_SIZE.unpack_from(buf, 0)[0])
-            take = min(4 + self._need - len(buf), end - pos)
-            buf += mv[pos : pos + take]
-            pos += take
-            if len(buf) < 4 + self._need:
-                return frames
-            frames.append(bytes(buf[4:]))
-            buf.clear()
-            self._need = -1
-        # Whole frames are sliced straight out of `data`; only a trailing
-        # partial frame is copied into the buffer.
-        while end - pos >= 4:
-            size = self._check(_SIZE.unpack_from(mv, pos)[0])
-            if end - pos - 4 < size:
-                self._need = size
-                break
-            frames.append(bytes(mv[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
-        if pos < end:
-            buf += mv[pos:]
+        frames: list[Frame] = []
+        pos, end = 0, len(mv)
+        while pos < end:
+            buf = self.get_buffer()
+            n = min(len(buf), end - pos)
+            buf[:n] = mv[pos : pos + n]
+            pos += n
+            frames += self.buffer_updated(n)
         return frames
 
-    def _check(self, size: int) -> int:
+    def _fail(self, size: int) -> FramingError:
         if size < 0:
             self._error = InvalidFrameError(f"invalid frame size {size}")
-            raise self._error
-        if size > self.max_size:
+        else:
             self._error = FrameTooLargeError(
                 f"frame of {size} bytes exceeds socket.request.max.bytes ({self.max_size})"
             )
-            raise self._error
-        return size
+        return self._error
 
 
 def size_prefix(size: int) -> bytes:

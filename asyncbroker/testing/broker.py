@@ -12,6 +12,17 @@ is removed afterwards unless you passed your own `log_dir`. A subprocess
 rather than an in-process server keeps the broker's event loop, threads and
 signal handling independent of the test's, and lets tests SIGTERM or
 SIGKILL it. `restart()` starts it again on the same port and directory.
+
+Retention levers (`monitor=True`): `advance_clock(ms)` moves the broker's
+clock forward (and deletes whatever that made due: `.deleted` segment files,
+`-delete` partition directories) and `run_retention()` runs a
+kafka-log-retention pass now and returns what it deleted, so a test of
+`retention.ms=7d` takes milliseconds. They drive the broker's aiomonitor
+console (asyncbroker.monitor's `advance-clock` / `retention` commands, via
+asyncbroker.monitor_client), the same commands an operator or a CI script
+uses on a live broker. Why that channel and not a test-only one: the broker
+under test stays the real subprocess, speaking only Kafka on its listener,
+and the lever is one every deployed broker already has (`serve --monitor`).
 """
 
 from __future__ import annotations
@@ -30,6 +41,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from asyncbroker.log_jobs import RetentionRun
+    from asyncbroker.monitor_client import MonitorClient
 
 _READY = re.compile(r"Awaiting socket connections on (\S+):(\d+)\.")
 
@@ -57,6 +73,7 @@ class BrokerProcess:
         startup_timeout: float = 30.0,
         env: dict[str, str] | None = None,
         echo: bool = False,
+        monitor: bool = False,
     ) -> None:
         self.overrides = list(overrides)
         self._own_dir = log_dir is None
@@ -70,6 +87,9 @@ class BrokerProcess:
         self.log_lines: list[str] = []
         self._ready = threading.Event()
         self._reader: threading.Thread | None = None
+        self.monitor = monitor
+        self.monitor_port: int | None = None  # aiomonitor takes this port and the next two
+        self._monitor_client: MonitorClient | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -81,6 +101,12 @@ class BrokerProcess:
 
     def command(self) -> list[str]:
         args = serve_command()
+        if self.monitor:
+            if args[-1] != "serve":
+                raise RuntimeError("monitor=True needs the asyncbroker CLI (python -m asyncbroker serve)")
+            if self.monitor_port is None:
+                self.monitor_port = free_port_block(3)
+            args += ["--monitor", "--monitor-host", self.host, "--monitor-port", str(self.monitor_port)]
         settings = [
             f"listeners=PLAINTEXT://{self.host}:{self.port}",
             f"log.dirs={self.log_dir}",
@@ -140,6 +166,7 @@ class BrokerProcess:
         return self._signal_and_wait(signal.SIGKILL, 10.0)
 
     def _signal_and_wait(self, sig: int, timeout: float) -> int:
+        self._close_monitor_client()
         p = self.process
         if p is None:
             return 0
@@ -161,6 +188,43 @@ class BrokerProcess:
         else:
             self.stop()
         return self.start()
+
+    # -- retention levers (monitor=True) ------------------------------------
+
+    def run_retention(self, timeout: float = 60.0) -> "RetentionRun":
+        """Run a kafka-log-retention pass in the broker now; returns what it deleted."""
+        import msgspec
+
+        from asyncbroker.log_jobs import RetentionRun
+
+        line = self._monitor_command("retention --json", timeout)[-1]
+        return msgspec.json.decode(line[len("OK retention "):], type=RetentionRun)
+
+    def advance_clock(self, ms: int, timeout: float = 60.0) -> int:
+        """Move the broker's clock `ms` forward and delete what that made due (`.deleted` files,
+        `-delete` directories); returns the broker's new time in ms."""
+        line = self._monitor_command(f"advance-clock {int(ms)}", timeout)[-1]
+        m = re.search(r"now (\d+)", line)
+        if m is None:
+            raise RuntimeError(f"unexpected answer from the broker's monitor: {line!r}")
+        return int(m.group(1))
+
+    def _monitor_command(self, line: str, timeout: float) -> list[str]:
+        from asyncbroker.monitor_client import MonitorClient
+
+        if not self.monitor or self.monitor_port is None:
+            raise RuntimeError("start the BrokerProcess with monitor=True to use the retention levers")
+        if self.process is None or self.process.poll() is not None:
+            raise RuntimeError("the broker is not running")
+        if self._monitor_client is None:
+            self._monitor_client = MonitorClient(self.host, self.monitor_port, timeout=timeout).connect()
+        self._monitor_client.timeout = timeout
+        return self._monitor_client.command(line)
+
+    def _close_monitor_client(self) -> None:
+        if self._monitor_client is not None:
+            self._monitor_client.close()
+            self._monitor_client = None
 
     def cleanup(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -189,3 +253,23 @@ class BrokerProcess:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         await asyncio.to_thread(self.cleanup)
+
+
+def free_port_block(n: int) -> int:
+    """A base port with `n` free consecutive loopback ports (aiomonitor binds port..port+2)."""
+    import socket
+
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        if base + n > 65535:
+            continue
+        try:
+            for i in range(1, n):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", base + i))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError(f"no block of {n} free ports found")

@@ -148,3 +148,19 @@ def test_producer_state_survives_restart(how: str, tmp_path: Path) -> None:
             err, _ = produce(c, "restart-idem", idempotent_batch(pid, epoch, seq + 10))
             assert err == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
             assert produce(c, "restart-idem", idempotent_batch(pid, epoch, seq + 3)) == (ErrorCode.NONE, first[1] + 3)
+
+
+def test_idle_producer_state_expires() -> None:
+    overrides = ["num.partitions=1", "producer.id.expiration.ms=500", "producer.id.expiration.check.interval.ms=50"]
+    with BrokerProcess(overrides) as broker, RawClient(broker.bootstrap) as c:
+        pid, epoch = init_producer_id(c)
+        assert produce(c, "expiring", idempotent_batch(pid, epoch, 0)) == (ErrorCode.NONE, 0)
+        err, _ = produce(c, "expiring", idempotent_batch(pid, epoch, 10))
+        assert err == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        # Once producer.id.expiration.ms has passed the producer is unknown: any sequence is accepted.
+        deadline = time.monotonic() + 20
+        while (result := produce(c, "expiring", idempotent_batch(pid, epoch, 10)))[0] != ErrorCode.NONE:
+            assert result[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+            assert time.monotonic() < deadline, "producer state did not expire"
+            time.sleep(0.05)
+        assert result == (ErrorCode.NONE, 3)

@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 )
 
 from asyncbroker.testing import BrokerProcess
-from conftest import wait_until
+from wait_for import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 

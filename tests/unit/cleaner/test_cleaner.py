@@ -285,7 +285,12 @@ def test_transactions_aborted_records_go_markers_stay_until_their_horizon(make_l
     assert values[b"a"] == b"committed-0" and b"b" not in values and values[b"c"] == b"committed"
     controls = [h for h in batches(log) if h.is_control]
     assert len(controls) == 2  # both markers kept: their transactions' batches were still seen
-    # Next clean: the aborted batches are gone, so the abort marker gets its horizon...
+    # Producer 1 is still active: its last data batch stays, emptied, for its sequence state.
+    aborted_batch = [h for h in batches(log) if h.producer_id == 1 and not h.is_control]
+    assert [(h.base_offset, h.records_count, h.last_offset_delta) for h in aborted_batch] == [(1, 0, 1)]
+    # Once the producers expire, the empty batch goes; then the abort marker gets its horizon...
+    log.producer_state_manager.remove_expired_producers(clock.milliseconds() + 10**9, 1)
+    clean(log)
     clean(log)
     marker = [h for h in batches(log) if h.is_control and h.producer_id == 1]
     assert marker and marker[0].has_delete_horizon

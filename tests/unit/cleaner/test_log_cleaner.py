@@ -220,3 +220,23 @@ async def test_a_full_map_cleans_a_prefix_and_the_checkpoint_records_where_it_st
         assert latest_values(log) == {b"k%d" % i: b"new" for i in range(50)}
     finally:
         await lc.shutdown()
+
+
+async def test_built_over_storage_log_manager(tmp_path, clock):
+    from storage.log_manager import LogManager
+    from storage.topic_partition import TopicPartition
+
+    manager = LogManager([tmp_path / "data"], compact_config(), clock=clock)
+    manager.startup()
+    try:
+        log = manager.create_log(TopicPartition("t", 0), compact_config())
+        _fill(log, 120, 4)
+        lc = LogCleaner.for_log_manager(CleanerConfig(dedupe_buffer_size=24 * 10_000, backoff_ms=50), manager)
+        await lc.startup(background=False)
+        try:
+            assert await lc.clean_now(TopicPartition("t", 0), roll=True) is not None
+            assert len(read_all(log)) == 4
+        finally:
+            await lc.shutdown()
+    finally:
+        manager.shutdown()

@@ -201,3 +201,27 @@ async def test_truncation_pulls_the_checkpoint_back(tmp_path, make_log, clock):
     assert OffsetCheckpointFile(tmp_path / "cleaner-offset-checkpoint").read() == {TP: 30}
     await m.update_checkpoints(tmp_path, remove=TP)
     assert OffsetCheckpointFile(tmp_path / "cleaner-offset-checkpoint").read() == {}
+
+
+async def test_topic_deletion_aborts_drops_the_checkpoint_and_never_reselects(tmp_path, make_log, clock):
+    log = _dirty_log(make_log)
+    logs = {TP: log}
+    m = _manager(tmp_path, logs, clock)
+    await m.update_checkpoints(tmp_path, update=(TP, 10))
+    assert m.begin_cleaning(TP)
+    aborted: list[TopicPartition] = []
+    m.on_abort = aborted.append
+
+    async def worker_unwinds() -> None:
+        while not m.is_aborted(TP):
+            await asyncio.sleep(0)
+        await m.done_cleaning(TP, tmp_path, 10)
+
+    await asyncio.gather(m.abort_cleaning([TP]), worker_unwinds())
+    assert aborted == [TP] and m.cleaning_state(TP) is None
+    assert OffsetCheckpointFile(tmp_path / "cleaner-offset-checkpoint").read() == {}
+    # Still registered while the directory is being renamed: not selectable.
+    assert await m.grab_filthiest_compacted_log() is None and m.deletable_logs() == []
+    logs.clear()
+    m.maintain_uncleanable_partitions()
+    assert not m.is_being_deleted(TP)

@@ -18,7 +18,7 @@ class SimulatedCrash(BaseException):
 
 
 def _populate(log: Log) -> None:
-    for i in range(240):
+    for i in range(120):
         put(log, b"k%d" % (i % 9), b"value-%d" % i)
     log.roll()
 
