@@ -68,6 +68,13 @@ class Broker:
         self.group_coordinator: Any = None  # asyncbroker.group_coordinator.GroupCoordinator once started
         self.producer_id_expiration: Any = None  # asyncbroker.producer_id_expiration, once started
         self.log_manager: Any = None  # storage.log_manager.LogManager once started
+        # Log compaction (cleaner.log_cleaner.LogCleaner and its manager), None with
+        # log.cleaner.enable=false or before startup. `cleaner_manager` is the seam LogJobs
+        # (retention pauses) and TopicManager (deletion aborts) use.
+        self.cleaner: Any = None
+        self.cleaner_manager: Any = None
+        self._cleaner_started: asyncio.Task[None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.topics: Any = None  # asyncbroker.topics.TopicManager once started
         self._logs: dict[TopicPartition, Any] = {}
         self._auto_creating: dict[str, asyncio.Future[Any]] = {}
@@ -164,6 +171,7 @@ class Broker:
             len(self.log_manager.all_logs()), ",".join(config.log_dirs), (time.monotonic() - started) * 1000,
         )
         self.topics = TopicManager(self)
+        self._start_cleaner()
         self._start_jobs()
         self._start_group_coordinator()
 
@@ -177,6 +185,42 @@ class Broker:
         self.group_coordinator.start_loading()
         self.producer_id_expiration = ProducerIdExpiration(self)
         self.producer_id_expiration.start()
+
+    def _start_cleaner(self) -> None:
+        """Kafka's LogCleaner over the loaded logs. Its worker processes start in the background
+        (a forkserver importing the cleaner, then one process per log.cleaner.threads), so the
+        listener does not wait for them; `clean_now` and the loops wait for the workers instead."""
+        if not self.config.log_cleaner_enable:
+            log.info("Log cleaner disabled (log.cleaner.enable=false): compacted topics are not compacted")
+            return
+        from cleaner.cleaner_config import CleanerConfig
+        from cleaner.log_cleaner import LogCleaner
+
+        self.cleaner = LogCleaner.for_log_manager(CleanerConfig.from_broker_config(self.config), self.log_manager,
+                                                  run_blocking=self.run_blocking)
+        self.cleaner_manager = self.cleaner.manager
+        self.loop = asyncio.get_running_loop()  # scrape threads reach the cleaner's state through it
+        self._cleaner_started = asyncio.create_task(self.cleaner.startup(), name="log-cleaner-startup")
+
+    async def cleaner_ready(self) -> Any:
+        """The started LogCleaner (waiting for its workers to come up); raises when disabled."""
+        if self.cleaner is None:
+            raise RuntimeError("the log cleaner is disabled (log.cleaner.enable=false)")
+        if self._cleaner_started is not None:
+            await asyncio.shield(self._cleaner_started)
+        return self.cleaner
+
+    async def clean_now(self, topic: str, partition: int | None = None) -> dict[int, Any]:
+        """Test/CI lever: roll and clean `topic` (one partition, or all) now, whatever the dirty
+        ratio; waits for each swap. Returns partition -> CleanerStats (None: nothing cleanable)."""
+        cleaner = await self.cleaner_ready()
+        meta = self.topics.get(topic)
+        if meta is None:
+            from wire.errors import UnknownTopicOrPartitionError
+
+            raise UnknownTopicOrPartitionError(f"Topic {topic} not found.")
+        partitions = range(meta.partitions) if partition is None else [partition]
+        return {p: await cleaner.clean_now(TopicPartition(topic, p), roll=True) for p in partitions}
 
     def _start_jobs(self) -> None:
         """LogManager's background jobs, on this loop with the work in executors (asyncbroker.log_jobs)."""
@@ -192,6 +236,11 @@ class Broker:
             await self.producer_id_expiration.stop()
         if self.log_jobs is not None:
             await self.log_jobs.stop()  # waits for a pass already running on its threads
+        if self.cleaner is not None:
+            # Before LogManager.shutdown: in-flight cleans abort, workers exit, no swap after close.
+            if self._cleaner_started is not None:
+                await asyncio.gather(self._cleaner_started, return_exceptions=True)
+            await self.cleaner.shutdown()
         for job in self._jobs:
             job.cancel()
         for job in self._jobs:

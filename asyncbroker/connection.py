@@ -19,7 +19,7 @@ import select
 import struct
 from typing import TYPE_CHECKING, Any
 
-from wire.framing import FramingError
+from wire.framing import FrameReader, FramingError
 from wire.headers import (
     encode_response_header,
     parse_request_header,
@@ -28,7 +28,6 @@ from wire.headers import (
 from wire.messages import ApiKey, decode_request, encode_response, unsupported_api_versions_response
 
 from asyncbroker.encoded_response import EncodedResponse, FileRegion
-from asyncbroker.frame_assembler import FrameAssembler
 from asyncbroker.metrics import METRICS
 
 if TYPE_CHECKING:
@@ -57,9 +56,9 @@ class CloseConnection(Exception):
 class KafkaConnection(asyncio.BufferedProtocol):
     """Serves the Kafka protocol on one accepted socket.
 
-    A BufferedProtocol: the transport receives straight into the frame
-    assembler's buffers (see frame_assembler.py), so large Produce frames are
-    never copied on their way in.
+    A BufferedProtocol: the transport receives straight into wire's
+    FrameReader buffers (get_buffer/buffer_updated), so large Produce frames
+    are never copied on their way in.
     """
 
     def __init__(self, broker: "Broker", registry: "HandlerRegistry", connections: set["KafkaConnection"]) -> None:
@@ -67,7 +66,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._registry = registry
         self._connections = connections
         self._loop = asyncio.get_running_loop()
-        self._frames = FrameAssembler(broker.socket_request_max_bytes)
+        self._frames = FrameReader(broker.socket_request_max_bytes)
         self._queue: collections.deque[Any] = collections.deque()
         self._worker: asyncio.Task[None] | None = None
         self._transport: asyncio.Transport | None = None
@@ -89,7 +88,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         log.debug("Accepted connection from %s", self._peer)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return self._frames.get_buffer()
+        return self._frames.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._closing or self._closed:

@@ -2,8 +2,9 @@
 
 Produce and Fetch answers are built with wire's hand-written encoders rather
 than kio entities. A Fetch body may reference segment bytes as `FileRegion`s
-so the connection can move them to the socket with sendfile (or one pread in
-an executor) instead of copying them through Python objects.
+(wire's fetch encoder passes them through as parts, sized by `len()`) so the
+connection can move them to the socket with sendfile (or one pread in an
+executor) instead of copying them through Python objects.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 from typing import Any
 
 import msgspec
+
+from wire.response_encoders import fetch_response_size
 
 
 class FileRegion(msgspec.Struct):
@@ -24,6 +27,10 @@ class FileRegion(msgspec.Struct):
     file: Any
     position: int
     size: int
+
+    def __len__(self) -> int:
+        """Byte length, as wire's fetch encoder sizes record data."""
+        return self.size
 
     def close(self) -> None:
         if isinstance(self.file, int) and self.file >= 0:
@@ -52,10 +59,7 @@ class EncodedResponse(msgspec.Struct):
 
     @classmethod
     def of(cls, parts: list[Any]) -> "EncodedResponse":
-        size = 0
-        for p in parts:
-            size += p.size if isinstance(p, FileRegion) else len(p)
-        return cls(parts, size)
+        return cls(parts, fetch_response_size(parts))
 
     @property
     def has_file_regions(self) -> bool:

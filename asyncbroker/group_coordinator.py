@@ -556,9 +556,9 @@ class GroupCoordinator:
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         self._cancel("sync", group.group_id)
         is_initial = group.is_in_state(_S.EMPTY)
-        group.transition_to(_S.PREPARING_REBALANCE, self._now())
         log.info("Preparing to rebalance group %s in state %s with old generation %d (reason: %s)",
                  group.group_id, group.state.value, group.generation_id, reason)
+        group.transition_to(_S.PREPARING_REBALANCE, self._now())
         if is_initial:
             delay = self.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)

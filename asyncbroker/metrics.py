@@ -97,6 +97,46 @@ class _LogCollector:
         yield end
 
 
+class _CleanerCollector:
+    """Scrape-time gauges of the log cleaner (Kafka's LogCleaner / LogCleanerManager metrics,
+    `asyncbroker_log_cleaner_<kafka name>`; per-dir ones labelled `log_dir`). Nothing when the
+    cleaner is disabled."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._metrics = metrics
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        broker = self._metrics.broker
+        cleaner = getattr(broker, "cleaner", None)
+        loop = getattr(broker, "loop", None)
+        if cleaner is None or loop is None or loop.is_closed():
+            return
+        try:
+            if asyncio.get_running_loop() is loop:
+                return  # scraped on the broker's own loop: cannot wait for it here
+        except RuntimeError:
+            pass  # the usual case: a scrape thread
+        try:
+            # The cleaner's state lives on the broker's loop (uncleanable-bytes reads segments).
+            values = asyncio.run_coroutine_threadsafe(cleaner.metrics(), loop).result(timeout=10)
+        except Exception:  # noqa: BLE001 - a scrape must not fail because of one subsystem
+            log.debug("Could not read the log cleaner's metrics", exc_info=True)
+            return
+        for name, value in values.items():
+            metric = "asyncbroker_log_cleaner_" + name.replace("-", "_")
+            if isinstance(value, dict):
+                family = GaugeMetricFamily(metric, f"LogCleanerManager {name}, per log dir", labels=["log_dir"])
+                for log_dir, v in sorted(value.items()):
+                    family.add_metric([log_dir], float(v))
+            else:
+                family = GaugeMetricFamily(metric, f"LogCleaner {name}")
+                family.add_metric([], float(value))
+            yield family
+
+
 class BrokerMetrics:
     """The broker's counters; see the module docstring for the calls."""
 
@@ -118,6 +158,7 @@ class BrokerMetrics:
         self._error_children: dict[int | str, Any] = {}
         self._message_children: dict[str, Any] = {}
         self.registry.register(_LogCollector(self))
+        self.registry.register(_CleanerCollector(self))
 
     def bind(self, broker: Any) -> None:
         """Point the scrape-time gauges at this broker (the last bound broker wins)."""

@@ -11,6 +11,8 @@ aiomonitor's own commands (ps, where, cancel, console, ...) it offers:
                       run a retention pass now (after moving the clock)
     advance-clock DURATION
                       move the broker's clock forward (e.g. 7d, 36h, 90s)
+    clean TOPIC [PARTITION] [--no-wait] [--json]
+                      compact a topic now (roll, clean, swap), whatever its dirty ratio
 
 The console runs in aiomonitor's own thread; the inspection commands only
 read broker state (dict lookups and attribute reads), never mutate it. The
@@ -204,6 +206,59 @@ def do_advance_clock(ctx: click.Context, duration: str) -> None:
         return [f"OK clock: advanced {ms} ms, now {now} ({ahead} ms ahead of the system clock)"]
 
     _on_broker_loop(ctx, work, lambda lines: lines)
+
+
+def render_clean(result: tuple[str, dict[int, Any] | None]) -> list[str]:
+    """Lines for a clean: one per partition (Kafka's summary numbers), then the OK line."""
+    topic, per_partition = result
+    if per_partition is None:
+        return [f"OK clean {topic}: started in the background"]
+    lines = []
+    for partition, stats in sorted(per_partition.items()):
+        if stats is None:
+            lines.append(f"{topic}-{partition}: nothing to clean")
+        else:
+            lines.append(
+                f"{topic}-{partition}: read {stats.messages_read} messages ({stats.bytes_read} bytes), "
+                f"wrote {stats.messages_written} ({stats.bytes_written} bytes) in {stats.elapsed_secs:.3f} s")
+    cleaned = sum(1 for stats in per_partition.values() if stats is not None)
+    lines.append(f"OK clean {topic}: {cleaned} of {len(per_partition)} partition(s) cleaned")
+    return lines
+
+
+def render_clean_json(result: tuple[str, dict[int, Any] | None]) -> list[str]:
+    """The machine-readable form: `OK clean {"<partition>": CleanerStats | null}`."""
+    return [f"OK clean {msgspec.json.encode(result[1]).decode()}"]
+
+
+@monitor_cli.command(name="clean")
+@click.argument("topic")
+@click.argument("partition", required=False, type=int)
+@click.option("--no-wait", "no_wait", is_flag=True, help="start the clean and return at once")
+@click.option("--json", "as_json", is_flag=True, help="print the result as one `OK clean {json}` line")
+@custom_help_option
+def do_clean(ctx: click.Context, topic: str, partition: int | None, no_wait: bool, as_json: bool) -> None:
+    """Compact TOPIC (or one partition) now and wait for it (test/CI lever)"""
+    broker = getattr(ctx.obj, "broker", None)
+
+    async def work() -> tuple[str, dict[int, Any] | None]:
+        if broker is None or getattr(broker, "clean_now", None) is None:
+            raise RuntimeError("no broker with a log cleaner is attached to this monitor")
+        if no_wait:
+            await broker.cleaner_ready()  # fail now (cleaner disabled), not in the background
+            if broker.topics.get(topic) is None:
+                raise RuntimeError(f"unknown topic {topic}")
+            task = asyncio.create_task(broker.clean_now(topic, partition), name=f"clean-{topic}")
+            _background_cleans.add(task)
+            task.add_done_callback(_background_cleans.discard)
+            return topic, None
+        return topic, await broker.clean_now(topic, partition)
+
+    _on_broker_loop(ctx, work, render_clean_json if as_json else render_clean)
+
+
+_background_cleans: set[asyncio.Task[Any]] = set()
+"""`clean --no-wait` tasks (referenced so they are not garbage-collected mid-run)."""
 
 
 def start_monitor(

@@ -147,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=20101)
     parser.add_argument("--timeout", type=float, default=60.0)
     args = parser.parse_args(argv)
-    lever = args.command.split()[0] in ("retention", "advance-clock")
+    lever = args.command.split()[0] in ("retention", "advance-clock", "clean")
     try:
         with MonitorClient(args.host, args.port, timeout=args.timeout) as client:
             for line in client.command(args.command, ends_with_status=lever):

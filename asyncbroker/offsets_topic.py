@@ -15,6 +15,7 @@ value. Appends run on the broker's IO pool like every other storage call.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -38,6 +39,7 @@ def java_string_hash(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+@functools.lru_cache(maxsize=65536)
 def partition_for(group_id: str, num_partitions: int) -> int:
     """Kafka's Utils.abs(groupId.hashCode()) % partitions (abs(MIN_VALUE) is 0 there)."""
     h = java_string_hash(group_id)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -88,17 +89,23 @@ class LogCleaner:
                    clock=log_manager.clock, run_blocking=run_blocking, use_processes=use_processes)
 
     # -- lifecycle ----------------------------------------------------------------------------------
-    async def startup(self, *, background: bool = True) -> None:
-        """Start the workers (and, unless background=False, the cleaning loops)."""
+    async def startup(self, *, background: bool = True, prefault: bool = False) -> None:
+        """Start the workers (and, unless background=False, the cleaning loops).
+
+        With prefault=False a worker allocates its offset map at its first clean, so an idle
+        broker without compacted topics does not hold dedupe.buffer.size of memory."""
         self._stopping = False
         self._idle = asyncio.Queue()
         self._wakeup = asyncio.Event()
         loop = asyncio.get_running_loop()
         for i in range(self.num_workers):
             self._executors[i] = self._new_executor(i)
-        # Start every worker now so the first clean does not pay for process start-up.
-        await asyncio.gather(*(loop.run_in_executor(self._executors[i], worker_module.worker_pid, i)
-                               for i in range(self.num_workers)))
+        # Start every worker now so the first clean does not pay for process start-up. The first
+        # submit to a pool spawns its process (and the forkserver, which imports the cleaner
+        # before it forks, blocking the submitter): submitted from a thread, not the loop.
+        submitted = [await self.manager.run_blocking(executor.submit, worker_module.worker_pid, i, prefault)
+                     for i, executor in enumerate(self._executors) if executor is not None]
+        await asyncio.gather(*(asyncio.wrap_future(f, loop=loop) for f in submitted))
         for i in range(self.num_workers):
             self._idle.put_nowait(i)
         if background:
@@ -141,8 +148,10 @@ class LogCleaner:
     def _new_executor(self, slot: int) -> Executor:
         args = (slot, self._abort_flags, self._throttle_state, self.config)
         if self._ctx is not None:
+            # The worker exits with this process (see worker._exit_with: a SIGKILLed broker).
             return ProcessPoolExecutor(max_workers=1, mp_context=self._ctx,
-                                       initializer=worker_module.initialize_worker, initargs=args)
+                                       initializer=worker_module.initialize_worker,
+                                       initargs=(*args, os.getpid()))
         return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"log-cleaner-{slot}",
                                   initializer=worker_module.initialize_worker, initargs=args)
 

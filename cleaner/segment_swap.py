@@ -17,8 +17,8 @@ files are completed (the live files they cover are removed and the swap renamed)
 still waiting has a higher base offset than the `.swap` being completed (the loader
 treats a `.swap` at or above the lowest `.cleaned` offset as not yet valid).
 
-Storage has no public replace_segments yet, so this module works against the Log's
-lock, its LogSegments map and its pending-delete list (see the report of issue 6).
+Steps 1-5 are storage's `Log.replace_segments` (with the `cleaner.swap.<step>` fault
+points); this module opens the worker's output and holds `Log.lock` across all groups.
 """
 from __future__ import annotations
 
@@ -28,9 +28,7 @@ from typing import TYPE_CHECKING, Callable
 
 from cleaner.clean_request import CleanResult
 from cleaner.errors import LogCleaningAbortedError
-from storage import fault_injection
-from storage.atomic_file import fsync_dir
-from storage.log_file_utils import CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX, log_file, offset_index_file, time_index_file, transaction_index_file
+from storage.log_file_utils import CLEANED_FILE_SUFFIX, log_file, offset_index_file, time_index_file, transaction_index_file
 from storage.log_segment import LogSegment
 
 if TYPE_CHECKING:
@@ -55,7 +53,7 @@ def swap_cleaned_segments(log: "Log", result: CleanResult, *,
     and LogCleaningAbortedError raised instead.
     """
     swapped = 0
-    with log._lock:  # noqa: SLF001 - the Log's own lock: storage has no replace_segments yet
+    with log.lock:
         if log.is_closed or (is_aborted is not None and is_aborted()):
             delete_cleaned_output(Path(log.dir), result)
             raise LogCleaningAbortedError(f"cleaning of {log.topic_partition} aborted before the swap")
@@ -84,48 +82,13 @@ def swap_cleaned_segments(log: "Log", result: CleanResult, *,
 
 def replace_segments(log: "Log", new_segments: list[LogSegment], old_segments: list[LogSegment], *,
                      on_step: Callable[[str], None] | None = None) -> list[LogSegment]:
-    """Kafka's replaceSegments for one group. Caller holds the Log's lock.
+    """Kafka's replaceSegments for one group (storage's `Log.replace_segments`).
 
     Returns the old segments that were not replaced in place (different base offset).
     """
-    user_step = on_step or (lambda _name: None)
-
-    def step(name: str) -> None:
-        fault_injection.fault_point(f"cleaner.swap.{name}")  # crash-test hook; no-op unless armed
-        user_step(name)
-
-    segments = log.segments
-    sorted_new = sorted(new_segments, key=lambda s: s.base_offset)
-    # An old segment already removed (and scheduled for deletion) must not be deleted twice.
-    sorted_old = sorted((s for s in old_segments if segments.get(s.base_offset) is s), key=lambda s: s.base_offset)
-    for seg in reversed(sorted_new):
-        seg.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
-    step("renamed_to_swap")
-    for seg in reversed(sorted_new):
-        segments.add(seg)
-    step("added_to_index")
-    new_bases = {s.base_offset for s in sorted_new}
-    due = log.clock.milliseconds() + log.config.file_delete_delay_ms
-    not_replaced: list[LogSegment] = []
-    for seg in sorted_old:
-        if seg.base_offset != sorted_new[0].base_offset:
-            segments.remove(seg.base_offset)
-        # Two-phase delete: renamed now (never served again), unlinked after the delay so
-        # fetches already holding the file finish.
-        seg.rename_to_deleted()
-        log._pending_deletes.append((seg, due))  # noqa: SLF001 - Log's async-delete queue
-        if seg.base_offset not in new_bases:
-            not_replaced.append(seg)
-    step("old_renamed_deleted")
-    for seg in sorted_new:
-        seg.change_file_suffixes(SWAP_FILE_SUFFIX, "")
-    step("renamed_live")
-    fsync_dir(Path(log.dir))
-    step("dir_flushed")
-    if log.config.file_delete_delay_ms == 0:
-        log.delete_pending_files()
-    logger.info("Swapped in cleaned segment(s) %s for %s of %s", [s.base_offset for s in sorted_new],
-                [s.base_offset for s in sorted_old], log.topic_partition)
+    not_replaced = log.replace_segments(new_segments, old_segments, on_step=on_step)
+    logger.info("Swapped in cleaned segment(s) %s for %s of %s", sorted(s.base_offset for s in new_segments),
+                sorted(s.base_offset for s in old_segments), log.topic_partition)
     return not_replaced
 
 

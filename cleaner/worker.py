@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+import select
+import threading
+import time
 from typing import Any
 
 from cleaner.clean_request import CleanRequest, CleanResult
@@ -58,9 +61,36 @@ class WorkerContext:
 _contexts: dict[int, WorkerContext] = {}
 
 
-def initialize_worker(slot: int, abort_flags: Any, throttle_state: ThrottleState, config: CleanerConfig) -> None:
-    """ProcessPoolExecutor initializer: remember this process's slot and shared memory."""
+def initialize_worker(slot: int, abort_flags: Any, throttle_state: ThrottleState, config: CleanerConfig,
+                      broker_pid: int | None = None) -> None:
+    """ProcessPoolExecutor initializer: remember this process's slot and shared memory; with
+    `broker_pid` (worker processes), exit when that process does."""
     _contexts[slot] = WorkerContext(slot, abort_flags, throttle_state, config)
+    if broker_pid is not None:
+        threading.Thread(target=_exit_with, args=(broker_pid,), name="broker-watchdog", daemon=True).start()
+
+
+def _exit_with(broker_pid: int) -> None:
+    """A pool worker waits for tasks on a pipe it also holds the write end of, and its parent
+    is the forkserver, not the broker: nothing tells it that a SIGKILLed (or OOM-killed) broker
+    is gone. Without this it would live on with its offset map (and keep the forkserver up)."""
+    try:
+        fd = os.pidfd_open(broker_pid)
+    except ProcessLookupError:
+        os._exit(0)
+    except (AttributeError, OSError):
+        fd = -1  # no pidfd (old kernel): poll instead
+    if fd >= 0:
+        select.select([fd], [], [])  # readable once the broker has exited (even unreaped)
+        os._exit(0)
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(broker_pid, 0)
+        except ProcessLookupError:
+            os._exit(0)
+        except PermissionError:
+            pass
 
 
 def run_clean(slot: int, request: CleanRequest) -> CleanResult:
@@ -70,7 +100,9 @@ def run_clean(slot: int, request: CleanRequest) -> CleanResult:
     return context.cleaner.clean(request)
 
 
-def worker_pid(slot: int) -> int:
-    """Warm-up call: starts the process, allocates and touches its offset map, reports its pid."""
-    _contexts[slot].cleaner.offset_map.prefault()
+def worker_pid(slot: int, prefault: bool = True) -> int:
+    """Warm-up call: starts the process and reports its pid; with prefault, allocates and
+    touches its offset map too."""
+    if prefault:
+        _contexts[slot].cleaner.offset_map.prefault()
     return os.getpid()

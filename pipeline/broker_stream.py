@@ -296,7 +296,7 @@ def _row(msg: Any, columns: Sequence[str]) -> tuple:
         "timestamp_type": 1 if ts_type == 2 else 0,  # librdkafka: 1 CreateTime, 2 LogAppendTime
         "key": msg.key(),
         "value": msg.value(),
-        "headers": [(k, v) for k, v in (msg.headers() or [])],
+        "headers": msg.headers() or None,  # null when none, as in kafka-log
     }
     return tuple(values[c] for c in columns)
 

@@ -4,7 +4,10 @@ Column names follow the issue (and, where they overlap, Spark's own Kafka
 source: `timestamp` is a Spark timestamp, `timestamp_type` Kafka's 0/1).
 A caller may ask for fewer columns by passing a schema made of any subset of
 them (in any order) to `.schema(...)`; the reader then builds only those.
-`value_length` (-1 for a null value) is an extra column for jobs that need
+`headers` is null for a record without headers (as librdkafka reports
+it); that also spares Spark building an empty array per row, which costs
+more than all the other columns together. `value_length` (-1 for a null
+value) is an extra column for jobs that need
 to tell tombstones apart without moving values through Arrow (the audit).
 """
 
@@ -39,7 +42,7 @@ RECORD_SCHEMA = StructType(
         StructField("timestamp_type", IntegerType(), False),
         StructField("key", BinaryType(), True),
         StructField("value", BinaryType(), True),
-        StructField("headers", HEADER_TYPE, False),
+        StructField("headers", HEADER_TYPE, True),  # null: the record has no headers
         StructField("producer_id", LongType(), False),
         StructField("is_transactional", BooleanType(), False),
         StructField("is_control", BooleanType(), False),

@@ -139,6 +139,7 @@ class _Columns:
         self.header_offsets: list[int] = [0]
         self.header_keys: list[str] = []
         self.header_values: list[bytes | None] = []
+        self.header_missing: list[bool] = []  # True: the record has no headers (a null list)
         # per-batch constants, expanded at build time from run lengths
         self.runs: list[tuple[int, int, int, int]] = []  # (rows, producer id, attributes, base offset)
 
@@ -179,7 +180,8 @@ def _build(cols: _Columns, schema: pa.Schema, topic: str, partition: int) -> pa.
                  pa.array(cols.header_values, struct_type.field(1).type)],
                 fields=[struct_type.field(0), struct_type.field(1)],
             )
-            arr = pa.ListArray.from_arrays(pa.array(cols.header_offsets, pa.int32()), inner, type=field.type)
+            arr = pa.ListArray.from_arrays(pa.array(cols.header_offsets, pa.int32()), inner, type=field.type,
+                                           mask=pa.array(cols.header_missing, pa.bool_()))
         elif name == "producer_id":
             arr = pa.array(expand(lambda r: r[1]), field.type)
         elif name == "is_transactional":
@@ -275,6 +277,7 @@ def _read_batches(
             per_record = [r.headers for r in records]
             if not any(per_record):
                 hoffsets += [total] * n  # the common case: no headers in the whole batch
+                cols.header_missing += [True] * n
             else:
                 for hs in per_record:
                     if hs:
@@ -283,6 +286,7 @@ def _read_batches(
                             cols.header_keys.append(hk)
                             cols.header_values.append(hv)
                     hoffsets.append(total)
+                    cols.header_missing.append(not hs)
         cols.rows += n
         if cols.rows >= rows_per_batch:
             yield _build(cols, schema, piece.topic, piece.partition)

@@ -35,6 +35,7 @@ class AbstractIndex:
         self._entries = 0
         self._max_entries = 0
         self._length = 0
+        self._reserved_to = 0
         self._deleted = False
 
     # -- lazy mapping ---------------------------------------------------------------------------
@@ -74,6 +75,7 @@ class AbstractIndex:
         self._map(length)
         # A new file is all zeros; an existing one is full of entries up to its (trimmed) length.
         self._entries = 0 if newly_created else length // self.ENTRY_SIZE
+        self._reserved_to = self._entries * self.ENTRY_SIZE  # written bytes have their blocks
         self._mapped = True
         self._after_open()
 
@@ -92,6 +94,27 @@ class AbstractIndex:
             self._mmap = mmap.mmap(fd, length, access=access)
         finally:
             os.close(fd)
+
+    _RESERVE_CHUNK = 64 * 1024
+
+    def _reserve(self, end: int) -> None:
+        """Allocate disk blocks for the index up to byte `end` before writing through the mmap.
+
+        The preallocated file is sparse: a store into a page that has no block yet, on a full
+        disk, is a SIGBUS that kills the broker. posix_fallocate turns that into ENOSPC (an
+        OSError the log turns into KAFKA_STORAGE_ERROR and an offline dir). One syscall per
+        64 KiB of index.
+        """
+        if end <= self._reserved_to:
+            return
+        start = self._reserved_to
+        stop = min(self._length, max(end, start + self._RESERVE_CHUNK))
+        fd = os.open(self._path, os.O_RDWR)
+        try:
+            os.posix_fallocate(fd, start, stop - start)
+        finally:
+            os.close(fd)
+        self._reserved_to = stop
 
     def _after_open(self) -> None:
         """Hook: recompute cached last entry."""
@@ -133,6 +156,7 @@ class AbstractIndex:
                 self._mmap.close()
                 self._mmap = None
             os.truncate(self._path, rounded)
+            self._reserved_to = min(self._reserved_to, rounded)  # a shrink gave blocks back
             self._map(rounded)
             self._entries = min(self._entries, self._max_entries)
             return True

@@ -23,6 +23,7 @@ from storage.clock import SYSTEM_CLOCK, Clock
 from storage.errors import KafkaStorageError
 from storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCheckpointFile, LeaderEpochFileCache
 from storage.log_dir_failure_channel import LogDirFailureChannel
+from storage.log_file_utils import CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX
 from storage.log_config import LogConfig
 from storage.log_segment import LogSegment, RollParams
 from storage.log_segments import LogSegments
@@ -733,6 +734,68 @@ class Log:
         for segment, _ in due:
             segment.delete_if_exists()
         return len(due)
+
+    # -- segment replacement (the cleaner's swap; Kafka's LocalLog.replaceSegments) -------------
+    @property
+    def lock(self) -> threading.RLock:
+        """The Log's (reentrant) writer lock. Hold it to make several mutations one step for
+        appends, rolls and truncations: the cleaner swaps all groups of one clean under it."""
+        return self._lock
+
+    def schedule_delete(self, segments: list[LogSegment]) -> None:
+        """Two-phase delete of segments already out of the segment map: renamed `.deleted` now
+        (never served again), unlinked by `delete_pending_files` after file.delete.delay.ms so
+        reads already holding the files finish."""
+        with self._lock:
+            due = self.clock.milliseconds() + self.config.file_delete_delay_ms
+            for segment in segments:
+                segment.rename_to_deleted()
+                self._pending_deletes.append((segment, due))
+
+    def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment], *,
+                         on_step: Callable[[str], None] | None = None) -> list[LogSegment]:
+        """Swap `new_segments` (opened with the `.cleaned` suffix) in for `old_segments`, crash-safely.
+
+        Kafka's replaceSegments: `.cleaned` -> `.swap` (highest base offset first); the new
+        segments enter the map; the old ones leave it (unless replaced in place, same base
+        offset) and are scheduled for deletion; `.swap` -> live names; fsync the directory.
+        A crash at any point leaves LogLoader the old or the new segments, never a mix. Fault
+        points `cleaner.swap.<step>` (and `on_step(step)`) follow each step. Returns the old
+        segments that were not replaced in place.
+        """
+
+        def step(name: str) -> None:
+            fault_injection.fault_point(f"cleaner.swap.{name}")  # crash-test hook; no-op unless armed
+            if on_step is not None:
+                on_step(name)
+
+        with self._lock:
+            self._check_open()
+            segments = self.segments
+            sorted_new = sorted(new_segments, key=lambda s: s.base_offset)
+            # An old segment already removed (and scheduled for deletion) must not be deleted twice.
+            sorted_old = sorted((s for s in old_segments if segments.get(s.base_offset) is s),
+                                key=lambda s: s.base_offset)
+            for seg in reversed(sorted_new):
+                seg.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+            step("renamed_to_swap")
+            for seg in reversed(sorted_new):
+                segments.add(seg)
+            step("added_to_index")
+            new_bases = {s.base_offset for s in sorted_new}
+            for seg in sorted_old:
+                if seg.base_offset != sorted_new[0].base_offset:
+                    segments.remove(seg.base_offset)
+            self.schedule_delete(sorted_old)
+            step("old_renamed_deleted")
+            for seg in sorted_new:
+                seg.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+            step("renamed_live")
+            fsync_dir(self.dir)
+            step("dir_flushed")
+            if self.config.file_delete_delay_ms == 0:
+                self.delete_pending_files()
+        return [seg for seg in sorted_old if seg.base_offset not in new_bases]
 
     # -- lifecycle ------------------------------------------------------------------------------
     def _log_dir_failure(self, exc: OSError, operation: str) -> KafkaStorageError:

@@ -74,6 +74,7 @@ class OffsetIndex(AbstractIndex):
                     f"Attempt to append an offset ({offset}) to position {self._entries} no larger than "
                     f"the last offset appended ({self._last_offset}) to {self.path}."
                 )
+            self._reserve((self._entries + 1) * 8)
             _ENTRY.pack_into(self._mmap, self._entries * 8, self.relative_offset(offset), position)  # type: ignore[arg-type]
             self._entries += 1
             self._last_offset = offset

@@ -79,6 +79,7 @@ class TimeIndex(AbstractIndex):
             if timestamp > self._last.timestamp:
                 if self._entries >= self._max_entries:
                     raise IndexFullError(f"Time index {self.path} has no free slot")
+                self._reserve((self._entries + 1) * 12)
                 _ENTRY.pack_into(self._mmap, self._entries * 12, timestamp, self.relative_offset(offset))  # type: ignore[arg-type]
                 self._entries += 1
                 self._last = TimestampOffset(timestamp, offset)

@@ -4,9 +4,13 @@ kio builds a frozen dataclass tree and walks it generically; for Produce and
 Fetch, sent on every request, that costs more than the I/O. These encoders
 take plain msgspec structs and write the exact bytes kio would (the unit
 tests compare them byte for byte for every version), and the Fetch encoder
-never copies record data: it returns the body as a list of buffers, so the
-service can write `[response_prefix(...), *parts]` with
-`transport.writelines` and record bytes go straight from the log read.
+never touches record data: it returns the body as a list of parts in wire
+order, with each partition's record objects passed through as they came.
+A record object is anything with a byte length: a buffer (bytes,
+bytearray, memoryview) or an opaque region such as the service's FileRegion
+(a slice of a segment file, `len()` = its size), which the service sends
+with sendfile while it writes the other parts as buffers. The encoder only
+needs the lengths, so it stays sans-io.
 
 Signatures::
 
@@ -18,9 +22,10 @@ Signatures::
     encode_fetch_response(version: int, topics: Sequence[FetchTopicData], *,
         throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0,
         node_endpoints: Sequence[tuple[int, str, int, str | None]] = ()
-        ) -> list[bytes | bytearray | memoryview]
+        ) -> list[bytes | bytearray | memoryview | region]
         # versions 4-17; v13+ uses FetchTopicData.topic_id;
-        # FetchPartitionData.records is a sequence of buffers (or None = null)
+        # FetchPartitionData.records is a sequence of record objects (buffers
+        # or regions with __len__), or None = null
 
     fetch_response_size(parts) -> int   # total body bytes, for the size prefix
 """
@@ -30,10 +35,13 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Sequence
+from typing import Any, Protocol
 
 import msgspec
 
 __all__ = [
+    "RecordData",
+    "RecordRegion",
     "ProducePartitionResult",
     "ProduceTopicResult",
     "FetchPartitionData",
@@ -50,6 +58,16 @@ PRODUCE_VERSIONS = (3, 13)
 FETCH_VERSIONS = (4, 17)
 
 Buffer = bytes | bytearray | memoryview
+
+
+class RecordRegion(Protocol):
+    """An opaque piece of record data the caller sends itself (e.g. a file region)."""
+
+    def __len__(self) -> int: ...
+
+
+# Records of one fetched partition: buffers, or opaque regions whose len() is their byte size.
+RecordData = Buffer | RecordRegion
 # (node_id, host, port, rack)
 NodeEndpoint = tuple[int, str, int, str | None]
 
@@ -58,6 +76,7 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _PRODUCE_PART_V3 = struct.Struct(">ihqq")  # index, error, base_offset, log_append_time
 _FETCH_PART = struct.Struct(">ihqq")  # index, error, high_watermark, last_stable_offset
+_FETCH_PART_V5 = struct.Struct(">ihqqq")  # ... and log_start_offset
 _ABORTED = struct.Struct(">qq")
 _ZERO_UUID = bytes(16)
 _NO_LEADER = (-1, -1)
@@ -83,7 +102,7 @@ class ProduceTopicResult(msgspec.Struct):
 
 
 class FetchPartitionData(msgspec.Struct):
-    """One partition of a fetch response; `records` are buffers sent as-is."""
+    """One partition of a fetch response; `records` are passed through as parts, untouched."""
 
     partition_index: int
     error_code: int = 0
@@ -92,7 +111,7 @@ class FetchPartitionData(msgspec.Struct):
     log_start_offset: int = -1  # v5+
     aborted_transactions: Sequence[tuple[int, int]] | None = None  # (producer_id, first_offset)
     preferred_read_replica: int = -1  # v11+
-    records: Sequence[Buffer] | None = ()
+    records: Sequence[RecordData] | None = ()
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end_offset), v12+ tag 0
     current_leader: tuple[int, int] | None = None  # (leader_id, leader_epoch), v12+ tag 1
     snapshot_id: tuple[int, int] | None = None  # (end_offset, epoch), v12+ tag 2
@@ -160,6 +179,19 @@ def _node_endpoints(endpoints: Sequence[NodeEndpoint]) -> bytes:
         _string(out, rack, True)
         out.append(0)
     return bytes(out)
+
+
+def _nbytes(part: Any) -> int:
+    """Byte length of a buffer (whatever its item size) or of an opaque region."""
+    kind = type(part)
+    if kind is bytes or kind is bytearray:
+        return len(part)
+    if kind is memoryview:
+        return part.nbytes
+    try:
+        return memoryview(part).nbytes
+    except TypeError:  # not a buffer: an opaque region reports its size via len()
+        return len(part)
 
 
 def _check_version(kind: str, version: int, bounds: tuple[int, int]) -> None:
@@ -230,15 +262,20 @@ def encode_fetch_response(
     error_code: int = 0,
     session_id: int = 0,
     node_endpoints: Sequence[NodeEndpoint] = (),
-) -> list[Buffer]:
-    """FetchResponse body for `version` (4-17) as a list of buffers.
+) -> list[Any]:
+    """FetchResponse body for `version` (4-17) as a list of parts in wire order.
 
-    Joining the parts gives exactly kio's encoding. Record buffers from
-    `FetchPartitionData.records` appear in the list unchanged (no copy).
+    Every part is either an encoded buffer or one of the (non-empty) record
+    objects of `FetchPartitionData.records`, the very same object (no copy,
+    no read): joining the parts, with each region replaced by its bytes,
+    gives exactly kio's encoding.
     """
     _check_version("fetch", version, FETCH_VERSIONS)
     flexible = version >= 12
-    parts: list[Buffer] = []
+    v5 = version >= 5
+    v11 = version >= 11
+    null_array = b"\x00" if flexible else b"\xff\xff\xff\xff"  # null records / aborted list
+    parts: list[Any] = []
     out = bytearray(_I32.pack(throttle_time_ms))
     if version >= 7:
         out += _I16.pack(error_code)
@@ -251,41 +288,48 @@ def encode_fetch_response(
             _string(out, topic.topic, flexible)
         _array_len(out, len(topic.partitions), flexible)
         for p in topic.partitions:
-            out += _FETCH_PART.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset)
-            if version >= 5:
-                out += _I64.pack(p.log_start_offset)
+            if v5:
+                out += _FETCH_PART_V5.pack(
+                    p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset
+                )
+            else:
+                out += _FETCH_PART.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset)
             aborted = p.aborted_transactions
             if aborted is None:
-                _array_len(out, None, flexible)
+                out += null_array
             else:
                 _array_len(out, len(aborted), flexible)
                 for producer_id, first_offset in aborted:
                     out += _ABORTED.pack(producer_id, first_offset)
                     if flexible:
                         out.append(0)
-            if version >= 11:
+            if v11:
                 out += _I32.pack(p.preferred_read_replica)
             records = p.records
             if records is None:
-                if flexible:
-                    out.append(0)
-                else:
-                    out += b"\xff\xff\xff\xff"
+                out += null_array
             else:
-                size = 0
-                for buf in records:
-                    size += memoryview(buf).nbytes
+                if len(records) == 1:  # the usual case: one read per partition
+                    size = _nbytes(records[0])
+                    passed = records if size else ()
+                else:
+                    sizes = [_nbytes(r) for r in records]
+                    size = sum(sizes)
+                    passed = [r for r, n in zip(records, sizes) if n]
                 if flexible:
                     _uvarint(out, size + 1)
                 else:
                     out += _I32.pack(size)
                 if size:
                     # Hand the metadata written so far over as one part, then
-                    # the record buffers themselves: no copy of record data.
+                    # the record objects themselves: no copy of record data.
                     parts.append(out)
-                    parts.extend(buf for buf in records if len(buf))
+                    parts.extend(passed)
                     out = bytearray()
             if flexible:
+                if p.diverging_epoch is None and p.current_leader is None and p.snapshot_id is None:
+                    out.append(0)  # no tagged fields
+                    continue
                 tags: list[tuple[int, bytes]] = []
                 if p.diverging_epoch is not None and tuple(p.diverging_epoch) != (-1, -1):
                     tags.append((0, _I32.pack(p.diverging_epoch[0]) + _I64.pack(p.diverging_epoch[1]) + b"\x00"))
@@ -305,6 +349,6 @@ def encode_fetch_response(
     return parts
 
 
-def fetch_response_size(parts: Sequence[Buffer]) -> int:
-    """Total bytes of an encoded fetch body (for the frame size prefix)."""
-    return sum(memoryview(p).nbytes for p in parts)
+def fetch_response_size(parts: Sequence[Any]) -> int:
+    """Total bytes of an encoded fetch body, regions included (for the frame size prefix)."""
+    return sum(_nbytes(p) for p in parts)

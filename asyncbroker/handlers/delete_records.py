@@ -64,7 +64,22 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 item[2] = UnknownTopicOrPartitionError.error_code
             parts.append((p.partition_index, item))
             items.append(item)
-    await broker.run_blocking(_delete_all, items)
+    # The cleaner must not swap segments of a partition while its log start offset moves:
+    # stop any clean of it (waiting for the worker) and keep it paused until this is done.
+    cleaner = getattr(broker, "cleaner", None)
+    paused: list[TopicPartition] = []
+    try:
+        if cleaner is not None:
+            for name, parts in plan:
+                for index, item in parts:
+                    if item[0] is not None:
+                        tp = TopicPartition(name, index)
+                        await cleaner.abort_and_pause_cleaning(tp)
+                        paused.append(tp)
+        await broker.run_blocking(_delete_all, items)
+    finally:
+        if paused:
+            cleaner.resume_cleaning(paused)
     for name, parts in plan:
         for index, item in parts:
             if item[2] == ErrorCode.NONE:

@@ -30,9 +30,9 @@ from wire.errors import (
     UnknownTopicOrPartitionError,
 )
 from wire.messages import ApiKey
+from wire.response_encoders import FetchPartitionData, FetchTopicData, encode_fetch_response
 
-from asyncbroker.encoded_response import FileRegion
-from asyncbroker.fetch_response import encode_fetch_body
+from asyncbroker.encoded_response import EncodedResponse, FileRegion
 from asyncbroker.handlers import error_code_for
 
 API_KEY = ApiKey.FETCH
@@ -189,5 +189,28 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     return _response(broker, version, reads)
 
 
-def _response(broker: Any, version: int, reads: list[PartitionRead], error: int = ErrorCode.NONE) -> Any:
-    return encode_fetch_body(version, reads, error)
+def _response(broker: Any, version: int, reads: list[PartitionRead], error: int = ErrorCode.NONE) -> EncodedResponse:
+    return EncodedResponse.of(encode_fetch_response(version, fetch_topics(reads), error_code=error))
+
+
+def fetch_topics(reads: list[PartitionRead]) -> list[FetchTopicData]:
+    """Group reads into response topics (consecutive reads of one topic share an entry, as in Kafka).
+
+    Record data goes in untouched (bytes, or a FileRegion the connection
+    sendfiles). No tagged fields: this node is the leader, so there is no
+    diverging epoch, leader change or snapshot to report.
+    """
+    topics: list[FetchTopicData] = []
+    last_key: object = None
+    partitions: list[FetchPartitionData] = []
+    for r in reads:
+        key = (r.topic, r.topic_id)
+        if key != last_key:
+            partitions = []
+            topics.append(FetchTopicData(r.topic or "", partitions, r.topic_id))
+            last_key = key
+        partitions.append(FetchPartitionData(
+            r.index, r.error, r.high_watermark, r.last_stable_offset, r.log_start_offset, r.aborted,
+            records=(r.records,) if r.size else (),
+        ))
+    return topics

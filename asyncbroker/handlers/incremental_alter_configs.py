@@ -28,6 +28,8 @@ async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
     if resource.resource_type == ConfigResourceType.TOPIC:
         validate_topic_name(resource.resource_name)
         await broker.topics.incremental_alter_configs(resource.resource_name, ops, validate_only)
+        if not validate_only and getattr(broker, "cleaner", None) is not None:
+            broker.cleaner.wake()  # e.g. cleanup.policy=compact or a lower dirty ratio: look now
         return
     if resource.resource_type == ConfigResourceType.BROKER:
         if resource.resource_name not in ("", str(broker.node_id)):

@@ -7,14 +7,15 @@ partition of the request.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from wire.errors import ErrorCode
 from wire.messages import ApiKey
 
+from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.group_coordinator import group_coordinator_for, millis
 from asyncbroker.handlers import error_code_for
-from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.OFFSET_COMMIT
 MIN_VERSION = 2
@@ -50,13 +51,44 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             code = error_code_for(exc)
             for topic, partition, *_ in items:
                 errors[(topic, partition)] = code
-    b = ResponseBuilder(API_KEY, version)
-    topics = tuple(
-        b.entity("OffsetCommitResponseTopic", name=t.name, partitions=tuple(
-            b.entity("OffsetCommitResponsePartition", partition_index=p.partition_index,
-                     error_code=errors.get((t.name, p.partition_index), ErrorCode.NONE))
-            for p in t.partitions
-        ))
+    body = encode_offset_commit_response(version, [
+        (t.name, [(p.partition_index, errors.get((t.name, p.partition_index), ErrorCode.NONE)) for p in t.partitions])
         for t in request.topics
-    )
-    return b.entity("OffsetCommitResponse", throttle_time=0, topics=topics)
+    ])
+    return EncodedResponse([body], len(body))
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_PARTITION = struct.Struct(">ih")
+
+
+def encode_offset_commit_response(version: int, topics: list[tuple[str, list[tuple[int, int]]]]) -> bytes:
+    """OffsetCommitResponse v2-v9 body, written directly: consumers commit often and
+    building kio entities for this tiny answer costs more than the rest of the request."""
+    out = bytearray()
+    flexible = version >= 8
+    if version >= 3:
+        out += b"\x00\x00\x00\x00"  # throttle_time_ms
+    out += _uvarint(len(topics) + 1) if flexible else struct.pack(">i", len(topics))
+    for name, partitions in topics:
+        raw = name.encode("utf-8")
+        out += _uvarint(len(raw) + 1) if flexible else struct.pack(">h", len(raw))
+        out += raw
+        out += _uvarint(len(partitions) + 1) if flexible else struct.pack(">i", len(partitions))
+        for index, error in partitions:
+            out += _PARTITION.pack(index, error)
+            if flexible:
+                out += b"\x00"
+        if flexible:
+            out += b"\x00"
+    if flexible:
+        out += b"\x00"
+    return bytes(out)

@@ -23,6 +23,8 @@ asyncbroker.monitor_client), the same commands an operator or a CI script
 uses on a live broker. Why that channel and not a test-only one: the broker
 under test stays the real subprocess, speaking only Kafka on its listener,
 and the lever is one every deployed broker already has (`serve --monitor`).
+Compaction lever (`monitor=True`): `clean_now(topic, partition=None)` rolls
+and compacts a topic now and waits for the swap (the console's `clean`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from asyncbroker.log_jobs import RetentionRun
+    from cleaner.cleaner_stats import CleanerStats
     from asyncbroker.monitor_client import MonitorClient
 
 _READY = re.compile(r"Awaiting socket connections on (\S+):(\d+)\.")
@@ -208,6 +211,24 @@ class BrokerProcess:
         if m is None:
             raise RuntimeError(f"unexpected answer from the broker's monitor: {line!r}")
         return int(m.group(1))
+
+    def clean_now(self, topic: str, partition: int | None = None, *, wait: bool = True,
+                  timeout: float = 120.0) -> "dict[int, CleanerStats | None] | None":
+        """Compact `topic` (or one partition) now, whatever its dirty ratio: the active segment is
+        rolled first, so everything produced so far is cleanable. With wait=True returns, per
+        partition, the CleanerStats of the clean (None: nothing to clean) once the cleaned
+        segments are swapped in; with wait=False starts it and returns None. Needs monitor=True
+        and the cleaner enabled (log.cleaner.enable=true, the default)."""
+        import msgspec
+
+        from cleaner.cleaner_stats import CleanerStats
+
+        command = f"clean {topic}" + ("" if partition is None else f" {int(partition)}")
+        if not wait:
+            self._monitor_command(command + " --no-wait", timeout)
+            return None
+        line = self._monitor_command(command + " --json", timeout)[-1]
+        return msgspec.json.decode(line[len("OK clean "):], type=dict[int, CleanerStats | None])
 
     def _monitor_command(self, line: str, timeout: float) -> list[str]:
         from asyncbroker.monitor_client import MonitorClient

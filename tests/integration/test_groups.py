@@ -223,3 +223,65 @@ def test_kcat_balanced_consumer() -> None:
             proc.terminate()
             proc.wait(10)
         assert sorted(int(line) for line in lines) == list(range(30))
+
+
+def test_static_member_restart_keeps_its_assignment_without_rebalance() -> None:
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient
+
+    with BrokerProcess(GROUP_OVERRIDES) as broker:
+        produce(broker.bootstrap, "static-t", range(3))
+
+        def start() -> Any:
+            c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "static-g",
+                          "group.instance.id": "inst-1", "session.timeout.ms": 10000})
+            c.subscribe(["static-t"])
+
+            def assigned() -> bool:
+                c.poll(0.05)
+                return bool(c.assignment())
+            wait_until(assigned, 20, "an assignment")
+            return c
+
+        first = start()
+        first_assignment = sorted(tp.partition for tp in first.assignment())
+        first.close()  # a static member does not leave the group on close
+        second = start()
+        try:
+            assert sorted(tp.partition for tp in second.assignment()) == first_assignment == list(range(6))
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            desc = admin.describe_consumer_groups(["static-g"], request_timeout=10)["static-g"].result()
+            assert [m.group_instance_id for m in desc.members] == ["inst-1"]
+        finally:
+            second.close()
+        rebalances = [line for line in broker.log_lines if "Preparing to rebalance group static-g" in line]
+        assert len(rebalances) == 1, rebalances  # only the first join
+
+
+def test_cooperative_sticky_incremental_rebalance() -> None:
+    """KIP-429 runs over the classic protocol: revocation happens in a second, client-driven rebalance."""
+    from confluent_kafka import Consumer
+
+    with BrokerProcess(GROUP_OVERRIDES) as broker:
+        produce(broker.bootstrap, "coop", range(6))
+        consumers = [Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "coop-g",
+                               "partition.assignment.strategy": "cooperative-sticky",
+                               "heartbeat.interval.ms": 200}) for _ in range(2)]
+        try:
+            consumers[0].subscribe(["coop"])
+
+            def first_owns_all() -> bool:
+                consumers[0].poll(0.05)
+                return sorted(tp.partition for tp in consumers[0].assignment()) == list(range(6))
+            wait_until(first_owns_all, 20, "the first member to own every partition")
+            consumers[1].subscribe(["coop"])
+
+            def split() -> bool:
+                for c in consumers:
+                    c.poll(0.05)
+                sets = [sorted(tp.partition for tp in c.assignment()) for c in consumers]
+                return all(sets) and sorted(sets[0] + sets[1]) == list(range(6))
+            wait_until(split, 30, "an incremental rebalance splitting the partitions")
+        finally:
+            for c in consumers:
+                c.close()

@@ -1,4 +1,10 @@
-"""The hand-assembled FetchResponse decodes with kio to the same fields, every version."""
+"""The Fetch handler's response (wire's encoder around FileRegions) decodes with kio, every version.
+
+wire's encoder itself is tested byte for byte against kio in
+tests/unit/wire/test_wire_response_encoders.py; this covers the service
+side: reads grouped into topics, a real FileRegion passed through as a part
+of its own and sized by len(), and the whole-response error code.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,10 @@ import uuid
 
 import pytest
 
-from asyncbroker.encoded_response import FileRegion
-from asyncbroker.fetch_response import encode_fetch_body
+from asyncbroker.encoded_response import EncodedResponse, FileRegion
+from asyncbroker.handlers import fetch
 from asyncbroker.handlers.fetch import PartitionRead
+from wire.errors import ErrorCode
 from wire.messages import decode_response
 
 
@@ -42,7 +49,9 @@ def test_matches_kio_decoder(version: int) -> None:
         f.flush()
         region = FileRegion(os.dup(f.fileno()), 4, 17)
         reads = make_reads(region, 17)
-        body = encode_fetch_body(version, reads, error_code=0, session_id=0)
+        body = fetch._response(None, version, reads)
+        assert isinstance(body, EncodedResponse) and body.has_file_regions
+        assert sum(1 for p in body.parts if p is region) == 1  # passed through, not read
         data = flatten(body.parts)
         region.close()
     assert len(data) == body.size
@@ -62,3 +71,19 @@ def test_matches_kio_decoder(version: int) -> None:
     assert p1.error_code == 1 and p1.aborted_transactions is None and not p1.records
     p2 = topics[1].partitions[0]
     assert p2.partition_index == 3 and bytes(p2.records) == b"PAYLOAD-FROM-FILE"
+
+
+@pytest.mark.parametrize("version", [4, 12, 17])
+def test_in_memory_records_and_session_error(version: int) -> None:
+    reads = make_reads(b"in-memory", 9)
+    body = fetch._response(None, version, reads)
+    assert not body.has_file_regions
+    data = flatten(body.parts)
+    assert len(data) == body.size
+    assert bytes(decode_response(1, version, data).responses[1].partitions[0].records) == b"in-memory"
+
+    body = fetch._response(None, version, [], error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    resp = decode_response(1, version, flatten(body.parts))
+    assert resp.responses == ()
+    if version >= 7:
+        assert resp.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND

@@ -399,7 +399,7 @@ async def test_retention_logs_segments_rule_sizes_and_offsets(env: Env, caplog: 
     with caplog.at_level(logging.INFO):
         run = await env.retention()
     text = caplog.text
-    assert "retention size breach" in text  # storage's line: which rule
+    assert "retention size" in text  # storage's line: which rule
     assert f"base offsets {run.deletions[0].base_offsets}" in text  # which segments, bytes, offsets
     assert f"log start offset 0 -> {log.log_start_offset}" in text
     assert f"Log cleanup completed. {run.segments_deleted} files deleted" in text
@@ -457,3 +457,18 @@ def test_storage_checkpoint_writes_are_serialized(tmp_path: Path) -> None:
         assert halts == []
     finally:
         lm.shutdown()
+
+
+async def test_flusher_applies_flush_ms_and_the_checkpoint_jobs_write_their_files(env: Env) -> None:
+    from storage.offset_checkpoint import RECOVERY_POINT_CHECKPOINT_FILE
+
+    log = env.log(LogConfig(segment_bytes=3000, flush_ms=1000))
+    env.fill(log, 5)
+    assert log.recovery_point < log.log_end_offset
+    await env.jobs.scheduler.run_now("kafka-log-flusher")
+    assert log.recovery_point < log.log_end_offset  # flush.ms not yet elapsed
+    env.clock.advance(1000)
+    await env.jobs.scheduler.run_now("kafka-log-flusher")
+    assert log.recovery_point == log.log_end_offset
+    await env.jobs.scheduler.run_now("kafka-recovery-point-checkpoint")
+    assert OffsetCheckpointFile(env.dir / RECOVERY_POINT_CHECKPOINT_FILE).read()[TP] == log.log_end_offset

@@ -110,6 +110,6 @@ def spark_rows_as_tuples(rows: Sequence) -> list[tuple]:
         (r["topic"], r["partition"], r["offset"], r["ts_ms"],
          None if r["key"] is None else bytes(r["key"]),
          None if r["value"] is None else bytes(r["value"]),
-         [(h["key"], None if h["value"] is None else bytes(h["value"])) for h in r["headers"]])
+         [(h["key"], None if h["value"] is None else bytes(h["value"])) for h in r["headers"] or []])
         for r in rows
     ]

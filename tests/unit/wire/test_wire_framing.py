@@ -1,16 +1,24 @@
-"""FrameReader: any chunking, typed errors for bad sizes, bounded buffering."""
+"""FrameReader: any chunking through either interface (feed, or the BufferedProtocol
+get_buffer/buffer_updated pair), typed errors for bad sizes, bounded buffering,
+large frames received in place, and read-only frames that kio can decode."""
 
 from __future__ import annotations
 
+import datetime
+import importlib
+import random
 import struct
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kio.static.primitive import i32Timedelta
 
 from wire.errors import KafkaError
 from wire.framing import (
     DEFAULT_MAX_FRAME_SIZE,
+    SCRATCH_SIZE,
     FrameReader,
     FrameTooLargeError,
     FramingError,
@@ -18,6 +26,9 @@ from wire.framing import (
     frame,
     size_prefix,
 )
+from wire.headers import encode_request_header, parse_request_header
+from wire.messages import ApiKey, decode_request, encode_request
+from wire.records import Record, build_batch
 
 
 def _feed_in_chunks(reader: FrameReader, stream: bytes, cuts: list[int]) -> list[bytes]:
@@ -28,23 +39,91 @@ def _feed_in_chunks(reader: FrameReader, stream: bytes, cuts: list[int]) -> list
     return out
 
 
+def _receive(
+    reader: FrameReader,
+    data: bytes,
+    next_size: Callable[[], int],
+    check: Callable[[FrameReader], None] = lambda r: None,
+) -> list[bytes | memoryview]:
+    """Play a transport: recv_into each `get_buffer()` at most `next_size()` bytes."""
+    out: list[bytes | memoryview] = []
+    pos = 0
+    while pos < len(data):
+        buf = reader.get_buffer(-1)
+        assert len(buf) > 0 and not buf.readonly
+        n = min(len(buf), len(data) - pos, max(1, next_size()))
+        buf[:n] = data[pos : pos + n]
+        pos += n
+        out += reader.buffer_updated(n)
+        check(reader)
+    return out
+
+
+def _assert_read_only(frames: list[bytes | memoryview]) -> None:
+    # kio's native decoder rejects writable buffers.
+    for f in frames:
+        assert memoryview(f).readonly, type(f)
+
+
+# -- arbitrary chunking, both interfaces -----------------------------------------
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     payloads=st.lists(st.binary(max_size=300), max_size=20),
     cuts=st.lists(st.integers(0, 10_000), max_size=30),
     as_view=st.booleans(),
+    scratch=st.sampled_from([4, 5, 17, 64, 301, SCRATCH_SIZE]),
 )
-def test_frames_survive_arbitrary_chunking(payloads: list[bytes], cuts: list[int], as_view: bool) -> None:
+def test_feed_survives_arbitrary_chunking(
+    payloads: list[bytes], cuts: list[int], as_view: bool, scratch: int
+) -> None:
     stream = b"".join(frame(p) for p in payloads)
-    reader = FrameReader(max_size=300)
-    if as_view:
-        stream_obj = memoryview(bytearray(stream))
-        points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
-        got = [bytes(f) for a, b in zip(points, points[1:]) for f in reader.feed(stream_obj[a:b])]
-    else:
-        got = _feed_in_chunks(reader, stream, cuts)
-    assert got == payloads
+    reader = FrameReader(max_size=300, scratch_size=scratch)
+    points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
+    got: list[bytes | memoryview] = []
+    source = memoryview(bytearray(stream)) if as_view else stream
+    for a, b in zip(points, points[1:]):
+        got += reader.feed(source[a:b])
+    _assert_read_only(got)
+    assert [bytes(f) for f in got] == payloads
     assert reader.buffered == 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    payloads=st.lists(st.binary(max_size=300), max_size=20),
+    recv_sizes=st.lists(st.integers(1, 700), min_size=1, max_size=30),
+    scratch=st.sampled_from([4, 5, 17, 64, 301, SCRATCH_SIZE]),
+)
+def test_buffered_protocol_survives_arbitrary_recv_sizes(
+    payloads: list[bytes], recv_sizes: list[int], scratch: int
+) -> None:
+    stream = b"".join(frame(p) for p in payloads)
+    reader = FrameReader(max_size=300, scratch_size=scratch)
+    sizes = iter(recv_sizes * (len(stream) + 1))
+    got = _receive(reader, stream, lambda: next(sizes), lambda r: _check_bounded(r, 300))
+    _assert_read_only(got)
+    assert [bytes(f) for f in got] == payloads
+    assert reader.buffered == 0
+
+
+def _check_bounded(reader: FrameReader, max_size: int) -> None:
+    assert reader.buffered <= max_size + 4
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_recv_sizes_around_the_scratch_buffer(seed: int) -> None:
+    """Real scratch size, frames just below/at/above it, recvs from 1 byte to 1 MiB."""
+    rng = random.Random(seed)
+    lengths = [0, 1, 10, 1000, SCRATCH_SIZE - 4, SCRATCH_SIZE - 3, SCRATCH_SIZE, 3 * SCRATCH_SIZE + 17]
+    payloads = [rng.randbytes(rng.choice(lengths)) for _ in range(40)]
+    data = b"".join(frame(p) for p in payloads)
+    got = _receive(FrameReader(10 << 20), data, lambda: rng.choice([1, 3, 7, 100, 4096, 65536, 1 << 20]))
+    _assert_read_only(got)
+    assert [bytes(f) for f in got] == payloads
+    cuts = sorted(rng.randrange(len(data)) for _ in range(60))
+    assert _feed_in_chunks(FrameReader(10 << 20), data, cuts) == payloads
 
 
 def test_byte_by_byte() -> None:
@@ -53,6 +132,8 @@ def test_byte_by_byte() -> None:
     reader = FrameReader()
     got = [f for i in range(len(stream)) for f in reader.feed(stream[i : i + 1])]
     assert got == payloads
+    got = _receive(FrameReader(scratch_size=8), stream, lambda: 1)
+    assert [bytes(f) for f in got] == payloads
 
 
 def test_frame_and_prefix() -> None:
@@ -64,30 +145,55 @@ def test_frame_and_prefix() -> None:
 def test_frame_exactly_at_max_is_accepted() -> None:
     reader = FrameReader(max_size=10)
     assert reader.feed(frame(b"x" * 10)) == [b"x" * 10]
+    reader = FrameReader(max_size=100_000)
+    assert [bytes(f) for f in reader.feed(frame(b"y" * 100_000))] == [b"y" * 100_000]
 
 
-def test_oversized_frame_is_rejected_from_the_prefix_alone() -> None:
+# -- bad sizes ---------------------------------------------------------------------
+
+
+def _feed_all(reader: FrameReader, data: bytes) -> list[bytes | memoryview]:
+    return reader.feed(data)
+
+
+def _receive_all(reader: FrameReader, data: bytes) -> list[bytes | memoryview]:
+    return _receive(reader, data, lambda: 3)
+
+
+both_interfaces = pytest.mark.parametrize("deliver", [_feed_all, _receive_all], ids=["feed", "get_buffer"])
+
+
+@both_interfaces
+def test_oversized_frame_is_rejected_from_the_prefix_alone(deliver: Callable[..., list]) -> None:
     reader = FrameReader(max_size=1000)
     with pytest.raises(FrameTooLargeError) as info:
-        reader.feed(struct.pack(">i", 1001))
+        deliver(reader, struct.pack(">i", 1001))
     assert isinstance(info.value, FramingError) and isinstance(info.value, KafkaError)
     assert reader.buffered <= 4
     # poisoned: the stream position is lost, the connection must close
     with pytest.raises(FrameTooLargeError):
         reader.feed(b"more")
+    with pytest.raises(FrameTooLargeError):
+        reader.buffer_updated(0)
 
 
-def test_oversized_frame_after_good_frames_in_one_chunk() -> None:
+@both_interfaces
+def test_oversized_frame_after_good_frames_in_one_chunk(deliver: Callable[..., list]) -> None:
     reader = FrameReader(max_size=10)
     with pytest.raises(FrameTooLargeError):
-        reader.feed(frame(b"ok") + struct.pack(">i", 2**31 - 1) + b"x" * 50)
+        deliver(reader, frame(b"ok") + struct.pack(">i", 2**31 - 1) + b"x" * 50)
+    with pytest.raises(FrameTooLargeError):
+        deliver(FrameReader(1000), struct.pack(">i", 1001) + b"x")
 
 
+@both_interfaces
 @pytest.mark.parametrize("size", [-1, -(2**31)])
-def test_negative_size(size: int) -> None:
+def test_negative_size(deliver: Callable[..., list], size: int) -> None:
     reader = FrameReader()
     with pytest.raises(InvalidFrameError):
-        reader.feed(frame(b"a") + struct.pack(">i", size))
+        deliver(reader, frame(b"a") + struct.pack(">i", size))
+    with pytest.raises(InvalidFrameError):
+        deliver(FrameReader(1000), struct.pack(">i", -1))
 
 
 def test_negative_size_split_across_feeds() -> None:
@@ -98,10 +204,18 @@ def test_negative_size_split_across_feeds() -> None:
         reader.feed(b"\xff\xff\xff")
 
 
+# -- bounded memory ----------------------------------------------------------------
+
+
 @settings(max_examples=100, deadline=None)
-@given(data=st.binary(max_size=400), cuts=st.lists(st.integers(0, 1000), max_size=10))
-def test_garbage_never_buffers_more_than_max_plus_prefix(data: bytes, cuts: list[int]) -> None:
-    reader = FrameReader(max_size=64)
+@given(
+    data=st.binary(max_size=400),
+    cuts=st.lists(st.integers(0, 1000), max_size=10),
+    recv=st.integers(1, 100),
+    scratch=st.sampled_from([4, 16, SCRATCH_SIZE]),
+)
+def test_garbage_never_buffers_more_than_max_plus_prefix(data: bytes, cuts: list[int], recv: int, scratch: int) -> None:
+    reader = FrameReader(max_size=64, scratch_size=scratch)
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
     try:
         for a, b in zip(points, points[1:]):
@@ -110,6 +224,17 @@ def test_garbage_never_buffers_more_than_max_plus_prefix(data: bytes, cuts: list
             assert reader.buffered <= 64 + 4
     except FramingError:
         pass
+    reader = FrameReader(max_size=64, scratch_size=scratch)
+    try:
+        for f in _receive(reader, data, lambda: recv, lambda r: _check_bounded(r, 64)):
+            assert len(f) <= 64
+    except FramingError:
+        pass
+
+
+def test_scratch_is_never_larger_than_one_max_frame() -> None:
+    reader = FrameReader(max_size=10)
+    assert len(reader.get_buffer()) == 14
 
 
 def test_large_frame_assembled_from_many_chunks() -> None:
@@ -120,4 +245,65 @@ def test_large_frame_assembled_from_many_chunks() -> None:
     for i in range(0, len(stream), 65536):
         got.extend(reader.feed(stream[i : i + 65536]))
         assert reader.buffered <= len(payload) + 4
-    assert got == [payload]
+    assert [bytes(f) for f in got] == [payload]
+    _assert_read_only(got)
+
+
+def test_large_frame_is_received_in_place() -> None:
+    """Zero copy: after the prefix, the socket writes into the frame's own buffer,
+    which is handed out (read-only) as the frame; the buffer offered never
+    reaches past the frame, so the next frame's bytes stay out of it."""
+    big = bytes(range(256)) * 1024  # 256 KiB
+    data = frame(big) + frame(b"next")
+    reader = FrameReader()
+    first = reader.get_buffer()
+    first[:100] = data[:100]
+    assert reader.buffer_updated(100) == []
+    target = reader.get_buffer()
+    assert len(target) == len(big) - 96  # exactly the missing bytes
+    owner = target.obj
+    pos = 100
+    frames: list[bytes | memoryview] = []
+    while not frames:
+        buf = reader.get_buffer()
+        assert buf.obj is owner
+        n = min(len(buf), 50_000)
+        buf[:n] = data[pos : pos + n]
+        pos += n
+        frames = reader.buffer_updated(n)
+    assert pos == 4 + len(big)
+    [got] = frames
+    assert isinstance(got, memoryview) and got.readonly and got.obj is owner
+    assert got == big
+    assert reader.buffered == 0
+    assert [bytes(f) for f in reader.feed(data[pos:])] == [b"next"]
+
+
+# -- read-only frames reach kio's decoder ------------------------------------------
+
+
+def _produce_frame(version: int, records: bytes) -> bytes:
+    m = importlib.import_module(f"kio.schema.produce.v{version}.request")
+    req = m.ProduceRequest(
+        transactional_id=None,
+        acks=1,
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        topic_data=(m.TopicProduceData(name="t", partition_data=(m.PartitionProduceData(index=0, records=records),)),),
+    )
+    return encode_request_header(ApiKey.PRODUCE, version, 5, "producer") + encode_request(req)
+
+
+@pytest.mark.parametrize("version", [3, 9])
+@pytest.mark.parametrize("value_size", [100, 1000])  # frame below / above the scratch buffer
+def test_multi_chunk_produce_frame_decodes_with_kio(version: int, value_size: int) -> None:
+    batch = build_batch([Record(i, 1000 + i, None, bytes([i % 256]) * value_size) for i in range(200)])
+    payload = _produce_frame(version, batch)
+    stream = frame(payload) * 2
+    sizes = iter([1, 2, 3, 1000, 7000, 40_000] * 100)
+    received = _receive(FrameReader(), stream, lambda: next(sizes))
+    fed = FrameReader().feed(stream[:50]) + FrameReader().feed(stream)  # first call: nothing complete
+    for f in received + fed:
+        header, offset = parse_request_header(f)
+        request = decode_request(header, f, offset)
+        assert bytes(request.topic_data[0].partition_data[0].records) == batch
+    assert len(received) == 2 and len(fed) == 2

@@ -1,4 +1,9 @@
-"""The hand-written Produce/Fetch encoders are byte-identical to kio's."""
+"""The hand-written Produce/Fetch encoders are byte-identical to kio's.
+
+Fetch record data may be buffers or opaque regions (anything with `__len__`,
+like the service's FileRegion over a segment file): regions come back as
+parts untouched, and with their bytes put in place the body equals kio's.
+"""
 
 from __future__ import annotations
 
@@ -80,6 +85,28 @@ def kio_produce(version: int, topics: list[ProduceTopicResult], throttle: int, e
     return encode_response(_mk(m.ProduceResponse, **kw))
 
 
+class Region:
+    """An opaque stand-in for a file region: a length, and bytes only the test can reach."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Region({self._data!r})"
+
+
+def _bytes_of(part: Any) -> bytes:
+    """What the service would send for a part: a region's bytes, or the buffer itself."""
+    return part._data if isinstance(part, Region) else bytes(part)
+
+
+def join_parts(parts: list[Any]) -> bytes:
+    return b"".join(_bytes_of(p) for p in parts)
+
+
 def kio_fetch(version: int, topics: list[FetchTopicData], throttle: int, error: int, session: int, eps: list) -> bytes:
     m = importlib.import_module(f"kio.schema.fetch.v{version}.response")
     responses = []
@@ -96,7 +123,7 @@ def kio_fetch(version: int, topics: list[FetchTopicData], throttle: int, error: 
                 if p.aborted_transactions is None
                 else tuple(m.AbortedTransaction(producer_id=a, first_offset=b) for a, b in p.aborted_transactions),
                 preferred_read_replica=p.preferred_read_replica,
-                records=None if p.records is None else b"".join(bytes(b) for b in p.records),
+                records=None if p.records is None else join_parts(list(p.records)),
             )
             if hasattr(m, "EpochEndOffset"):
                 e = p.diverging_epoch or (-1, -1)
@@ -156,7 +183,8 @@ def test_produce_response_matches_kio(version: int, topics: list, throttle: int,
     assert ours == kio_produce(version, topics, throttle, eps)
 
 
-_record_parts = st.none() | st.lists(st.binary(max_size=40), max_size=3)
+_record_data = st.binary(max_size=40) | st.binary(max_size=40).map(Region)
+_record_parts = st.none() | st.lists(_record_data, max_size=3)
 fetch_partitions = st.builds(
     FetchPartitionData,
     partition_index=st.integers(0, 10_000),
@@ -190,9 +218,14 @@ def test_fetch_response_matches_kio(version: int, topics: list, throttle: int, e
     parts = encode_fetch_response(
         version, topics, throttle_time_ms=throttle, error_code=error, session_id=session, node_endpoints=eps
     )
-    body = b"".join(bytes(p) for p in parts)
+    body = join_parts(parts)
     assert fetch_response_size(parts) == len(body)
     assert body == kio_fetch(version, topics, throttle, error, session, eps)
+    # Every non-empty record object is a part of its own, the same object; nothing else is opaque.
+    records = [r for t in topics for p in t.partitions for r in (p.records or ()) if len(r)]
+    passed = [q for q in parts if any(q is r for r in records)]
+    assert len(passed) == len(records)
+    assert all(isinstance(q, (bytes, bytearray, memoryview)) for q in parts if not isinstance(q, Region))
 
 
 def test_fetch_records_are_passed_through_without_copy() -> None:
@@ -205,6 +238,47 @@ def test_fetch_records_are_passed_through_without_copy() -> None:
     body = b"".join(bytes(p) for p in parts)
     decoded = decode_response(1, 12, body)
     assert decoded.responses[0].partitions[0].records == bytes(view)
+
+
+def test_record_size_counts_bytes_not_items() -> None:
+    wide = memoryview(bytearray(range(16))).cast("I")  # 4 items of 4 bytes
+    parts = encode_fetch_response(12, [FetchTopicData("t", [FetchPartitionData(0, records=[wide])])])
+    assert fetch_response_size(parts) == len(join_parts(parts))
+    assert decode_response(1, 12, join_parts(parts)).responses[0].partitions[0].records == bytes(range(16))
+
+
+@pytest.mark.parametrize("version", range(FETCH_VERSIONS[0], FETCH_VERSIONS[1] + 1))
+def test_fetch_with_region_decodes_with_kio(version: int) -> None:
+    """A service-shaped response (leader, no tagged fields) with one partition's records in a region."""
+    tid_a, tid_b = uuid.uuid4(), uuid.uuid4()
+    region = Region(b"PAYLOAD-FROM-FILE")
+    topics = [
+        FetchTopicData("alpha", [
+            FetchPartitionData(0, 0, 10, 9, 2, [(7, 3), (8, 5)], records=[b"\x01\x02\x03"]),
+            FetchPartitionData(1, 1, -1, -1, -1, None, records=()),
+        ], tid_a),
+        FetchTopicData("beta", [FetchPartitionData(3, 0, 100, 100, 0, None, records=[region])], tid_b),
+    ]
+    parts = encode_fetch_response(version, topics)
+    assert sum(1 for p in parts if p is region) == 1
+    data = join_parts(parts)
+    assert fetch_response_size(parts) == len(data)
+    resp = decode_response(1, version, data)
+    decoded = resp.responses
+    assert len(decoded) == 2
+    if version >= 13:
+        assert (decoded[0].topic_id, decoded[1].topic_id) == (tid_a, tid_b)
+    else:
+        assert (decoded[0].topic, decoded[1].topic) == ("alpha", "beta")
+    p0, p1 = decoded[0].partitions
+    assert (p0.partition_index, p0.error_code, p0.high_watermark, p0.last_stable_offset) == (0, 0, 10, 9)
+    assert bytes(p0.records) == b"\x01\x02\x03"
+    assert [(t.producer_id, t.first_offset) for t in p0.aborted_transactions] == [(7, 3), (8, 5)]
+    if version >= 5:
+        assert p0.log_start_offset == 2
+    assert p1.error_code == 1 and p1.aborted_transactions is None and not p1.records
+    p2 = decoded[1].partitions[0]
+    assert p2.partition_index == 3 and bytes(p2.records) == b"PAYLOAD-FROM-FILE"
 
 
 def test_produce_v13_uses_topic_id() -> None:

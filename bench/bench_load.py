@@ -1,0 +1,227 @@
+"""Load: many concurrent connections and partitions, mixed produce/fetch/metadata.
+
+    .venv/bin/python bench/bench_load.py [--connections 1000] [--partitions 1000] [--seconds 30]
+
+One asyncio client process opens N connections to a broker subprocess; each connection loops
+over a random mix (60% Produce acks=1 of a 200 B record, 30% Fetch of a random partition,
+10% Metadata of the topic) for the given time. Reported: requests/s, p50/p99/max latency per
+kind, errors, the broker's RSS and open fds before, at peak and after the clients leave (an
+fd leak shows as "after" above "before"). tests/integration/test_load.py runs a bounded form
+and asserts no errors, no fd leak and bounded RSS; the numbers are only printed.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import os
+import random
+import resource
+import struct
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from kio.schema.create_topics.v5 import request as ct5  # noqa: E402
+from kio.schema.fetch.v12 import request as fetch12  # noqa: E402
+from kio.schema.metadata.v12 import request as meta12  # noqa: E402
+from kio.schema.produce.v9 import request as produce9  # noqa: E402
+
+from asyncbroker.testing import BrokerProcess  # noqa: E402
+from wire.headers import encode_request_header, response_header_version  # noqa: E402
+from wire.messages import decode_response, encode_request  # noqa: E402
+from wire.records import Record, build_batch  # noqa: E402
+
+TOPIC = "load"
+
+
+@dataclass
+class LoadResult:
+    connections: int
+    partitions: int
+    seconds: float
+    requests: int = 0
+    errors: list[str] = field(default_factory=list)
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    rss_kib: dict[str, int] = field(default_factory=dict)
+    fds: dict[str, int] = field(default_factory=dict)
+    topic_create_s: float = 0.0
+
+    def percentile(self, kind: str, q: float) -> float:
+        values = sorted(self.latencies[kind])
+        if not values:
+            return 0.0
+        return values[min(len(values) - 1, int(len(values) * q))] * 1000
+
+    def report(self) -> str:
+        lines = [f"load: {self.connections} connections, {self.partitions} partitions, {self.seconds:.0f}s: "
+                 f"{self.requests} requests ({self.requests / self.seconds:,.0f}/s), {len(self.errors)} errors; "
+                 f"topic creation {self.topic_create_s:.1f}s"]
+        for kind in sorted(self.latencies):
+            lines.append(f"  {kind:9} n={len(self.latencies[kind]):7}  p50 {self.percentile(kind, 0.5):7.2f} ms  "
+                         f"p99 {self.percentile(kind, 0.99):7.2f} ms  max {self.percentile(kind, 1.0):7.2f} ms")
+        lines.append("  broker RSS MiB " + ", ".join(f"{k} {v // 1024}" for k, v in self.rss_kib.items())
+                     + "; open fds " + ", ".join(f"{k} {v}" for k, v in self.fds.items()))
+        return "\n".join(lines)
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def fd_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+class Client:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.cid = 0
+
+    @classmethod
+    async def connect(cls, host: str, port: int) -> "Client":
+        reader, writer = await asyncio.open_connection(host, port)
+        return cls(reader, writer)
+
+    async def call(self, entity: object) -> object:
+        self.cid += 1
+        key, ver = entity.__api_key__, entity.__version__  # type: ignore[attr-defined]
+        body = encode_request_header(key, ver, self.cid, "load") + encode_request(entity)
+        self.writer.write(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", await self.reader.readexactly(4))[0]
+        data = await self.reader.readexactly(size)
+        cid = struct.unpack_from(">i", data)[0]
+        if cid != self.cid:
+            raise AssertionError(f"correlation id {cid} != {self.cid}")
+        return decode_response(key, ver, data[4 + (1 if response_header_version(key, ver) >= 1 else 0):])
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _produce(partition: int, value: bytes) -> object:
+    batch = build_batch([Record(offset=0, timestamp=int(time.time() * 1000), key=None, value=value, headers=[])])
+    return produce9.ProduceRequest(transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=30),
+                                   topic_data=(produce9.TopicProduceData(name=TOPIC, partition_data=(
+                                       produce9.PartitionProduceData(index=partition, records=batch),)),))
+
+
+def _fetch(partition: int) -> object:
+    return fetch12.FetchRequest(
+        cluster_id=None, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0, max_bytes=64 << 10,
+        isolation_level=0, session_id=0, session_epoch=-1,
+        topics=(fetch12.FetchTopic(topic=TOPIC, partitions=(fetch12.FetchPartition(
+            partition=partition, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+            log_start_offset=-1, partition_max_bytes=16 << 10),)),),
+        forgotten_topics_data=(), rack_id="")
+
+
+METADATA = meta12.MetadataRequest(topics=(meta12.MetadataRequestTopic(topic_id=None, name=TOPIC),),
+                                  allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+
+async def _worker(client: Client, result: LoadResult, partitions: int, deadline: float, rng: random.Random) -> None:
+    value = b"v" * 200
+    while time.monotonic() < deadline:
+        r = rng.random()
+        kind = "produce" if r < 0.6 else "fetch" if r < 0.9 else "metadata"
+        partition = rng.randrange(partitions)
+        request = _produce(partition, value) if kind == "produce" else _fetch(partition) if kind == "fetch" else METADATA
+        t0 = time.perf_counter()
+        try:
+            resp = await client.call(request)
+        except Exception as exc:  # noqa: BLE001 - every failure is reported
+            result.errors.append(f"{kind}: {type(exc).__name__}: {exc}")
+            return
+        result.latencies[kind].append(time.perf_counter() - t0)
+        result.requests += 1
+        if kind == "produce":
+            err = resp.responses[0].partition_responses[0].error_code  # type: ignore[attr-defined]
+        elif kind == "fetch":
+            err = resp.responses[0].partitions[0].error_code  # type: ignore[attr-defined]
+        else:
+            err = resp.topics[0].error_code  # type: ignore[attr-defined]
+        if err:
+            result.errors.append(f"{kind} p{partition}: error {err}")
+
+
+async def run_load_async(broker: BrokerProcess, connections: int, partitions: int, seconds: float) -> LoadResult:
+    result = LoadResult(connections, partitions, seconds)
+    pid = broker.process.pid  # type: ignore[union-attr]
+    host, port = broker.host, broker.port
+    admin = await Client.connect(host, port)
+    started = time.monotonic()
+    resp = await admin.call(ct5.CreateTopicsRequest(topics=(ct5.CreatableTopic(
+        name=TOPIC, num_partitions=partitions, replication_factor=1, assignments=(), configs=()),),
+        timeout=datetime.timedelta(seconds=120), validate_only=False))
+    result.topic_create_s = time.monotonic() - started
+    err = resp.topics[0].error_code  # type: ignore[attr-defined]
+    if err:
+        raise RuntimeError(f"create topic: error {err}")
+    admin.close()
+    await asyncio.sleep(0.2)
+    result.rss_kib["before"] = rss_kib(pid)
+    result.fds["before"] = fd_count(pid)
+    clients: list[Client] = []
+    for i in range(0, connections, 100):  # connect in waves (the listen backlog is finite)
+        clients += await asyncio.gather(*(Client.connect(host, port) for _ in range(min(100, connections - i))))
+    rng = random.Random(1)
+    deadline = time.monotonic() + seconds
+    workers = [asyncio.ensure_future(_worker(c, result, partitions, deadline, random.Random(rng.random())))
+               for c in clients]
+    peak_rss = peak_fds = 0
+    while not all(w.done() for w in workers):
+        peak_rss, peak_fds = max(peak_rss, rss_kib(pid)), max(peak_fds, fd_count(pid))
+        await asyncio.wait(workers, timeout=0.5)
+    result.rss_kib["peak"] = peak_rss
+    result.fds["peak"] = peak_fds
+    for c in clients:
+        c.close()
+    # The broker notices the closes asynchronously: wait (bounded) for its fds to come back.
+    settle = time.monotonic() + 15
+    while time.monotonic() < settle and fd_count(pid) > result.fds["before"]:
+        await asyncio.sleep(0.1)
+    result.fds["after"] = fd_count(pid)
+    result.rss_kib["after"] = rss_kib(pid)
+    return result
+
+
+def run_load(connections: int, partitions: int, seconds: float, overrides: list[str] | None = None) -> LoadResult:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = connections + 256
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    with BrokerProcess(list(overrides or [])) as broker:
+        return asyncio.run(run_load_async(broker, connections, partitions, seconds))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--connections", type=int, default=1000)
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=float(os.environ.get("BENCH_SECONDS", "20")))
+    args = parser.parse_args()
+    result = run_load(args.connections, args.partitions, args.seconds)
+    print(result.report())
+    for kind in sorted(result.latencies):
+        print(f"RESULT load {kind} p99 ({args.connections} conns, {args.partitions} partitions) | "
+              f"{result.percentile(kind, 0.99):.1f} | ms |")
+    print(f"RESULT load requests/s | {result.requests / args.seconds:,.0f} | req/s |")
+    print(f"RESULT load errors | {len(result.errors)} | | 0")
+    print(f"RESULT load broker peak RSS | {result.rss_kib.get('peak', 0) // 1024} | MiB |")
+    for e in result.errors[:10]:
+        print("  error:", e)
+    return 1 if result.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
