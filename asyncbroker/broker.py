@@ -126,6 +126,10 @@ class Broker:
         existing = self.topics.get(name)
         if existing is not None:
             return existing
+        if name == "__consumer_offsets" and self.group_coordinator is not None:
+            # Kafka creates its internal topic with the coordinator's settings (compacted, N partitions).
+            await self.group_coordinator.offsets_topic.ensure_created()
+            return self.topics.get(name)
         pending = self._auto_creating.get(name)
         if pending is not None:
             return await asyncio.shield(pending)

@@ -162,3 +162,25 @@ def test_consumer_offsets_topic_is_internal_in_metadata(broker: Any) -> None:
     finally:
         kc.close()
 
+
+
+def test_metadata_auto_creation_of_consumer_offsets_uses_the_coordinator_settings() -> None:
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    with BrokerProcess(["offsets.topic.num.partitions=3"]) as b:
+        a = AdminClient({"bootstrap.servers": b.bootstrap})
+        from kio.schema.metadata.v12 import request as meta12
+
+        from raw_client import RawClient
+
+        with RawClient(b.bootstrap) as c:
+            # A Metadata request naming the topic, auto-creation allowed, creates it.
+            c.request(meta12.MetadataRequest(
+                topics=(meta12.MetadataRequestTopic(topic_id=None, name="__consumer_offsets"),),
+                allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+        md = wait_until(lambda: (m := a.list_topics(timeout=10)).topics.get("__consumer_offsets") and m, 10,
+                        "__consumer_offsets to exist")
+        assert len(md.topics["__consumer_offsets"].partitions) == 3
+        res = ConfigResource(ConfigResource.Type.TOPIC, "__consumer_offsets")
+        configs = a.describe_configs([res])[res].result()
+        assert configs["cleanup.policy"].value == "compact"
