@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import logging
 import time
 from collections.abc import Callable
@@ -191,27 +192,38 @@ class Broker:
         self.producer_id_expiration.start()
 
     def _start_cleaner(self) -> None:
-        """Kafka's LogCleaner over the loaded logs. Its worker processes start in the background
-        (a forkserver importing the cleaner, then one process per log.cleaner.threads), so the
-        listener does not wait for them; `clean_now` and the loops wait for the workers instead."""
+        """Kafka's LogCleaner over the loaded logs, started in the background: importing the
+        cleaner, its forkserver (which imports it again) and one worker process per
+        log.cleaner.threads take long enough to matter next to a 0.3 s startup, and nothing needs
+        them before the listener is up. `clean_now` (cleaner_ready) waits for them."""
         if not self.config.log_cleaner_enable:
             log.info("Log cleaner disabled (log.cleaner.enable=false): compacted topics are not compacted")
             return
-        from cleaner.cleaner_config import CleanerConfig
-        from cleaner.log_cleaner import LogCleaner
-
-        self.cleaner = LogCleaner.for_log_manager(CleanerConfig.from_broker_config(self.config), self.log_manager,
-                                                  run_blocking=self.run_blocking)
-        self.cleaner_manager = self.cleaner.manager
         self.loop = asyncio.get_running_loop()  # scrape threads reach the cleaner's state through it
-        self._cleaner_started = asyncio.create_task(self.cleaner.startup(), name="log-cleaner-startup")
+        self._cleaner_started = asyncio.create_task(self._run_cleaner_startup(), name="log-cleaner-startup")
+
+    async def _run_cleaner_startup(self) -> None:
+        # Imported on an IO thread: compiling/loading the cleaner must not stall the loop.
+        module = await self.run_blocking(importlib.import_module, "cleaner.log_cleaner")
+        from cleaner.cleaner_config import CleanerConfig
+
+        cleaner = module.LogCleaner.for_log_manager(CleanerConfig.from_broker_config(self.config), self.log_manager,
+                                                    run_blocking=self.run_blocking)
+        self.cleaner = cleaner
+        self.cleaner_manager = cleaner.manager
+        if self.log_jobs is not None:
+            self.log_jobs.cleaner_manager = cleaner.manager  # retention pauses non-compacted logs from now on
+        try:
+            await cleaner.startup()
+        except Exception:
+            log.exception("The log cleaner failed to start: compacted topics will not be compacted")
+            raise
 
     async def cleaner_ready(self) -> Any:
         """The started LogCleaner (waiting for its workers to come up); raises when disabled."""
-        if self.cleaner is None:
+        if self._cleaner_started is None:
             raise RuntimeError("the log cleaner is disabled (log.cleaner.enable=false)")
-        if self._cleaner_started is not None:
-            await asyncio.shield(self._cleaner_started)
+        await asyncio.shield(self._cleaner_started)
         return self.cleaner
 
     async def clean_now(self, topic: str, partition: int | None = None) -> dict[int, Any]:
@@ -240,10 +252,10 @@ class Broker:
             await self.producer_id_expiration.stop()
         if self.log_jobs is not None:
             await self.log_jobs.stop()  # waits for a pass already running on its threads
+        if self._cleaner_started is not None:
+            await asyncio.gather(self._cleaner_started, return_exceptions=True)
         if self.cleaner is not None:
             # Before LogManager.shutdown: in-flight cleans abort, workers exit, no swap after close.
-            if self._cleaner_started is not None:
-                await asyncio.gather(self._cleaner_started, return_exceptions=True)
             await self.cleaner.shutdown()
         for job in self._jobs:
             job.cancel()

@@ -68,6 +68,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._loop = asyncio.get_running_loop()
         self._frames = FrameReader(broker.socket_request_max_bytes)
         self._queue: collections.deque[Any] = collections.deque()
+        # Bytes of complete frames waiting in _queue. Reading pauses above one maximal request
+        # (socket.request.max.bytes), so a connection holds at most ~2 of them in memory
+        # whatever a client pipelines (Kafka holds one: it mutes a channel per request).
+        self._queued_bytes = 0
+        self._max_queued_bytes = max(1, broker.socket_request_max_bytes)
         self._worker: asyncio.Task[None] | None = None
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
@@ -104,9 +109,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not frames:
             return
         self._queue.extend(frames)
+        self._queued_bytes += sum(len(f) for f in frames)
         if self._worker is None:
             self._worker = self._loop.create_task(self._serve_queue())
-        if len(self._queue) >= MAX_QUEUED_FRAMES and not self._reading_paused:
+        if (len(self._queue) >= MAX_QUEUED_FRAMES or self._queued_bytes >= self._max_queued_bytes) \
+                and not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()  # type: ignore[union-attr]
 
@@ -169,6 +176,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _abort(self) -> None:
         self._closed = True
         self._queue.clear()
+        self._queued_bytes = 0
         if self._transport is not None:
             self._transport.abort()
 
@@ -178,7 +186,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             while self._queue and not self._closed:
                 frame = self._queue.popleft()
-                if self._reading_paused and not self._closing and len(self._queue) < MAX_QUEUED_FRAMES // 2:
+                self._queued_bytes -= len(frame)
+                if self._reading_paused and not self._closing and len(self._queue) < MAX_QUEUED_FRAMES // 2 \
+                        and self._queued_bytes < self._max_queued_bytes // 2:
                     self._reading_paused = False
                     self._transport.resume_reading()  # type: ignore[union-attr]
                 await self._serve_one(frame)

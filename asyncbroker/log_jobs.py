@@ -194,7 +194,7 @@ class LogJobs:
             run = await self.scheduler.run_blocking(self.cleanup_logs, logs)
         finally:
             if paused is not None:
-                await _maybe_await(cleaner.resume_cleaning(paused))
+                await self._resume_cleaning(cleaner, paused)
         self.last_retention = run
         if run.segments_deleted:
             # Kafka schedules one "delete-file" task per deletion, file.delete.delay.ms later; one
@@ -206,6 +206,16 @@ class LogJobs:
                 self.scheduler.schedule_once(DELETE_FILE, self._blocking(self._delete_pending_segment_files),
                                              delay_ms=delay)
         return run
+
+    @staticmethod
+    async def _resume_cleaning(cleaner: Any, partitions: list[TopicPartition]) -> None:
+        """Undo retention's pause partition by partition: one that changed state meanwhile (its
+        topic was deleted) must not leave the others paused for good."""
+        for tp in partitions:
+            try:
+                await _maybe_await(cleaner.resume_cleaning([tp]))
+            except Exception as exc:  # noqa: BLE001 - the cleaner's state errors are not ours to fix
+                logger.warning("Could not resume cleaning of %s after retention: %s", tp, exc)
 
     def cleanup_logs(self, logs: list[Any]) -> RetentionRun:
         """Blocking: `delete_old_segments` on each log, oldest segments first; then the log start

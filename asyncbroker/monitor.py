@@ -25,6 +25,7 @@ exposes `broker` and `server` as locals.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -250,7 +251,7 @@ def do_clean(ctx: click.Context, topic: str, partition: int | None, no_wait: boo
                 raise RuntimeError(f"unknown topic {topic}")
             task = asyncio.create_task(broker.clean_now(topic, partition), name=f"clean-{topic}")
             _background_cleans.add(task)
-            task.add_done_callback(_background_cleans.discard)
+            task.add_done_callback(_clean_finished)
             return topic, None
         return topic, await broker.clean_now(topic, partition)
 
@@ -259,6 +260,12 @@ def do_clean(ctx: click.Context, topic: str, partition: int | None, no_wait: boo
 
 _background_cleans: set[asyncio.Task[Any]] = set()
 """`clean --no-wait` tasks (referenced so they are not garbage-collected mid-run)."""
+
+
+def _clean_finished(task: asyncio.Task[Any]) -> None:
+    _background_cleans.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logging.getLogger(__name__).error("Background clean %s failed", task.get_name(), exc_info=task.exception())
 
 
 def start_monitor(

@@ -31,6 +31,7 @@ from storage.log_config import TOPIC_CONFIG_KEYS, LogConfig
 from storage.topic_name import has_collision_chars, is_internal, unify_collision_chars, validate_topic_name
 from storage.topic_partition import TopicPartition
 from wire.errors import (
+    PolicyViolationError,
     ErrorCode,
     InvalidConfigurationError,
     InvalidPartitionsError,
@@ -194,6 +195,7 @@ class TopicManager:
             return self.config.num_partitions
         if num_partitions <= 0:
             raise InvalidPartitionsError("Number of partitions was set to an invalid non-positive value.")
+        _check_partition_limit(num_partitions)
         return num_partitions
 
     def _check_replication_factor(self, replication_factor: int) -> None:
@@ -339,6 +341,7 @@ class TopicManager:
                 )
             if total == meta.partitions:
                 raise InvalidPartitionsError(f"Topic already has {meta.partitions} partition(s).")
+            _check_partition_limit(total - meta.partitions)
             if validate_only:
                 return msgspec.structs.replace(meta, partitions=total)
             log_config = self.log_config(name)
@@ -481,3 +484,15 @@ def _partition_count(info: Any) -> int:
         return len(value)
     raise TypeError(f"cannot tell the partition count of {info!r}")
 
+
+MAX_PARTITIONS_PER_REQUEST = 10_000
+"""Kafka's controller refuses a single operation creating more than 10,000 records
+(QuorumController.MAX_RECORDS_PER_USER_OP); without it one hostile CreateTopics asking for
+2**31-1 partitions would make the broker create directories until the disk is full."""
+
+
+def _check_partition_limit(new_partitions: int) -> None:
+    if new_partitions > MAX_PARTITIONS_PER_REQUEST:
+        raise PolicyViolationError(
+            f"Unable to create {new_partitions} partitions in one request: the limit is {MAX_PARTITIONS_PER_REQUEST}."
+        )

@@ -46,6 +46,8 @@ KEY_VERSION_BUCKETS: tuple[int, ...] = (1, 2, 4, 8, 16, 64, 256)
 
 
 class PartitionAudit(msgspec.Struct):
+    """One partition's answers. Records are data records (control records counted apart)."""
+
     topic: str
     partition: int
     cleanup_policy: str
@@ -56,9 +58,9 @@ class PartitionAudit(msgspec.Struct):
     log_start_offset: int
     log_end_offset: int
     distinct_keys: int
-    superseded_records: int
-    tombstones: int
-    tombstones_past_delete_retention: int
+    superseded_records: int  # keyed records with a later record of the same key: a full compaction drops them
+    tombstones: int  # keyed records with a null value
+    tombstones_past_delete_retention: int  # tombstones whose timestamp is older than now - delete.retention.ms
     null_key_records: int
     cleaner_checkpoint: int | None
     first_dirty_offset: int
@@ -68,14 +70,14 @@ class PartitionAudit(msgspec.Struct):
     dirty_ratio: float
     min_cleanable_dirty_ratio: float
     eligible_for_cleaning: bool
-    dirty_records: int
-    dirty_distinct_keys: int
+    dirty_records: int  # records in [first_dirty_offset, first_uncleanable_offset)
+    dirty_distinct_keys: int  # keys the cleaner's offset map must hold to clean that range
     keys_per_pass: int
     cleaning_passes_needed: int
     last_compaction_gap_offset: int | None
     last_compaction_gap_timestamp_ms: int | None
-    records_since_last_gap: int
-    oldest_dirty_timestamp_ms: int | None
+    records_since_last_gap: int  # the recipe's "contiguous ~dirty rows since gap"
+    oldest_dirty_timestamp_ms: int | None  # oldest record at or after the cleaner checkpoint
     oldest_dirty_age_ms: int | None
     max_compaction_lag_ms: int
     max_compaction_lag_exceeded: bool

@@ -65,6 +65,7 @@ class SegmentFile(msgspec.Struct, frozen=True):
     path: str  # the .log file
     size: int  # bytes at listing time: readers never go past it
     is_active: bool  # the partition's last segment (the one a broker appends to)
+    inode: int = 0  # identifies these bytes across the cleaner's renames (0: unknown)
 
     @property
     def index_path(self) -> str:
@@ -130,14 +131,15 @@ def live_segments(partition_path: Path | str, topic: str, partition: int) -> tup
     segments: list[SegmentFile] = []
     for i, (base, path) in enumerate(bases):
         try:
-            size = os.stat(path).st_size
+            st = os.stat(path)
         except FileNotFoundError:
             continue
-        segments.append(SegmentFile(topic, partition, base, path, size, i == len(bases) - 1))
+        segments.append(SegmentFile(topic, partition, base, path, st.st_size, i == len(bases) - 1, st.st_ino))
     if segments and not segments[-1].is_active:
         # the true last segment vanished after listing: the last survivor is now the tail
         last = segments[-1]
-        segments[-1] = SegmentFile(last.topic, last.partition, last.base_offset, last.path, last.size, True)
+        segments[-1] = SegmentFile(last.topic, last.partition, last.base_offset, last.path, last.size, True,
+                                   last.inode)
     return segments, in_flight
 
 

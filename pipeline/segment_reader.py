@@ -15,13 +15,15 @@ appending meanwhile looks. The same faults in a closed segment are real
 corruption and raise `CorruptRecordError`.
 
 A planned segment that was swapped out by the cleaner before the task ran
-is read from its `.deleted` name (the same bytes), and one that is already
-gone yields nothing: the read sees the log as it was at planning time or
-loses that segment, never a mix of old and new files.
+is read from its `.deleted` name (the same file, checked by inode, since the
+cleaned replacement may take the old name), and one already unlinked yields
+nothing: a task reads the bytes that were planned or none, never a mix of an
+old and a new file.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Sequence
 
@@ -38,6 +40,8 @@ from wire.errors import CorruptRecordError
 from wire.records import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, compute_crc, decode_records
 
 __all__ = ["SegmentSlice", "plan_slices", "read_slice", "DEFAULT_MAX_SLICE_BYTES", "DEFAULT_ROWS_PER_BATCH"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_SLICE_BYTES = 64 << 20
 DEFAULT_ROWS_PER_BATCH = 32_768
@@ -56,6 +60,7 @@ class SegmentSlice(msgspec.Struct, frozen=True):
     is_active: bool  # a tail that may be torn or growing: stop quietly on a bad batch
     start_offset: int = 0  # first offset wanted (records below are skipped)
     end_offset: int = NO_END_OFFSET  # first offset not wanted
+    inode: int = 0  # the planned file; a different file under the same name is not read
 
 
 def _split_positions(segment: SegmentFile, max_slice_bytes: int) -> list[int]:
@@ -112,17 +117,26 @@ def plan_slices(
         for lo, hi in zip(bounds, bounds[1:]):
             slices.append(
                 SegmentSlice(seg.topic, seg.partition, seg.base_offset, seg.path, lo, hi, seg.is_active,
-                             start_offset, end_offset)
+                             start_offset, end_offset, seg.inode)
             )
     return slices
 
 
-def _open_read_only(path: str) -> int | None:
+def _open_read_only(path: str, inode: int) -> int | None:
+    """A descriptor on the planned file: under its name, or renamed `.deleted` by a swap/retention.
+
+    The inode check matters because the cleaner's swap puts a *different* file
+    (the cleaned segment) under the same name; reading planned positions
+    from it would mix two versions of the log.
+    """
     for candidate in (path, path + DELETED_FILE_SUFFIX):
         try:
-            return os.open(candidate, os.O_RDONLY)
+            fd = os.open(candidate, os.O_RDONLY)
         except FileNotFoundError:
             continue
+        if inode == 0 or os.fstat(fd).st_ino == inode:
+            return fd
+        os.close(fd)
     return None
 
 
@@ -205,9 +219,12 @@ def read_slice(
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches (with exactly `schema`'s fields) of the records in `piece`."""
-    fd = _open_read_only(piece.path)
+    fd = _open_read_only(piece.path, piece.inode)
     if fd is None:
-        return  # deleted since planning (retention or a finished swap)
+        # Unlinked since planning (retention, or a swap's delayed delete): those records are
+        # gone from the log, so the read returns the log as it now is for this segment.
+        logger.warning("segment %s was deleted after planning; its records are skipped", piece.path)
+        return
     records_file = FileRecords(piece.path, fd, piece.end_position)  # owns and closes fd
     try:
         yield from _read_batches(records_file, piece, schema, include_control, verify_crc, rows_per_batch)

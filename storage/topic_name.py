@@ -6,7 +6,7 @@ import re
 from wire.errors import InvalidTopicError
 
 MAX_NAME_LENGTH = 249
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # used with fullmatch: "$" would admit a trailing "\n"
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
@@ -21,7 +21,7 @@ def validate_topic_name(name: str) -> None:
         raise InvalidTopicError(
             f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
         )
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):
         raise InvalidTopicError(
             f"Topic name {name} is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
         )

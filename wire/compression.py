@@ -21,7 +21,12 @@ import cramjam
 
 from wire.errors import CorruptRecordError
 
-__all__ = ["CompressionType", "compress", "decompress", "XERIAL_HEADER"]
+__all__ = ["CompressionType", "compress", "decompress", "XERIAL_HEADER", "MAX_DECOMPRESSED_SIZE"]
+
+MAX_DECOMPRESSED_SIZE = 128 * 1024 * 1024
+"""Largest records section we inflate. A few KiB of zstd or gzip can expand to gigabytes
+(a decompression bomb); Kafka's Java reader streams records and never holds them all, we
+decompress whole sections, so the output is capped and a bigger one is CorruptRecordError."""
 
 
 class CompressionType(enum.IntEnum):
@@ -79,12 +84,12 @@ def decompress(codec: CompressionType | int, data: bytes | bytearray | memoryvie
         return bytes(data)
     try:
         if codec is CompressionType.GZIP:
-            return bytes(cramjam.gzip.decompress(data))
+            return _bounded(cramjam.gzip.decompress_into, data)
         if codec is CompressionType.SNAPPY:
             return _snappy_decompress(data)
         if codec is CompressionType.LZ4:
-            return bytes(cramjam.lz4.decompress(data))
-        return bytes(cramjam.zstd.decompress(data))
+            return _bounded(cramjam.lz4.decompress_into, data)
+        return _bounded(cramjam.zstd.decompress_into, data)
     except CorruptRecordError:
         raise
     except Exception as exc:  # cramjam raises its own DecompressionError / ValueError
@@ -101,6 +106,31 @@ def _xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
     return b"".join(parts)
 
 
+def _bounded(decompress_into: object, data: bytes | bytearray | memoryview,
+             limit: int = MAX_DECOMPRESSED_SIZE) -> bytes:
+    """Decompress into a growing buffer, never past `limit` bytes (the bomb guard)."""
+    size = min(limit, max(64 * 1024, 8 * len(data)))
+    while True:
+        out = bytearray(size)
+        try:
+            n = decompress_into(data, out)  # type: ignore[operator]
+        except Exception as exc:  # cramjam: "failed to write whole buffer" or corrupt input
+            if size >= limit:
+                raise CorruptRecordError(
+                    f"records section is corrupt or inflates past {limit} bytes: {exc}"
+                ) from None
+            size = min(limit, size * 8)
+            continue
+        return bytes(memoryview(out)[:n])
+
+
+def _check_raw_snappy_len(mv: memoryview, budget: int) -> int:
+    n = cramjam.snappy.decompress_raw_len(mv)
+    if n > budget:
+        raise CorruptRecordError(f"snappy block inflates past the {MAX_DECOMPRESSED_SIZE} byte limit")
+    return n
+
+
 def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
     mv = memoryview(data).cast("B")
     if bytes(mv[:8]) == XERIAL_MAGIC:
@@ -108,7 +138,8 @@ def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
     if bytes(mv[:10]) == b"\xff\x06\x00\x00sNaPpY":
         # The official snappy *framing* format; not what Kafka clients write,
         # but unambiguous, so accept it.
-        return bytes(cramjam.snappy.decompress(mv))
+        return _bounded(cramjam.snappy.decompress_into, mv)
+    _check_raw_snappy_len(mv, MAX_DECOMPRESSED_SIZE)
     return bytes(cramjam.snappy.decompress_raw(mv))
 
 
@@ -118,6 +149,7 @@ def _xerial_decompress(mv: memoryview) -> bytes:
     pos = 16  # magic(8) + version(4) + compatible version(4)
     end = len(mv)
     out: list[bytes] = []
+    budget = MAX_DECOMPRESSED_SIZE
     while pos < end:
         if pos + 4 > end:
             raise CorruptRecordError("truncated xerial snappy block length")
@@ -125,6 +157,7 @@ def _xerial_decompress(mv: memoryview) -> bytes:
         pos += 4
         if n < 0 or pos + n > end:
             raise CorruptRecordError("xerial snappy block length past the data")
+        budget -= _check_raw_snappy_len(mv[pos : pos + n], budget)
         out.append(bytes(cramjam.snappy.decompress_raw(mv[pos : pos + n])))
         pos += n
     return b"".join(out)

@@ -78,6 +78,54 @@ def _copy_query(spark, bootstrap: str, src: str, dst: str, checkpoint: Path, tri
             .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
 
 
+def test_kafka_log_reads_a_log_dir_the_broker_is_writing(spark, asyncbroker, tmp_path: Path) -> None:  # noqa: ANN001
+    """While a producer appends, every read is a gap-free prefix of what was produced."""
+    import threading
+
+    bootstrap = asyncbroker.bootstrap
+    topic = f"live-{tmp_path.name[-8:]}"
+    _create(bootstrap, topic)
+    stop = threading.Event()
+    produced = [0]
+
+    def produce_until_stopped() -> None:
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "enable.idempotence": False,
+                      "max.in.flight.requests.per.connection": 1})
+        i = 0
+        while not stop.wait(0.01) and i < 50_000:  # paced, bounded: the reads stay small
+            for _ in range(100):
+                p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
+                i += 1
+            p.flush(10)
+            produced[0] = i
+        p.flush(10)
+
+    writer = threading.Thread(target=produce_until_stopped, daemon=True)
+    writer.start()
+    try:
+        counts = []
+        for _ in range(3):
+            deadline = time.monotonic() + 30
+            while produced[0] <= (counts[-1] if counts else 0) and time.monotonic() < deadline:
+                time.sleep(0.05)  # noqa: the producer thread is the thing being waited for
+            df = (spark.read.format("kafka-log").option("topics", topic).option("partitions", "0")
+                  .load(str(asyncbroker.log_dir)))
+            stats = df.agg(
+                F.count(F.lit(1)).alias("n"), F.countDistinct("offset").alias("distinct"),
+                F.min("offset").alias("lo"), F.max("offset").alias("hi"),
+                F.sum((F.col("offset") != F.substring(F.col("value").cast("string"), 2, 20).cast("long"))
+                      .cast("int")).alias("mismatched"),
+            ).collect()[0]
+            # a gap-free, duplicate-free prefix whose records are intact
+            assert (stats["lo"], stats["hi"], stats["distinct"]) == (0, stats["n"] - 1, stats["n"]), stats
+            assert stats["mismatched"] == 0
+            counts.append(stats["n"])
+        assert counts[-1] > counts[0] > 0
+    finally:
+        stop.set()
+        writer.join(20)
+
+
 def test_copy_topic_restart_from_checkpoint(spark, asyncbroker_bootstrap: str, tmp_path: Path) -> None:  # noqa: ANN001
     bootstrap = asyncbroker_bootstrap
     src, dst = f"stream-src-{tmp_path.name[-8:]}", f"stream-dst-{tmp_path.name[-8:]}"

@@ -107,15 +107,15 @@ def test_retention_bytes_keeps_three_to_four_mib_and_consumers_start_at_the_new_
         assert high == 2048 and 0 < low < high
         assert first == low  # a consumer from earliest starts at the new log start offset
         out = broker.output()
-    assert "retention size" in out  # the rule, logged by storage
-    if HAS_LEVERS:  # LogJobs is wired in: which segments, sizes and offsets
-        assert "[UnifiedLog partition=sized-0" in out and "Log cleanup completed." in out
-        # kafka-delete-logs reschedules itself: the deleted topic's directory goes after the
-        # 500 ms log.segment.delete.delay.ms without any lever.
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        admin.delete_topics(["sized"], operation_timeout=10)["sized"].result(15)
-        assert list(broker.log_dir.glob("sized-0.*-delete"))
-        wait_until(lambda: not list(broker.log_dir.glob("sized-0.*-delete")), timeout=10)
+        assert "retention size" in out  # the rule, logged by storage
+        if HAS_LEVERS:  # LogJobs is wired in: which segments, sizes and offsets
+            assert "[UnifiedLog partition=sized-0" in out and "Log cleanup completed." in out
+            # kafka-delete-logs reschedules itself: the deleted topic's directory goes after the
+            # 500 ms log.segment.delete.delay.ms without any lever.
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            admin.delete_topics(["sized"], operation_timeout=10)["sized"].result(15)
+            assert list(broker.log_dir.glob("sized-0.*-delete"))
+            wait_until(lambda: not list(broker.log_dir.glob("sized-0.*-delete")), timeout=10)
 
 
 # -- with the clock lever ------------------------------------------------------------------------

@@ -351,32 +351,26 @@ async def test_compact_delete_topics_are_bounded_and_compact_only_ones_keep_thei
 
 # -- the cleaner seam -----------------------------------------------------------------------------
 
-class RecordingCleanerManager:
-    """Stands in for cleaner.LogCleanerManager, which does not exist yet: records the seam calls."""
-
-    def __init__(self, logs: list) -> None:
-        self.logs = logs
-        self.calls: list[tuple[str, list]] = []
-
-    async def pause_cleaning_for_non_compacted_partitions(self) -> list:
-        pairs = [(log.topic_partition, log) for log in self.logs if not log.config.compact]
-        self.calls.append(("pause", [tp for tp, _ in pairs]))
-        return pairs
-
-    def resume_cleaning(self, partitions: list) -> None:
-        self.calls.append(("resume", list(partitions)))
-
-
 async def test_retention_pauses_the_cleaner_on_the_partitions_it_works_on(env: Env) -> None:
+    """With the cleaner's LogCleanerManager: retention takes only the non-compacted partitions
+    it could pause (Kafka's pauseCleaningForNonCompactedPartitions), then resumes them;
+    compacted ones are the cleaner's, and one paused by someone else is skipped."""
+    from cleaner.log_cleaner_manager import LogCleanerManager, Paused
+
     delete = env.log(LogConfig(segment_bytes=3000, retention_bytes=5000), TopicPartition("d", 0))
+    busy = env.log(LogConfig(segment_bytes=3000, retention_bytes=5000), TopicPartition("busy", 0))
     compacted = env.log(LogConfig(segment_bytes=3000, retention_bytes=5000, cleanup_policy=("compact", "delete")),
                         TopicPartition("cd", 0))
-    env.fill(delete, 30)
-    env.fill(compacted, 30)
-    env.jobs.cleaner_manager = cleaner = RecordingCleanerManager(env.log_manager.all_logs())
+    for log in (delete, busy, compacted):
+        env.fill(log, 30)
+    manager = LogCleanerManager([env.dir], lambda: {log.topic_partition: log for log in env.log_manager.all_logs()},
+                                clock=env.clock, run_blocking=env.jobs.scheduler.run_blocking)
+    await manager.abort_and_pause_cleaning(busy.topic_partition)  # e.g. a truncation holds it
+    env.jobs.cleaner_manager = manager
     run = await env.retention()
-    assert cleaner.calls == [("pause", [TopicPartition("d", 0)]), ("resume", [TopicPartition("d", 0)])]
-    assert {d.topic for d in run.deletions} == {"d"}  # compacted logs are the cleaner's
+    assert {d.topic for d in run.deletions} == {"d"}
+    assert delete.topic_partition not in manager.in_progress  # resumed
+    assert manager.in_progress[busy.topic_partition] == Paused(1)  # left as it was
 
 
 # -- scheduling -----------------------------------------------------------------------------------
@@ -422,11 +416,11 @@ async def test_checkpoint_writers_never_race(env: Env) -> None:
     logs = [env.log(LogConfig(segment_bytes=3000, retention_bytes=4000), TopicPartition("r", p)) for p in range(5)]
     env.topics._broker = type("BrokerLike", (), {"log_jobs": env.jobs})()  # what Broker provides
     jobs = env.jobs
-    for round_ in range(40):
+    for round_ in range(20):
         for log in logs:
             env.fill(log, 3)  # something for every retention pass to delete and checkpoint
         work = [jobs.run_retention_now(), jobs.checkpoint_log_start_offsets_now()]
-        if round_ % 10 == 0:
+        if round_ % 5 == 0:
             await env.topics.create_topic(f"doomed-{round_}", 2)
             work.append(env.topics.delete_topic(f"doomed-{round_}"))
         await asyncio.wait_for(asyncio.gather(*work), 30)

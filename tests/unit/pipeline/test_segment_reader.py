@@ -112,7 +112,11 @@ def test_segment_swapped_out_after_planning(tmp_path: Path) -> None:
     path = write_segment(part, 0, [data_batch([0, 1, 2])])
     write_segment(part, 3, [data_batch([3])], active=True)
     slices = plan_slices(live_segments(part, "t", 0)[0])
-    os.rename(path, str(path) + ".deleted")  # the cleaner's swap retired it meanwhile
-    assert _offsets(slices) == [0, 1, 2, 3]
-    os.unlink(str(path) + ".deleted")  # and the delayed delete removed it
+    os.rename(path, str(path) + ".deleted")  # the cleaner's swap retired it meanwhile...
+    cleaned = part / "cleaned"
+    write_segment(cleaned, 0, [data_batch([2])])
+    os.rename(cleaned / path.name, path)  # ...and put the cleaned segment under the old name
+    assert _offsets(slices) == [0, 1, 2, 3]  # the planned (old) file, not a mix
+    os.unlink(str(path) + ".deleted")  # the delayed delete removed the old file
     assert _offsets(slices) == [3]
+    assert _offsets(plan_slices(live_segments(part, "t", 0)[0])) == [2, 3]  # a new plan sees the new file

@@ -455,7 +455,11 @@ def test_aborted_transactions_reported_to_read_committed(make_log, log_dir: Path
     info = log.read(0, 10_000, isolation="read_committed")
     assert [(a.producer_id, a.first_offset, a.last_offset) for a in info.aborted_transactions] == [(42, 0, 3)]
     assert (log_dir / "00000000000000000000.txnindex").stat().st_size == 34
-    log.append_as_leader(txn)
+    # The producer's next transaction continues its sequence: resending sequence 0
+    # would be a duplicate the producer state answers without appending.
+    next_txn = build_batch([Record(offset=i, timestamp=BASE_TS, value=b"t") for i in range(3)],
+                           is_transactional=True, producer_id=42, producer_epoch=0, base_sequence=3)
+    log.append_as_leader(next_txn)
     log.append_as_leader(_marker(42, ControlRecordType.COMMIT), origin="coordinator")
     assert log.last_stable_offset == 8
     assert len(log.read(4, 10_000, isolation="read_committed").aborted_transactions) == 0
