@@ -29,6 +29,7 @@ from wire.messages import ApiKey, decode_request, encode_response, unsupported_a
 
 from asyncbroker.encoded_response import EncodedResponse, FileRegion
 from asyncbroker.metrics import METRICS
+from asyncbroker.request_context import CLIENT_HOST
 
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
@@ -76,6 +77,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._worker: asyncio.Task[None] | None = None
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
+        self._client_host = "/127.0.0.1"
         self._reading_paused = False
         self._write_ready: asyncio.Future[None] | None = None
         self._closing = False  # graceful: answer what is queued, then close
@@ -88,6 +90,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._transport = transport  # type: ignore[assignment]  (uvloop's TCPTransport)
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self._client_host = f"/{peer[0]}" if isinstance(peer, tuple) else "/127.0.0.1"
         self._connections.add(self)
         METRICS.connection_opened()
         log.debug("Accepted connection from %s", self._peer)
@@ -183,6 +186,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- request processing -----------------------------------------------
 
     async def _serve_queue(self) -> None:
+        CLIENT_HOST.set(self._client_host)  # this task's context: every request it serves
         try:
             while self._queue and not self._closed:
                 frame = self._queue.popleft()

@@ -34,7 +34,6 @@ carry the error code Kafka would put in the response.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import datetime
 import logging
 from collections.abc import Iterable, Sequence
@@ -93,10 +92,6 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 
 _S = ClassicGroupState
 TopicPartitionKey = tuple[str, int]
-
-# The client's address as Kafka reports it in DescribeGroups ("/127.0.0.1").
-# A connection that knows its peer sets it for the requests it serves.
-GROUP_CLIENT_HOST: contextvars.ContextVar[str] = contextvars.ContextVar("group_client_host", default="/127.0.0.1")
 
 
 def millis(value: Any) -> int:

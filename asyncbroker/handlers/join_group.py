@@ -11,7 +11,8 @@ from typing import Any
 from wire.errors import ErrorCode
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import GROUP_CLIENT_HOST, JoinGroupResult, group_coordinator_for, millis
+from asyncbroker.group_coordinator import JoinGroupResult, group_coordinator_for, millis
+from asyncbroker.request_context import CLIENT_HOST
 from asyncbroker.handlers import error_code_for
 from asyncbroker.response_builder import ResponseBuilder
 
@@ -32,7 +33,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             member_id=request.member_id,
             group_instance_id=instance_id,
             client_id=header.client_id or "",
-            client_host=GROUP_CLIENT_HOST.get(),
+            client_host=CLIENT_HOST.get(),
             session_timeout_ms=session_timeout,
             rebalance_timeout_ms=rebalance_timeout if rebalance_timeout > 0 else session_timeout,
             protocol_type=request.protocol_type,

@@ -22,6 +22,7 @@ from storage.topic_partition import TopicPartition
 from wire.errors import (
     ErrorCode,
     InvalidRecordError,
+    InvalidTopicError,
     KafkaError,
     UnknownTopicOrPartitionError,
 )
@@ -106,6 +107,9 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 meta = await broker.auto_create_topic(name)
             except KafkaError as exc:
                 topic_error = exc
+        elif meta is not None and meta.is_internal:
+            # Internal topics (__consumer_offsets) are written by their coordinator only.
+            topic_error = InvalidTopicError(f"Cannot append to internal topic {name}")
         for pd in topic.partition_data:
             r = PartitionResult(pd.index)
             results.append(r)

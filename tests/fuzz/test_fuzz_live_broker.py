@@ -191,7 +191,7 @@ def check_case(broker: BrokerProcess, kind: str, payload: bytes) -> None:
         assert still_serving(broker.bootstrap), f"broker hangs after a {kind} case: {payload[:200]!r}"
 
 
-@settings(max_examples=EXAMPLES or 400, deadline=None, database=None,
+@settings(max_examples=EXAMPLES or 250, deadline=None, database=None,
           suppress_health_check=list(HealthCheck))
 @given(whole_requests())
 def test_fuzz_whole_requests(broker: BrokerProcess, case: tuple[str, bytes]) -> None:
@@ -199,7 +199,7 @@ def test_fuzz_whole_requests(broker: BrokerProcess, case: tuple[str, bytes]) -> 
     check_case(broker, kind, payload)
 
 
-@settings(max_examples=EXAMPLES or 100, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=EXAMPLES or 60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(whole_requests(), min_size=2, max_size=6))
 def test_fuzz_pipelined_requests(broker: BrokerProcess, cases: list[tuple[str, bytes]]) -> None:
     """Several requests in one write: answered in order or the connection closes."""

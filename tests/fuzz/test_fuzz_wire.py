@@ -6,6 +6,7 @@ shallow garbage and deep, almost-valid structures.
 from __future__ import annotations
 
 import datetime
+import os
 import struct
 import time
 
@@ -22,7 +23,7 @@ from wire.messages import encode_request
 from wire.records import Record, build_batch
 from wire_targets import TARGETS, fuzz_records_unchecked_crc, fuzz_request, run_one
 
-SETTINGS = settings(max_examples=400, deadline=None, database=None,
+SETTINGS = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "0")) or 250, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

@@ -99,9 +99,13 @@ def segment_bytes_on_disk(log_dir: Path, topic: str) -> int:
 
 @pytest.fixture(scope="module")
 def broker() -> Iterator[BrokerProcess]:
-    # The background loop only runs when woken (CreateTopics, before anything is produced), so
-    # every clean here is clean_now's own and its stats are exact.
+    # The background loop runs once when the cleaner has started (in the background, after the
+    # listener), then only when woken by a CreateTopics, before anything is produced. clean_now
+    # on an empty topic waits for that start, so every later clean is clean_now's own and its
+    # stats are exact.
     with BrokerProcess(["log.cleaner.backoff.ms=3600000"], monitor=True) as b:
+        compacted_topic(b.bootstrap, "warm-up")
+        assert b.clean_now("warm-up") == {0: None}
         yield b
 
 

@@ -118,9 +118,10 @@ def _wait(predicate, timeout: float = 20.0, what: str = "") -> None:
         time.sleep(0.05)
 
 
-def test_full_dir_goes_offline_others_serve_last_one_halts(small_dirs: list[Path]) -> None:
+@pytest.mark.parametrize("flush", [["log.flush.interval.messages=1"], []], ids=["fsync-each", "page-cache"])
+def test_full_dir_goes_offline_others_serve_last_one_halts(small_dirs: list[Path], flush: list[str]) -> None:
     d1, d2 = small_dirs
-    broker = BrokerProcess([f"log.dirs={d1},{d2}", "log.flush.interval.messages=1"], log_dir=d1)
+    broker = BrokerProcess([f"log.dirs={d1},{d2}", *flush], log_dir=d1)
     acked_a: dict[int, bytes] = {}
     acked_b: dict[int, bytes] = {}
     with broker:

@@ -184,3 +184,38 @@ def test_metadata_auto_creation_of_consumer_offsets_uses_the_coordinator_setting
         res = ConfigResource(ConfigResource.Type.TOPIC, "__consumer_offsets")
         configs = a.describe_configs([res])[res].result()
         assert configs["cleanup.policy"].value == "compact"
+
+
+def test_clients_cannot_produce_to_consumer_offsets(broker: Any) -> None:
+    """Only the group coordinator writes `__consumer_offsets`: a client's produce is INVALID_TOPIC_EXCEPTION."""
+    from confluent_kafka import KafkaError, Producer
+
+    stable_consumer(broker, "internal-topic-guard").close()  # makes sure the offsets topic exists
+    errors: list[Any] = []
+    p = Producer({"bootstrap.servers": broker.bootstrap, "message.send.max.retries": 0})
+    p.produce("__consumer_offsets", key=b"k", value=b"v", partition=0,
+              on_delivery=lambda err, msg: errors.append(err))
+    assert p.flush(20) == 0
+    assert len(errors) == 1 and errors[0] is not None
+    assert errors[0].code() == KafkaError.TOPIC_EXCEPTION
+
+
+def test_describe_groups_reports_each_members_client_host() -> None:
+    """DescribeGroups shows the member's address as Kafka does ("/<ip>"), taken from its connection."""
+    from confluent_kafka.admin import AdminClient
+
+    with BrokerProcess(["group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1"],
+                       host="127.0.0.2") as b:
+        from confluent_kafka import Producer
+
+        p = Producer({"bootstrap.servers": b.bootstrap})
+        for i in range(10):
+            p.produce("admin-t", value=str(i).encode(), partition=0)
+        assert p.flush(20) == 0
+        c = stable_consumer(b, "g-host")
+        try:
+            desc = AdminClient({"bootstrap.servers": b.bootstrap}).describe_consumer_groups(
+                ["g-host"], request_timeout=10)["g-host"].result()
+            assert [m.host for m in desc.members] == ["/127.0.0.2"]
+        finally:
+            c.close()

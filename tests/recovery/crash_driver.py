@@ -69,16 +69,18 @@ BROKER_OVERRIDES = [
 ]
 # Fault points and the pass on which to die (drawn uniformly from the range).
 FAULTS: dict[str, tuple[int, int]] = {
-    "append": (1, 300),
-    "append.torn": (1, 300),
-    "roll": (1, 8),
-    "flush": (1, 300),
-    "checkpoint": (1, 20),
-    "checkpoint.torn": (1, 20),
-    "delete.topic": (1, 3),
-    "cleaner.swap.renamed_to_swap": (1, 2),
-    "cleaner.swap.old_renamed_deleted": (1, 2),
-    "cleaner.swap.renamed_live": (1, 2),
+    "append": (1, 120),
+    "append.torn": (1, 120),
+    "roll": (1, 4),
+    "flush": (1, 120),
+    "checkpoint": (1, 8),
+    "checkpoint.torn": (1, 8),
+    "delete.topic": (1, 2),
+    "cleaner.swap.renamed_to_swap": (1, 1),
+    "cleaner.swap.added_to_index": (1, 1),
+    "cleaner.swap.old_renamed_deleted": (1, 1),
+    "cleaner.swap.renamed_live": (1, 1),
+    "cleaner.swap.dir_flushed": (1, 1),
 }
 NUM_KEYS = 40
 
@@ -398,7 +400,7 @@ class CrashDriver:
         threads.append(Admin(self))
         for t in threads:
             t.start()
-        window = self.rng.uniform(0.15, 1.2) if fault is None else 2.5
+        window = self.rng.uniform(0.15, 1.0) if fault is None else 2.0
         died = self._wait_for_exit(window)
         kind = f"fault {fault.split(':')[0]}" if fault and died else "sigkill"
         if not died:

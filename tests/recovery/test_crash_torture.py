@@ -34,4 +34,4 @@ def test_crash_torture_os_flush(torture: bool, capsys: pytest.CaptureFixture[str
     """Default flush policy: a process kill still loses nothing (the page cache survives it);
     the tally reports how many acknowledged records sat above the recovery point, i.e. what a
     power cut could have cost."""
-    _run(100 if torture else 6, "os", capsys)
+    _run(100 if torture else 4, "os", capsys)
