@@ -77,7 +77,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._worker: asyncio.Task[None] | None = None
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
-        self._client_host = "/127.0.0.1"
+        self._client_host = ""
         self._reading_paused = False
         self._write_ready: asyncio.Future[None] | None = None
         self._closing = False  # graceful: answer what is queued, then close
@@ -90,7 +90,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._transport = transport  # type: ignore[assignment]  (uvloop's TCPTransport)
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self._client_host = f"/{peer[0]}" if isinstance(peer, tuple) else "/127.0.0.1"
+        self._client_host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
         self._connections.add(self)
         METRICS.connection_opened()
         log.debug("Accepted connection from %s", self._peer)

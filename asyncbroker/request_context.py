@@ -9,4 +9,5 @@ from __future__ import annotations
 
 import contextvars
 
-CLIENT_HOST: contextvars.ContextVar[str] = contextvars.ContextVar("client_host", default="/127.0.0.1")
+# Empty outside a connection (no peer to report), never a made-up address.
+CLIENT_HOST: contextvars.ContextVar[str] = contextvars.ContextVar("client_host", default="")

@@ -77,13 +77,12 @@ class BrokerProcess:
         env: dict[str, str] | None = None,
         echo: bool = False,
         monitor: bool = False,
-        host: str = "127.0.0.1",
     ) -> None:
         self.overrides = list(overrides)
         self._own_dir = log_dir is None
         self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="asyncbroker-"))
         self.port = port
-        self.host = host  # an IPv4 loopback address (127.0.0.0/8)
+        self.host = "127.0.0.1"
         self.startup_timeout = startup_timeout
         self.env = env
         self.echo = echo

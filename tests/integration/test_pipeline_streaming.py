@@ -92,7 +92,7 @@ def test_kafka_log_reads_a_log_dir_the_broker_is_writing(spark, asyncbroker, tmp
         p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "enable.idempotence": False,
                       "max.in.flight.requests.per.connection": 1})
         i = 0
-        while not stop.wait(0.01) and i < 50_000:  # paced, bounded: the reads stay small
+        while not stop.wait(0.05) and i < 200_000:  # paced (~2k/s), bounded: the reads stay small
             for _ in range(100):
                 p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
                 i += 1
@@ -103,7 +103,8 @@ def test_kafka_log_reads_a_log_dir_the_broker_is_writing(spark, asyncbroker, tmp
     writer = threading.Thread(target=produce_until_stopped, daemon=True)
     writer.start()
     try:
-        counts = []
+        counts: list[int] = []
+        during: list[bool] = []
         for _ in range(3):
             deadline = time.monotonic() + 30
             while produced[0] <= (counts[-1] if counts else 0) and time.monotonic() < deadline:
@@ -120,7 +121,9 @@ def test_kafka_log_reads_a_log_dir_the_broker_is_writing(spark, asyncbroker, tmp
             assert (stats["lo"], stats["hi"], stats["distinct"]) == (0, stats["n"] - 1, stats["n"]), stats
             assert stats["mismatched"] == 0
             counts.append(stats["n"])
-        assert counts[-1] > counts[0] > 0
+            during.append(writer.is_alive())
+        assert counts == sorted(counts) and counts[0] > 0
+        assert all(during)  # every read ran against a log dir still being appended to
     finally:
         stop.set()
         writer.join(20)
