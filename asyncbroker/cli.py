@@ -2,6 +2,8 @@
 
     asyncbroker serve [server.properties] [--override key=value]...
                       [--metrics-port N] [--monitor] [--monitor-port N]
+    asyncbroker audit LOGDIR... [--master local[*]] [--json FILE] [--html FILE]
+    asyncbroker export LOGDIR... --out DIR [--format parquet]
 
 Configuration comes from the properties file, then `ASYNCBROKER_<KEY>`
 environment variables, then `--override` (see asyncbroker.config). A bad key
@@ -43,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--monitor-port", type=int, default=20101, metavar="PORT",
                        help="aiomonitor terminal port (web UI on PORT+1, python console on PORT+2)")
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    # Listed for --help; main() hands their arguments to pipeline.cli (needs the [spark] extra).
+    sub.add_parser("audit", help="compaction audit of log directories (Spark)", add_help=False)
+    sub.add_parser("export", help="export log directories to Parquet (Spark)", add_help=False)
     return parser
 
 
@@ -111,6 +116,13 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("audit", "export"):
+        # The Spark jobs own their arguments (and --help); imported only here so
+        # the broker itself never loads PySpark.
+        from pipeline.cli import audit_main, export_main
+
+        return {"audit": audit_main, "export": export_main}[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return serve(args)

@@ -11,6 +11,7 @@ from xml.etree import ElementTree
 import pytest
 
 from pipeline.cleaner_position import CleanerSettings, keys_per_pass
+from asyncbroker.cli import main as asyncbroker_main
 from pipeline.cli import audit_main
 from pipeline.compaction_audit import run_audit
 from pipeline_testlib import BASE_TS, commit_marker, write_cleaner_checkpoint, write_segment
@@ -147,8 +148,9 @@ def test_audit_numbers(spark, audited_dir: Path) -> None:  # noqa: ANN001
 
 def test_audit_cli_writes_json_and_html(spark, audited_dir: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
     out_json, out_html = tmp_path / "audit.json", tmp_path / "audit.html"
-    rc = audit_main([str(audited_dir), "--master", "local[2]", "--json", str(out_json), "--html", str(out_html),
-                     "--now-ms", str(NOW), "--topics", "cmp"])
+    # Through the `asyncbroker audit` front door, which hands its arguments to pipeline.cli.
+    rc = asyncbroker_main(["audit", str(audited_dir), "--master", "local[2]", "--json", str(out_json),
+                           "--html", str(out_html), "--now-ms", str(NOW), "--topics", "cmp"])
     assert rc == 0
     table = capsys.readouterr().out
     assert "cmp-0" in table and "cmp-1" in table and "plain-0" not in table
