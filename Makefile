@@ -2,34 +2,41 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test bench torture venv kcat clean
+.PHONY: run test bench torture kcat clean
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(PY):
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,spark]'
-	touch $(STAMP)
 
-venv: $(STAMP)
+# `make run` needs only the broker's own dependencies.
+$(RUN_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
+	touch $@
+
+# `make test` adds the clients the integration tests drive and PySpark (Java 17 is on the machine).
+$(TEST_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[test,spark]'
+	touch $@ $(RUN_STAMP)
 
 kcat:
 	@command -v kcat >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq kcat; }
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/asyncbroker serve
 
-test: $(STAMP) kcat
+test: $(TEST_STAMP) kcat
 	$(PY) -m pytest -q -p no:cacheprovider
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(PY) -m bench
 
-torture: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider tests/recovery --torture
+torture: $(TEST_STAMP) kcat
+	$(PY) -m pytest -q -p no:cacheprovider tests/recovery tests/fuzz --torture
 
 clean:
 	rm -rf $(VENV) build *.egg-info
