@@ -115,10 +115,12 @@ def _bounded(decompress_into: object, data: bytes | bytearray | memoryview,
         try:
             n = decompress_into(data, out)  # type: ignore[operator]
         except Exception as exc:  # cramjam: "failed to write whole buffer" or corrupt input
+            message = str(exc)
+            too_small = "whole buffer" in message or "smaller than required" in message
+            if not too_small:
+                raise CorruptRecordError(f"records section cannot be decompressed: {message}") from None
             if size >= limit:
-                raise CorruptRecordError(
-                    f"records section is corrupt or inflates past {limit} bytes: {exc}"
-                ) from None
+                raise CorruptRecordError(f"records section inflates past the {limit} byte limit") from None
             size = min(limit, size * 8)
             continue
         return bytes(memoryview(out)[:n])
