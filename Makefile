@@ -35,8 +35,12 @@ test: $(TEST_STAMP) kcat
 bench: $(TEST_STAMP)
 	$(PY) -m bench
 
+# The long forms of the fault harnesses: 1,000 crash kills, 5,000 live fuzz cases, 10 min of atheris.
 torture: $(TEST_STAMP) kcat
-	$(PY) -m pytest -q -p no:cacheprovider tests/recovery tests/fuzz --torture
+	$(PY) -m pip install -q -e '.[test,spark,torture]'
+	$(PY) -m pytest -q -p no:cacheprovider tests/recovery --torture
+	FUZZ_EXAMPLES=5000 $(PY) -m pytest -q -p no:cacheprovider tests/fuzz
+	$(PY) tests/fuzz/atheris_wire.py -max_total_time=600 -print_final_stats=1
 
 clean:
 	rm -rf $(VENV) build *.egg-info

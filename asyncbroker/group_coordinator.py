@@ -660,14 +660,7 @@ class GroupCoordinator:
                          protocol_type: str | None, protocol_name: str | None,
                          assignments: dict[str, bytes]) -> SyncGroupResult:
         await self.ensure_loaded()
-        group = self.groups.get(group_id)
-        if group is None:
-            raise UnknownMemberIdError(f"Group {group_id} does not exist")
-        if group.is_in_state(_S.DEAD):
-            raise CoordinatorNotAvailableError(f"Group {group_id} is being removed")
-        self._validate_member(group, member_id, group_instance_id)
-        if generation_id != group.generation_id:
-            raise IllegalGenerationError(f"Generation {generation_id} is not the group's {group.generation_id}")
+        group = self._member_group(group_id, generation_id, member_id, group_instance_id)
         if protocol_type is not None and protocol_type != group.protocol_type:
             raise InconsistentGroupProtocolError(f"Protocol type {protocol_type} does not match {group.protocol_type}")
         if protocol_name is not None and protocol_name != group.protocol_name:
@@ -711,6 +704,20 @@ class GroupCoordinator:
                     log.info("Group %s generation %d is now Stable", group_id, generation)
         return await fut
 
+    def _member_group(self, group_id: str, generation_id: int, member_id: str,
+                      group_instance_id: str | None) -> ClassicGroup:
+        """The live group in which `member_id` belongs to the current generation: the checks
+        SyncGroup and Heartbeat both make first, in Kafka's order."""
+        group = self.groups.get(group_id)
+        if group is None:
+            raise UnknownMemberIdError(f"Group {group_id} does not exist")
+        if group.is_in_state(_S.DEAD):
+            raise CoordinatorNotAvailableError(f"Group {group_id} is being removed")
+        self._validate_member(group, member_id, group_instance_id)
+        if generation_id != group.generation_id:
+            raise IllegalGenerationError(f"Generation {generation_id} is not the group's {group.generation_id}")
+        return group
+
     def _validate_member(self, group: ClassicGroup, member_id: str, group_instance_id: str | None) -> None:
         if group_instance_id is not None:
             existing = group.static_member_id(group_instance_id)
@@ -727,14 +734,7 @@ class GroupCoordinator:
     async def heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
                         group_instance_id: str | None) -> None:
         await self.ensure_loaded()
-        group = self.groups.get(group_id)
-        if group is None:
-            raise UnknownMemberIdError(f"Group {group_id} does not exist")
-        if group.is_in_state(_S.DEAD):
-            raise CoordinatorNotAvailableError(f"Group {group_id} is being removed")
-        self._validate_member(group, member_id, group_instance_id)
-        if generation_id != group.generation_id:
-            raise IllegalGenerationError(f"Generation {generation_id} is not the group's {group.generation_id}")
+        group = self._member_group(group_id, generation_id, member_id, group_instance_id)
         member = group.members[member_id]
         if group.is_in_state(_S.EMPTY):
             raise UnknownMemberIdError(f"Group {group_id} is empty")

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -98,12 +97,6 @@ class LogJobs:
         self.scheduler = scheduler if scheduler is not None else Scheduler(threads=2)
         self.last_retention: RetentionRun | None = None
         self._started = False
-        # Storage's LogManager writes each checkpoint through a temp file with a fixed name and
-        # no lock shared between callers: two concurrent writers of one checkpoint race on the
-        # rename, and the loser takes the log dir offline (halting a one-dir broker). Every
-        # checkpoint write made here, and TopicManager's partition deletion (which checkpoints
-        # the dir), hold this lock. (Belongs in storage's LogManager; see report.)
-        self.checkpoint_lock = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -118,14 +111,14 @@ class LogJobs:
         s.schedule(RETENTION, self._retention, delay_ms=initial, period_ms=c.log_retention_check_interval_ms)
         s.schedule(FLUSHER, self._blocking(lm.flush_dirty_logs), delay_ms=initial,
                    period_ms=c.log_flush_scheduler_interval_ms)
-        s.schedule(RECOVERY_POINT_CHECKPOINT, self._blocking(self._checkpointing(lm.checkpoint_recovery_offsets)),
+        s.schedule(RECOVERY_POINT_CHECKPOINT, self._blocking(lm.checkpoint_recovery_offsets),
                    delay_ms=initial, period_ms=c.log_flush_offset_checkpoint_interval_ms)
-        s.schedule(LOG_START_OFFSET_CHECKPOINT, self._blocking(self._checkpointing(lm.checkpoint_log_start_offsets)),
+        s.schedule(LOG_START_OFFSET_CHECKPOINT, self._blocking(lm.checkpoint_log_start_offsets),
                    delay_ms=initial, period_ms=c.log_flush_start_offset_checkpoint_interval_ms)
         s.schedule(DELETE_LOGS, self._delete_logs, delay_ms=initial, period_ms=None)
         # ReplicaManager's task in Kafka: no initial task delay, just the interval.
         hw_interval = c.replica_high_watermark_checkpoint_interval_ms
-        s.schedule(HIGH_WATERMARK_CHECKPOINT, self._blocking(self._checkpointing(lm.checkpoint_high_watermarks)),
+        s.schedule(HIGH_WATERMARK_CHECKPOINT, self._blocking(lm.checkpoint_high_watermarks),
                    delay_ms=hw_interval, period_ms=hw_interval)
         logger.info(
             "Scheduled log jobs after %d ms: retention every %d ms, flusher every %s, recovery-point checkpoint "
@@ -137,14 +130,6 @@ class LogJobs:
     async def stop(self) -> None:
         """Cancel the jobs and wait for a pass already on a thread to finish."""
         await self.scheduler.shutdown()
-
-    def _checkpointing(self, fn: Callable[[], Any]) -> Callable[[], Any]:
-        def run() -> Any:
-            with self.checkpoint_lock:
-                return fn()
-
-        run.__qualname__ = getattr(fn, "__qualname__", "checkpoint")
-        return run
 
     def _blocking(self, fn: Callable[[], Any]) -> Callable[[], Any]:
         async def run() -> Any:
@@ -239,13 +224,6 @@ class LogJobs:
             total += count
             remaining = set(log.segments.base_offsets())
             gone = [(segment, size) for segment, size in before if segment.base_offset not in remaining]
-            for segment, _ in gone:
-                # Unmap the indexes of the renamed segments now rather than at the unlink
-                # file.delete.delay.ms later: each mapping holds a file descriptor, and one pass
-                # over thousands of segments would otherwise exhaust RLIMIT_NOFILE. A reader that
-                # still needs an index re-maps the `.deleted` file lazily; one holding the `.log`
-                # file is unaffected. (Belongs in storage's Log._delete_segments; see report.)
-                segment.close_handlers()
             deletion = SegmentDeletion(log.topic_partition.topic, log.topic_partition.partition,
                                        [segment.base_offset for segment, _ in gone], sum(size for _, size in gone),
                                        start_before, log.log_start_offset)
@@ -259,8 +237,7 @@ class LogJobs:
         if deletions:
             # Kafka's invariant "deleted data is not re-exposed": the new log start offsets are on
             # disk before the `.deleted` files are unlinked (file.delete.delay.ms from now).
-            with self.checkpoint_lock:
-                self.log_manager.checkpoint_log_start_offsets()
+            self.log_manager.checkpoint_log_start_offsets()
         duration_ms = (time.monotonic() - started) * 1000
         run = RetentionRun(len(logs), total, sum(d.bytes for d in deletions), duration_ms, deletions)
         logger.log(logging.INFO if total else logging.DEBUG,
@@ -288,18 +265,8 @@ class LogJobs:
 
     def _next_delete_delay_ms(self) -> int:
         """Kafka's nextDeleteDelayMs: time left until the oldest `-delete` entry is due, or a
-        whole file.delete.delay.ms when none is waiting."""
-        lm = self.log_manager
-        delay = lm.file_delete_delay_ms
-        next_delay = getattr(lm, "next_delete_delay_ms", None)
-        if next_delay is not None:
-            return max(0, int(next_delay()))
-        # Until storage exposes next_delete_delay_ms(): the entries are (path, enqueued at ms).
-        entries = list(getattr(lm, "_logs_to_delete", ()))
-        if not entries:
-            return delay
-        first = min(enqueued for _, enqueued in entries)
-        return max(0, first + delay - self.clock.milliseconds())
+        whole file.delete.delay.ms when none is waiting (storage's LogManager knows the entries)."""
+        return max(0, int(self.log_manager.next_delete_delay_ms()))
 
 
 async def _maybe_await(value: Any) -> Any:

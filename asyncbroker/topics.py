@@ -315,15 +315,6 @@ class TopicManager:
             raise TopicDeletionDisabledError("Topic deletion is disabled.")
 
     def _delete_logs_blocking(self, meta: TopicMetadata) -> None:
-        # Deleting a partition checkpoints its dir: serialize with LogJobs' checkpoint writers.
-        lock = getattr(getattr(self._broker, "log_jobs", None), "checkpoint_lock", None)
-        if lock is None:
-            self._delete_partitions(meta)
-        else:
-            with lock:
-                self._delete_partitions(meta)
-
-    def _delete_partitions(self, meta: TopicMetadata) -> None:
         for tp in meta.topic_partitions():
             if self.log_manager.get_log(tp) is not None:
                 self.log_manager.delete_log(tp)

@@ -41,7 +41,11 @@ from wire.records import (
     LOG_OVERHEAD,
     BatchHeader,
     read_batch_header,
+    read_uvarint,
+    record_keys_and_offsets,
+    record_layouts,
     validate_batch,
+    write_uvarint,
 )
 
 __all__ = [
@@ -150,182 +154,6 @@ def should_retain_record(offset_map: SkimpyOffsetMap, delete_horizon_ms: int | N
 # -- record walking ---------------------------------------------------------------------------------
 
 
-def _uvarint(data: bytes, p: int, max_bytes: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    for _ in range(max_bytes):
-        b = data[p]
-        p += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, p
-        shift += 7
-    raise CorruptRecordError(f"varint longer than {max_bytes} bytes in record")
-
-
-def _write_uvarint(out: bytearray, v: int) -> None:
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def _records(data: bytes, count: int) -> list[tuple[int, int, int, int, bytes | None, bool]]:
-    """Layout of each record: (start, end, body start, offset delta, key, value is null).
-
-    Raises CorruptRecordError for lengths or varints that do not fit the section.
-    """
-    out = []
-    append = out.append
-    n = len(data)
-    p = 0
-    try:
-        for _ in range(count):
-            start = p
-            b = data[p]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:  # two-byte varint: records of 64..8191 bytes
-                length = (b & 0x7F) | (data[p + 1] << 7)
-                length = (length >> 1) ^ -(length & 1)
-                p += 2
-            else:
-                length, p = _uvarint(data, p, 5)
-                length = (length >> 1) ^ -(length & 1)
-            end = p + length
-            if length < 6 or end > n:
-                raise CorruptRecordError(f"invalid record length {length}")
-            body = p
-            p += 1  # attributes
-            if data[p] < 0x80:  # timestampDelta, skipped here
-                p += 1
-            elif data[p + 1] < 0x80:
-                p += 2
-            else:
-                _, p = _uvarint(data, p, 10)
-            b = data[p]
-            if b < 0x80:
-                od = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                od = (b & 0x7F) | (data[p + 1] << 7)
-                od = (od >> 1) ^ -(od & 1)
-                p += 2
-            else:
-                od, p = _uvarint(data, p, 5)
-                od = (od >> 1) ^ -(od & 1)
-            b = data[p]
-            if b < 0x80:
-                kl = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                kl = (b & 0x7F) | (data[p + 1] << 7)
-                kl = (kl >> 1) ^ -(kl & 1)
-                p += 2
-            else:
-                kl, p = _uvarint(data, p, 5)
-                kl = (kl >> 1) ^ -(kl & 1)
-            if kl < 0:
-                if kl != -1:
-                    raise CorruptRecordError(f"invalid key length {kl}")
-                key = None
-            else:
-                key = data[p:p + kl]
-                p += kl
-            b = data[p]
-            if b < 0x80:
-                vl = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                vl = (b & 0x7F) | (data[p + 1] << 7)
-                vl = (vl >> 1) ^ -(vl & 1)
-                p += 2
-            else:
-                vl, p = _uvarint(data, p, 5)
-                vl = (vl >> 1) ^ -(vl & 1)
-            if vl < -1 or p + max(vl, 0) > end:
-                raise CorruptRecordError(f"invalid value length {vl}")
-            append((start, end, body, od, key, vl < 0))
-            p = end
-    except IndexError:
-        raise CorruptRecordError("record data ends inside a record") from None
-    if p != n:
-        raise CorruptRecordError(f"{n - p} bytes left over after the declared {count} records")
-    return out
-
-
-def _keys_and_offsets(data: bytes, count: int, base_offset: int, start_offset: int
-                      ) -> tuple[list[bytes], list[int]]:
-    """Pass 1's walker: keys and absolute offsets of keyed records at or above start_offset."""
-    keys: list[bytes] = []
-    offsets: list[int] = []
-    kappend = keys.append
-    oappend = offsets.append
-    n = len(data)
-    p = 0
-    try:
-        for _ in range(count):
-            b = data[p]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:  # two-byte varint: records of 64..8191 bytes
-                length = (b & 0x7F) | (data[p + 1] << 7)
-                length = (length >> 1) ^ -(length & 1)
-                p += 2
-            else:
-                length, p = _uvarint(data, p, 5)
-                length = (length >> 1) ^ -(length & 1)
-            end = p + length
-            if length < 6 or end > n:
-                raise CorruptRecordError(f"invalid record length {length}")
-            p += 1
-            if data[p] < 0x80:
-                p += 1
-            elif data[p + 1] < 0x80:
-                p += 2
-            else:
-                _, p = _uvarint(data, p, 10)
-            b = data[p]
-            if b < 0x80:
-                od = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                od = (b & 0x7F) | (data[p + 1] << 7)
-                od = (od >> 1) ^ -(od & 1)
-                p += 2
-            else:
-                od, p = _uvarint(data, p, 5)
-                od = (od >> 1) ^ -(od & 1)
-            b = data[p]
-            if b < 0x80:
-                kl = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                kl = (b & 0x7F) | (data[p + 1] << 7)
-                kl = (kl >> 1) ^ -(kl & 1)
-                p += 2
-            else:
-                kl, p = _uvarint(data, p, 5)
-                kl = (kl >> 1) ^ -(kl & 1)
-            if kl >= 0:
-                if p + kl > end:
-                    raise CorruptRecordError(f"key length {kl} runs past the record")
-                offset = base_offset + od
-                if offset >= start_offset:
-                    kappend(data[p:p + kl])
-                    oappend(offset)
-            elif kl != -1:
-                raise CorruptRecordError(f"invalid key length {kl}")
-            p = end
-    except IndexError:
-        raise CorruptRecordError("record data ends inside a record") from None
-    if p != n:
-        raise CorruptRecordError(f"{n - p} bytes left over after the declared {count} records")
-    return keys, offsets
-
-
 def _section(buf: bytes | memoryview, pos: int, header: BatchHeader) -> bytes:
     end = pos + header.batch_length + LOG_OVERHEAD
     codec = header.attributes & _CODEC_MASK
@@ -352,7 +180,7 @@ def _rebuild_batch(h: BatchHeader, data: bytes, retained: list, delete_horizon_m
             delta = (b >> 1) ^ -(b & 1)
             p += 1
         else:
-            delta, p = _uvarint(data, p, 10)
+            delta, p = read_uvarint(data, p, len(data), 10)
             delta = (delta >> 1) ^ -(delta & 1)
         stamps.append((h.max_timestamp if log_append else base_ts + delta, p))
     new_base = delete_horizon_ms if delete_horizon_ms is not None else stamps[0][0]
@@ -363,9 +191,9 @@ def _rebuild_batch(h: BatchHeader, data: bytes, retained: list, delete_horizon_m
         for r, (ts, ts_end) in zip(retained, stamps):
             rec = bytearray(data[r[2]:r[2] + 1])  # attributes byte
             d = ts - new_base
-            _write_uvarint(rec, ((d << 1) ^ (d >> 63)) & 0xFFFFFFFFFFFFFFFF)
+            write_uvarint(rec, ((d << 1) ^ (d >> 63)) & 0xFFFFFFFFFFFFFFFF)
             rec += data[ts_end:r[1]]
-            _write_uvarint(out, (len(rec) << 1) & 0xFFFFFFFF)
+            write_uvarint(out, (len(rec) << 1) & 0xFFFFFFFF)
             out += rec
         body = bytes(out)
     max_ts = h.max_timestamp if log_append else max(ts for ts, _ in stamps)
@@ -465,7 +293,7 @@ def filter_batches(buf: bytes | memoryview, ctx: FilterContext) -> tuple[int, by
         if is_control:
             if count:
                 data = _section(buf, pos, h)
-                records = _records(data, count)
+                records = record_layouts(data, count)
             can_discard = txn.on_control_batch_read(last_offset, h.producer_id, records[0][4] if records else None)
             has_horizon = bool(attrs & _DELETE_HORIZON_MASK)
             discard_batch_records = can_discard and has_horizon and h.base_timestamp <= now
@@ -488,7 +316,7 @@ def filter_batches(buf: bytes | memoryview, ctx: FilterContext) -> tuple[int, by
         # -- record level (shouldRetainRecord) --
         if count and not is_control:
             data = _section(buf, pos, h)
-            records = _records(data, count)
+            records = record_layouts(data, count)
         stats.messages_read += len(records)
         if discard_batch_records:
             retained: list = []
@@ -701,13 +529,13 @@ class Cleaner:
                         break
                     last_offset = h.base_offset + h.last_offset_delta
                     if h.attributes & _CONTROL_MASK:
-                        records = _records(_section(buf, pos, h), h.records_count) if h.records_count else []
+                        records = record_layouts(_section(buf, pos, h), h.records_count) if h.records_count else []
                         txn.on_control_batch_read(last_offset, h.producer_id, records[0][4] if records else None)
                         stats.index_messages_read(1)
                     elif txn.on_batch_read(last_offset, h.producer_id, bool(h.attributes & _TRANSACTIONAL_MASK)):
                         stats.index_messages_read(h.records_count)  # aborted: not mapped
                     elif h.records_count:
-                        keys, offsets = _keys_and_offsets(_section(buf, pos, h), h.records_count, h.base_offset,
+                        keys, offsets = record_keys_and_offsets(_section(buf, pos, h), h.records_count, h.base_offset,
                                                           start)
                         if keys:
                             stored = offset_map.put_keys(keys, offsets, max_desired)

@@ -211,6 +211,24 @@ class AbstractIndex:
 
     reset = truncate
 
+    def _rel(self, slot: int) -> int:
+        """Relative offset stored in `slot` (both index kinds are sorted by it)."""
+        raise NotImplementedError
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries with offset >= `offset`."""
+        self._ensure()
+        with self._lock:
+            rel = offset - self.base_offset
+            slot = self._largest_lower_bound_slot(rel, self._rel)
+            if slot == -1:
+                new_entries = 0
+            elif self._rel(slot) == rel:
+                new_entries = slot
+            else:
+                new_entries = slot + 1
+            self._truncate_to_entries(new_entries)
+
     def _truncate_to_entries(self, n: int) -> None:
         self._entries = n
         self._after_open()

@@ -650,7 +650,8 @@ class Log:
         def breached(segment: LogSegment, next_segment: LogSegment | None) -> bool:
             return next_segment is not None and next_segment.base_offset <= self._log_start_offset
 
-        return self._delete_segments(self._deletable_segments(breached), "log start offset breach")
+        return self._delete_segments(self._deletable_segments(breached),
+                                     f"log start offset {self._log_start_offset} breach")
 
     def _delete_retention_size_breached_segments(self) -> int:
         retention = self.config.retention_bytes
@@ -666,7 +667,10 @@ class Log:
                 return True
             return False
 
-        return self._delete_segments(self._deletable_segments(breached), "retention size breach")
+        deletable = self._deletable_segments(breached)
+        after = size - sum(segment.size() for segment in deletable)
+        return self._delete_segments(
+            deletable, f"log retention size {retention} breach. Log size after deletion will be {after}.")
 
     def _delete_retention_ms_breached_segments(self) -> int:
         retention = self.config.retention_ms
@@ -675,10 +679,18 @@ class Log:
         now = self.clock.milliseconds()
 
         def breached(segment: LogSegment, next_segment: LogSegment | None) -> bool:
-            # A future-dated segment is never old enough (its largest timestamp is ahead of now).
-            return now - segment.largest_timestamp() > retention
+            largest = segment.largest_timestamp()
+            if largest > now:
+                # A future-dated segment is never old enough: it, and every later segment, stays.
+                logger.warning(
+                    "[UnifiedLog partition=%s, dir=%s] Retention of %r is blocked: its largest timestamp %d is in "
+                    "the future (now %d); retention.ms=%d cannot delete it or any later segment until then",
+                    self.topic_partition, self.dir.parent, segment, largest, now, retention)
+            return now - largest > retention
 
-        return self._delete_segments(self._deletable_segments(breached), "retention time breach")
+        return self._delete_segments(
+            self._deletable_segments(breached),
+            f"log retention time {retention}ms breach based on the largest record timestamp in the segment")
 
     def _deletable_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> list[LogSegment]:
         """Oldest-first prefix of segments satisfying predicate, wholly below the HW, never the
@@ -716,9 +728,16 @@ class Log:
             self._recovery_point = max(self._recovery_point, self._log_start_offset)
             due = self.clock.milliseconds() + self.config.file_delete_delay_ms
             for segment in deletable:
+                logger.info("[UnifiedLog partition=%s, dir=%s] Deleting segment %r due to %s",
+                            self.topic_partition, self.dir.parent, segment, reason)
+            for segment in deletable:
                 # Two-phase delete: rename now (no longer served), unlink after file.delete.delay.ms
                 # so in-flight reads holding the file can finish.
                 segment.rename_to_deleted()
+                # Unmap the indexes now: each mapping holds a file descriptor until the unlink, and
+                # one pass over thousands of segments would exhaust RLIMIT_NOFILE. A reader that
+                # still needs an index re-maps the `.deleted` file lazily.
+                segment.close_handlers()
                 self._pending_deletes.append((segment, due))
             if self.config.file_delete_delay_ms == 0:
                 self.delete_pending_files()

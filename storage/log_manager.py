@@ -74,6 +74,7 @@ class LogManager:
         self.had_clean_shutdown: dict[Path, bool] = {}
         self._logs: dict[TopicPartition, Log] = {}
         self._lock = threading.RLock()  # Kafka's logCreationOrDeletionLock
+        self._checkpoint_lock = threading.Lock()  # one writer per checkpoint file at a time
         self._dir_locks: dict[Path, int] = {}
         self._logs_to_delete: list[tuple[Path, int]] = []
         self._topic_configs: dict[str, dict[str, str]] = {}
@@ -354,6 +355,15 @@ class LogManager:
             log.delete_pending_files()
         return len(due)
 
+    def next_delete_delay_ms(self) -> int:
+        """Kafka's nextDeleteDelayMs: ms until the oldest `-delete` directory is due, or a whole
+        file.delete.delay.ms when none is waiting (kafka-delete-logs sleeps this long)."""
+        with self._lock:
+            if not self._logs_to_delete:
+                return self.file_delete_delay_ms
+            first = min(enqueued for _, enqueued in self._logs_to_delete)
+        return max(0, first + self.file_delete_delay_ms - self.clock.milliseconds())
+
     def pending_deletes(self) -> list[Path]:
         with self._lock:
             return [p for p, _ in self._logs_to_delete]
@@ -411,9 +421,13 @@ class LogManager:
                 logger.exception("Error flushing %s", log)
 
     def _write_checkpoint(self, d: Path, name: str, offsets: dict[TopicPartition, int]) -> None:
-        """CheckpointFileWithFailureHandler: an I/O error takes the dir offline, other dirs go on."""
+        """CheckpointFileWithFailureHandler: an I/O error takes the dir offline, other dirs go on.
+
+        Serialized: every writer of one checkpoint goes through the same temp file, and two
+        concurrent renames would fail one writer (and take the dir offline)."""
         try:
-            OffsetCheckpointFile(d / name).write(offsets)
+            with self._checkpoint_lock:
+                OffsetCheckpointFile(d / name).write(offsets)
         except OSError as exc:
             self._report_io_error(d, f"Error while writing {name} in dir {d}", exc)
 

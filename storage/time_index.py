@@ -84,20 +84,6 @@ class TimeIndex(AbstractIndex):
                 self._entries += 1
                 self._last = TimestampOffset(timestamp, offset)
 
-    def truncate_to(self, offset: int) -> None:
-        """Remove entries with offset >= `offset`."""
-        self._ensure()
-        with self._lock:
-            rel = offset - self.base_offset
-            slot = self._largest_lower_bound_slot(rel, self._rel)
-            if slot == -1:
-                new_entries = 0
-            elif self._rel(slot) == rel:
-                new_entries = slot
-            else:
-                new_entries = slot + 1
-            self._truncate_to_entries(new_entries)
-
     def _check_entries(self, entries: int, read_entry) -> None:  # noqa: ANN001
         last_ts, last_rel = _ENTRY.unpack(read_entry(entries - 1))
         first_ts, _ = _ENTRY.unpack(read_entry(0))

@@ -74,6 +74,11 @@ __all__ = [
     "decode_records",
     "iter_records",
     "all_records_have_keys",
+    "RecordLayout",
+    "record_layouts",
+    "record_keys_and_offsets",
+    "read_uvarint",
+    "write_uvarint",
     "build_batch",
     "build_control_batch",
     "parse_control_record",
@@ -363,7 +368,7 @@ def assign_offsets(
 # -- varints ------------------------------------------------------------------
 
 
-def _read_uvarint(data: bytes, p: int, limit: int, max_bytes: int) -> tuple[int, int]:
+def read_uvarint(data: bytes, p: int, limit: int, max_bytes: int) -> tuple[int, int]:
     """Unsigned LEB128 at data[p:limit]; returns (value, next position)."""
     value = 0
     shift = 0
@@ -379,7 +384,7 @@ def _read_uvarint(data: bytes, p: int, limit: int, max_bytes: int) -> tuple[int,
     raise CorruptRecordError(f"varint longer than {max_bytes} bytes in record")
 
 
-def _write_uvarint(out: bytearray, v: int) -> None:
+def write_uvarint(out: bytearray, v: int) -> None:
     while v >= 0x80:
         out.append((v & 0x7F) | 0x80)
         v >>= 7
@@ -388,12 +393,12 @@ def _write_uvarint(out: bytearray, v: int) -> None:
 
 def _write_varlong(out: bytearray, n: int) -> None:
     """Zigzag-encode a signed 64-bit value."""
-    _write_uvarint(out, ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
+    write_uvarint(out, ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def _write_varint(out: bytearray, n: int) -> None:
     """Zigzag-encode a signed 32-bit value."""
-    _write_uvarint(out, ((n << 1) ^ (n >> 31)) & 0xFFFFFFFF)
+    write_uvarint(out, ((n << 1) ^ (n >> 31)) & 0xFFFFFFFF)
 
 
 # -- records ------------------------------------------------------------------
@@ -447,7 +452,7 @@ def _decode_section(data: bytes, header: BatchHeader) -> list[Record]:
 
 def _decode_loop(data: bytes, n: int, count: int, header: BatchHeader) -> list[Record]:
     """The per-record loop, written for speed: varints of one and two bytes
-    (nearly all of them) are decoded inline, longer ones by _read_uvarint.
+    (nearly all of them) are decoded inline, longer ones by read_uvarint.
 
     Bounds: a varint that overruns its record but not the data is caught by
     the `p != rec_end` check at the end of each record; one that overruns
@@ -457,7 +462,7 @@ def _decode_loop(data: bytes, n: int, count: int, header: BatchHeader) -> list[R
     base_ts = header.base_timestamp
     log_append = header.attributes & TIMESTAMP_TYPE_MASK
     max_ts = header.max_timestamp
-    read = _read_uvarint
+    read = read_uvarint
     VI = _MAX_VARINT_BYTES
     records: list[Record] = []
     append = records.append
@@ -590,6 +595,172 @@ def _decode_loop(data: bytes, n: int, count: int, header: BatchHeader) -> list[R
 def all_records_have_keys(buf: Buffer, pos: int = 0) -> bool:
     """True when no record of the batch has a null key (compacted topics)."""
     return all(r.key is not None for r in decode_records(buf, pos))
+
+
+RecordLayout = tuple[int, int, int, int, "bytes | None", bool]
+
+
+def record_layouts(data: bytes, count: int) -> list[RecordLayout]:
+    """Where each of `count` records of an uncompressed records section sits, without
+    building Record objects: (start, end, body start, offset delta, key, value is null).
+
+    `start`..`end` is the whole record (length varint included), `body start` its
+    attributes byte. The walker for callers that copy records through unchanged
+    (the log cleaner), so it skips timestamps and headers; varints of one and two
+    bytes are decoded inline for speed. Raises CorruptRecordError for lengths or
+    varints that do not fit the section or a count that does not consume it.
+    """
+    out: list[RecordLayout] = []
+    append = out.append
+    read = read_uvarint
+    VI = _MAX_VARINT_BYTES
+    n = len(data)
+    p = 0
+    try:
+        for _ in range(count):
+            start = p
+            b = data[p]
+            if b < 0x80:
+                v = b
+                p += 1
+            elif data[p + 1] < 0x80:  # two-byte varint: records of 64..8191 bytes
+                v = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                v, p = read(data, p, n, VI)
+            length = (v >> 1) ^ -(v & 1)
+            end = p + length
+            if length < MIN_RECORD_SIZE - 1 or end > n:
+                raise CorruptRecordError(f"invalid record length {length}")
+            body = p
+            p += 1  # attributes
+            if data[p] < 0x80:  # timestampDelta, skipped here
+                p += 1
+            elif data[p + 1] < 0x80:
+                p += 2
+            else:
+                _, p = read(data, p, n, _MAX_VARLONG_BYTES)
+            b = data[p]
+            if b < 0x80:
+                v = b
+                p += 1
+            elif data[p + 1] < 0x80:
+                v = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                v, p = read(data, p, n, VI)
+            od = (v >> 1) ^ -(v & 1)
+            b = data[p]
+            if b < 0x80:
+                v = b
+                p += 1
+            elif data[p + 1] < 0x80:
+                v = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                v, p = read(data, p, n, VI)
+            kl = (v >> 1) ^ -(v & 1)
+            if kl < 0:
+                if kl != -1:
+                    raise CorruptRecordError(f"invalid key length {kl}")
+                key = None
+            else:
+                key = data[p : p + kl]
+                p += kl
+            b = data[p]
+            if b < 0x80:
+                v = b
+                p += 1
+            elif data[p + 1] < 0x80:
+                v = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                v, p = read(data, p, n, VI)
+            vl = (v >> 1) ^ -(v & 1)
+            if vl < -1 or p + max(vl, 0) > end:
+                raise CorruptRecordError(f"invalid value length {vl}")
+            append((start, end, body, od, key, vl < 0))
+            p = end
+    except IndexError:
+        raise CorruptRecordError("record data ends inside a record") from None
+    if p != n:
+        raise CorruptRecordError(f"{n - p} bytes left over after the declared {count} records")
+    return out
+
+
+def record_keys_and_offsets(data: bytes, count: int, base_offset: int, start_offset: int
+                            ) -> tuple[list[bytes], list[int]]:
+    """Keys and absolute offsets of the keyed records at or above `start_offset` in an
+    uncompressed records section (the log cleaner's pass 1, which maps key -> offset).
+
+    A second specialised walker next to record_layouts because building a layout per
+    record costs pass 1 about twice its time; same checks, same errors.
+    """
+    keys: list[bytes] = []
+    offsets: list[int] = []
+    kappend = keys.append
+    oappend = offsets.append
+    read = read_uvarint
+    VI = _MAX_VARINT_BYTES
+    n = len(data)
+    p = 0
+    try:
+        for _ in range(count):
+            b = data[p]
+            if b < 0x80:
+                v = b
+                p += 1
+            elif data[p + 1] < 0x80:  # two-byte varint: records of 64..8191 bytes
+                v = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                v, p = read(data, p, n, VI)
+            length = (v >> 1) ^ -(v & 1)
+            end = p + length
+            if length < MIN_RECORD_SIZE - 1 or end > n:
+                raise CorruptRecordError(f"invalid record length {length}")
+            p += 1  # attributes
+            if data[p] < 0x80:  # timestampDelta, skipped here
+                p += 1
+            elif data[p + 1] < 0x80:
+                p += 2
+            else:
+                _, p = read(data, p, n, _MAX_VARLONG_BYTES)
+            b = data[p]
+            if b < 0x80:
+                v = b
+                p += 1
+            elif data[p + 1] < 0x80:
+                v = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                v, p = read(data, p, n, VI)
+            od = (v >> 1) ^ -(v & 1)
+            b = data[p]
+            if b < 0x80:
+                v = b
+                p += 1
+            elif data[p + 1] < 0x80:
+                v = (b & 0x7F) | (data[p + 1] << 7)
+                p += 2
+            else:
+                v, p = read(data, p, n, VI)
+            kl = (v >> 1) ^ -(v & 1)
+            if kl >= 0:
+                if p + kl > end:
+                    raise CorruptRecordError(f"key length {kl} runs past the record")
+                offset = base_offset + od
+                if offset >= start_offset:
+                    kappend(data[p : p + kl])
+                    oappend(offset)
+            elif kl != -1:
+                raise CorruptRecordError(f"invalid key length {kl}")
+            p = end
+    except IndexError:
+        raise CorruptRecordError("record data ends inside a record") from None
+    if p != n:
+        raise CorruptRecordError(f"{n - p} bytes left over after the declared {count} records")
+    return keys, offsets
 
 
 def _encode_record(out: bytearray, rec: Record, ts_delta: int, off_delta: int) -> None:

@@ -165,8 +165,10 @@ def fetch_partition(conn: Conn, topic: str, partition: int) -> tuple[int, int, l
                 log_start_offset=-1, partition_max_bytes=4 << 20),)),),
             forgotten_topics_data=(), rack_id="")
         p = conn.request(req).responses[0].partitions[0]
-        if p.error_code == 1 and offset < 0:  # offset 0 below the log start: restart at it
-            offset = p.log_start_offset if p.log_start_offset > 0 else 0
+        if p.error_code == 1 and p.log_start_offset > max(offset, 0):
+            # Below the log start (retention deleted segments, possibly while we page through):
+            # continue from the new start; what lay below it is legitimately gone.
+            offset = p.log_start_offset
             continue
         if p.error_code != 0:
             raise AssertionError(f"fetch {topic}-{partition}@{offset}: error {p.error_code}")

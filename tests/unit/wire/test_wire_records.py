@@ -34,6 +34,8 @@ from wire.records import (
     iter_records,
     parse_control_record,
     read_batch_header,
+    record_keys_and_offsets,
+    record_layouts,
     validate_batch,
 )
 
@@ -494,3 +496,31 @@ def test_assign_offsets_property(
         for r in records
     ]
     assert decode_records(buf) == expected
+
+
+@given(record_lists())
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
+def test_record_layouts_and_keys_agree_with_decode_records(drawn: tuple[int, list[Record]]) -> None:
+    base_offset, records = drawn
+    batch = build_batch(records, base_offset=base_offset)
+    data = batch[BATCH_HEADER_SIZE:]
+    decoded = decode_records(batch)
+    layouts = record_layouts(data, len(records))
+    assert [base_offset + od for _, _, _, od, _, _ in layouts] == [r.offset for r in decoded]
+    assert [key for _, _, _, _, key, _ in layouts] == [r.key for r in decoded]
+    assert [null for *_, null in layouts] == [r.value is None for r in decoded]
+    assert b"".join(data[start:end] for start, end, *_ in layouts) == data
+    assert all(data[body] == 0 for _, _, body, *_ in layouts)  # body starts at the attributes byte
+    start = decoded[len(decoded) // 2].offset
+    keyed = [r for r in decoded if r.key is not None and r.offset >= start]
+    assert record_keys_and_offsets(data, len(records), base_offset, start) == (
+        [r.key for r in keyed], [r.offset for r in keyed])
+
+
+def test_record_layouts_reject_truncated_and_leftover_data() -> None:
+    data = build_batch([Record(0, 1, b"k", b"v"), Record(1, 1, b"k2", None)])[BATCH_HEADER_SIZE:]
+    for walk in (lambda d, c: record_layouts(d, c), lambda d, c: record_keys_and_offsets(d, c, 0, 0)):
+        with pytest.raises(CorruptRecordError):
+            walk(data[:-1], 2)
+        with pytest.raises(CorruptRecordError):
+            walk(data, 1)
