@@ -8,9 +8,10 @@ below the map's end, in groups that fit one segment, and copies the survivors in
 Log: it runs in a worker process on paths and offsets, and the broker swaps the
 `.cleaned` output in afterwards.
 
-Per-record work is unavoidable (keys must be read), so the record walkers below are
-written as tight loops over the decompressed section: no Record objects, single-byte
-varints inlined, MD5 and the map probe batched per record batch.
+Per-record work is unavoidable (keys must be read), so the cleaner walks records with
+wire.records' specialised walkers (record_layouts, record_keys_and_offsets): tight loops
+over the decompressed section, no Record objects, short varints inlined; MD5 and the map
+probe are batched per record batch here.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from storage.log_file_utils import CLEANED_FILE_SUFFIX, log_file, offset_index_f
 from storage.log_segment import LogSegment
 from storage.offset_index import OffsetIndex
 from storage.transaction_index import TransactionIndex
-from wire.compression import CompressionType, compress, decompress
+from wire.compression import CompressionType, compress
 from wire.errors import CorruptRecordError
 from wire.records import (
     BATCH_HEADER_SIZE,
@@ -44,6 +45,7 @@ from wire.records import (
     read_uvarint,
     record_keys_and_offsets,
     record_layouts,
+    records_section,
     validate_batch,
     write_uvarint,
 )
@@ -149,18 +151,6 @@ def should_retain_record(offset_map: SkimpyOffsetMap, delete_horizon_ms: int | N
     latest_for_key = offset >= found
     retain_deletes = delete_horizon_ms is None or current_time < delete_horizon_ms
     return latest_for_key and (has_value or retain_deletes)
-
-
-# -- record walking ---------------------------------------------------------------------------------
-
-
-def _section(buf: bytes | memoryview, pos: int, header: BatchHeader) -> bytes:
-    end = pos + header.batch_length + LOG_OVERHEAD
-    codec = header.attributes & _CODEC_MASK
-    body = buf[pos + BATCH_HEADER_SIZE:end]
-    if codec == 0:
-        return bytes(body)
-    return decompress(codec, body)
 
 
 # -- batch rebuilding -------------------------------------------------------------------------------
@@ -292,7 +282,7 @@ def filter_batches(buf: bytes | memoryview, ctx: FilterContext) -> tuple[int, by
         # -- batch level (checkBatchRetention) --
         if is_control:
             if count:
-                data = _section(buf, pos, h)
+                data = records_section(buf, pos, h)
                 records = record_layouts(data, count)
             can_discard = txn.on_control_batch_read(last_offset, h.producer_id, records[0][4] if records else None)
             has_horizon = bool(attrs & _DELETE_HORIZON_MASK)
@@ -315,7 +305,7 @@ def filter_batches(buf: bytes | memoryview, ctx: FilterContext) -> tuple[int, by
             continue
         # -- record level (shouldRetainRecord) --
         if count and not is_control:
-            data = _section(buf, pos, h)
+            data = records_section(buf, pos, h)
             records = record_layouts(data, count)
         stats.messages_read += len(records)
         if discard_batch_records:
@@ -529,14 +519,15 @@ class Cleaner:
                         break
                     last_offset = h.base_offset + h.last_offset_delta
                     if h.attributes & _CONTROL_MASK:
-                        records = record_layouts(_section(buf, pos, h), h.records_count) if h.records_count else []
+                        records = (record_layouts(records_section(buf, pos, h), h.records_count)
+                                   if h.records_count else [])
                         txn.on_control_batch_read(last_offset, h.producer_id, records[0][4] if records else None)
                         stats.index_messages_read(1)
                     elif txn.on_batch_read(last_offset, h.producer_id, bool(h.attributes & _TRANSACTIONAL_MASK)):
                         stats.index_messages_read(h.records_count)  # aborted: not mapped
                     elif h.records_count:
-                        keys, offsets = record_keys_and_offsets(_section(buf, pos, h), h.records_count, h.base_offset,
-                                                          start)
+                        keys, offsets = record_keys_and_offsets(records_section(buf, pos, h), h.records_count,
+                                                                h.base_offset, start)
                         if keys:
                             stored = offset_map.put_keys(keys, offsets, max_desired)
                             if stored < len(keys):

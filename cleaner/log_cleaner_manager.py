@@ -315,13 +315,7 @@ class LogCleanerManager:
             raise CleanerStateError(f"State for partition {tp} should exist.")
         if state is IN_PROGRESS:
             await self.update_checkpoints(data_dir, update=(tp, end_offset))
-        state = self.in_progress.get(tp)
-        if state is IN_PROGRESS:
-            del self.in_progress[tp]
-        elif state is ABORTED:
-            self.in_progress[tp] = Paused(1)
-        else:
-            raise CleanerStateError(f"In-progress partition {tp} cannot be in {state!r} state.")
+        self._leave_in_progress(tp)
         await self._notify()
 
     def deletable_logs(self) -> list[tuple[TopicPartition, "Log"]]:
@@ -336,14 +330,19 @@ class LogCleanerManager:
 
     async def done_deleting(self, tps: Iterable[TopicPartition]) -> None:
         for tp in tps:
-            state = self.in_progress.get(tp)
-            if state is IN_PROGRESS:
-                del self.in_progress[tp]
-            elif state is ABORTED:
-                self.in_progress[tp] = Paused(1)
-            else:
-                raise CleanerStateError(f"In-progress partition {tp} cannot be in {state!r} state.")
+            self._leave_in_progress(tp)
         await self._notify()
+
+    def _leave_in_progress(self, tp: TopicPartition) -> None:
+        """End a clean or a delete: InProgress -> (none); Aborted -> Paused(1), which the
+        waiting abort_and_pause_cleaning expects; any other state is a bookkeeping bug."""
+        state = self.in_progress.get(tp)
+        if state is IN_PROGRESS:
+            del self.in_progress[tp]
+        elif state is ABORTED:
+            self.in_progress[tp] = Paused(1)
+        else:
+            raise CleanerStateError(f"In-progress partition {tp} cannot be in {state!r} state.")
 
     # -- uncleanable -------------------------------------------------------------------------------
     def mark_partition_uncleanable(self, data_dir: Path | str, tp: TopicPartition) -> None:

@@ -372,8 +372,9 @@ class _SinkOptions:
         self.conf = _client_conf(opts)
 
 
-class AsyncBrokerStreamWriter(DataSourceStreamWriter):
-    """At-least-once: a replayed micro-batch is produced again."""
+class _RowSinkWriter:
+    """What the streaming and the batch writer share: a value column is required, and each
+    task produces its rows and reports how many were acknowledged."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         if "value" not in schema.names:
@@ -383,6 +384,10 @@ class AsyncBrokerStreamWriter(DataSourceStreamWriter):
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         s = self.sink
         return ProducedCount(produce_rows(s.bootstrap, s.conf, s.topic, iterator, s.timeout))
+
+
+class AsyncBrokerStreamWriter(_RowSinkWriter, DataSourceStreamWriter):
+    """At-least-once: a replayed micro-batch is produced again."""
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Every task flushed and saw its acks before returning: nothing left to do."""
@@ -391,15 +396,8 @@ class AsyncBrokerStreamWriter(DataSourceStreamWriter):
         """Produced records cannot be taken back; the replay re-produces the batch."""
 
 
-class AsyncBrokerBatchWriter(DataSourceWriter):
-    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        if "value" not in schema.names:
-            raise ValueError("asyncbroker sink needs a value column")
-        self.sink = _SinkOptions(options)
-
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        s = self.sink
-        return ProducedCount(produce_rows(s.bootstrap, s.conf, s.topic, iterator, s.timeout))
+class AsyncBrokerBatchWriter(_RowSinkWriter, DataSourceWriter):
+    """Produces the DataFrame's rows (see _RowSinkWriter)."""
 
 
 class AsyncBrokerBatchReader(DataSourceReader):

@@ -75,6 +75,7 @@ __all__ = [
     "iter_records",
     "all_records_have_keys",
     "RecordLayout",
+    "records_section",
     "record_layouts",
     "record_keys_and_offsets",
     "read_uvarint",
@@ -404,7 +405,7 @@ def _write_varint(out: bytearray, n: int) -> None:
 # -- records ------------------------------------------------------------------
 
 
-def _records_section(buf: Buffer, pos: int, header: BatchHeader) -> bytes:
+def records_section(buf: Buffer, pos: int, header: BatchHeader) -> bytes:
     """The (decompressed) records bytes of the batch at `pos`."""
     end = pos + LOG_OVERHEAD + header.batch_length
     if end > len(buf):
@@ -428,7 +429,7 @@ def decode_records(buf: Buffer, pos: int = 0) -> list[Record]:
     not check the CRC (see validate_batch).
     """
     header = read_batch_header(buf, pos)
-    data = _records_section(buf, pos, header)
+    data = records_section(buf, pos, header)
     return _decode_section(data, header)
 
 
@@ -613,7 +614,6 @@ def record_layouts(data: bytes, count: int) -> list[RecordLayout]:
     out: list[RecordLayout] = []
     append = out.append
     read = read_uvarint
-    VI = _MAX_VARINT_BYTES
     n = len(data)
     p = 0
     try:
@@ -621,16 +621,17 @@ def record_layouts(data: bytes, count: int) -> list[RecordLayout]:
             start = p
             b = data[p]
             if b < 0x80:
-                v = b
+                length = (b >> 1) ^ -(b & 1)
                 p += 1
             elif data[p + 1] < 0x80:  # two-byte varint: records of 64..8191 bytes
-                v = (b & 0x7F) | (data[p + 1] << 7)
+                length = (b & 0x7F) | (data[p + 1] << 7)
+                length = (length >> 1) ^ -(length & 1)
                 p += 2
             else:
-                v, p = read(data, p, n, VI)
-            length = (v >> 1) ^ -(v & 1)
+                length, p = read(data, p, n, 5)
+                length = (length >> 1) ^ -(length & 1)
             end = p + length
-            if length < MIN_RECORD_SIZE - 1 or end > n:
+            if length < 6 or end > n:  # 6 = MIN_RECORD_SIZE - 1 (attributes + five 1-byte varints)
                 raise CorruptRecordError(f"invalid record length {length}")
             body = p
             p += 1  # attributes
@@ -639,27 +640,29 @@ def record_layouts(data: bytes, count: int) -> list[RecordLayout]:
             elif data[p + 1] < 0x80:
                 p += 2
             else:
-                _, p = read(data, p, n, _MAX_VARLONG_BYTES)
+                _, p = read(data, p, n, 10)
             b = data[p]
             if b < 0x80:
-                v = b
+                od = (b >> 1) ^ -(b & 1)
                 p += 1
             elif data[p + 1] < 0x80:
-                v = (b & 0x7F) | (data[p + 1] << 7)
+                od = (b & 0x7F) | (data[p + 1] << 7)
+                od = (od >> 1) ^ -(od & 1)
                 p += 2
             else:
-                v, p = read(data, p, n, VI)
-            od = (v >> 1) ^ -(v & 1)
+                od, p = read(data, p, n, 5)
+                od = (od >> 1) ^ -(od & 1)
             b = data[p]
             if b < 0x80:
-                v = b
+                kl = (b >> 1) ^ -(b & 1)
                 p += 1
             elif data[p + 1] < 0x80:
-                v = (b & 0x7F) | (data[p + 1] << 7)
+                kl = (b & 0x7F) | (data[p + 1] << 7)
+                kl = (kl >> 1) ^ -(kl & 1)
                 p += 2
             else:
-                v, p = read(data, p, n, VI)
-            kl = (v >> 1) ^ -(v & 1)
+                kl, p = read(data, p, n, 5)
+                kl = (kl >> 1) ^ -(kl & 1)
             if kl < 0:
                 if kl != -1:
                     raise CorruptRecordError(f"invalid key length {kl}")
@@ -669,14 +672,15 @@ def record_layouts(data: bytes, count: int) -> list[RecordLayout]:
                 p += kl
             b = data[p]
             if b < 0x80:
-                v = b
+                vl = (b >> 1) ^ -(b & 1)
                 p += 1
             elif data[p + 1] < 0x80:
-                v = (b & 0x7F) | (data[p + 1] << 7)
+                vl = (b & 0x7F) | (data[p + 1] << 7)
+                vl = (vl >> 1) ^ -(vl & 1)
                 p += 2
             else:
-                v, p = read(data, p, n, VI)
-            vl = (v >> 1) ^ -(v & 1)
+                vl, p = read(data, p, n, 5)
+                vl = (vl >> 1) ^ -(vl & 1)
             if vl < -1 or p + max(vl, 0) > end:
                 raise CorruptRecordError(f"invalid value length {vl}")
             append((start, end, body, od, key, vl < 0))
@@ -701,51 +705,53 @@ def record_keys_and_offsets(data: bytes, count: int, base_offset: int, start_off
     kappend = keys.append
     oappend = offsets.append
     read = read_uvarint
-    VI = _MAX_VARINT_BYTES
     n = len(data)
     p = 0
     try:
         for _ in range(count):
             b = data[p]
             if b < 0x80:
-                v = b
+                length = (b >> 1) ^ -(b & 1)
                 p += 1
             elif data[p + 1] < 0x80:  # two-byte varint: records of 64..8191 bytes
-                v = (b & 0x7F) | (data[p + 1] << 7)
+                length = (b & 0x7F) | (data[p + 1] << 7)
+                length = (length >> 1) ^ -(length & 1)
                 p += 2
             else:
-                v, p = read(data, p, n, VI)
-            length = (v >> 1) ^ -(v & 1)
+                length, p = read(data, p, n, 5)
+                length = (length >> 1) ^ -(length & 1)
             end = p + length
-            if length < MIN_RECORD_SIZE - 1 or end > n:
+            if length < 6 or end > n:  # 6 = MIN_RECORD_SIZE - 1 (attributes + five 1-byte varints)
                 raise CorruptRecordError(f"invalid record length {length}")
-            p += 1  # attributes
-            if data[p] < 0x80:  # timestampDelta, skipped here
+            p += 1
+            if data[p] < 0x80:
                 p += 1
             elif data[p + 1] < 0x80:
                 p += 2
             else:
-                _, p = read(data, p, n, _MAX_VARLONG_BYTES)
+                _, p = read(data, p, n, 10)
             b = data[p]
             if b < 0x80:
-                v = b
+                od = (b >> 1) ^ -(b & 1)
                 p += 1
             elif data[p + 1] < 0x80:
-                v = (b & 0x7F) | (data[p + 1] << 7)
+                od = (b & 0x7F) | (data[p + 1] << 7)
+                od = (od >> 1) ^ -(od & 1)
                 p += 2
             else:
-                v, p = read(data, p, n, VI)
-            od = (v >> 1) ^ -(v & 1)
+                od, p = read(data, p, n, 5)
+                od = (od >> 1) ^ -(od & 1)
             b = data[p]
             if b < 0x80:
-                v = b
+                kl = (b >> 1) ^ -(b & 1)
                 p += 1
             elif data[p + 1] < 0x80:
-                v = (b & 0x7F) | (data[p + 1] << 7)
+                kl = (b & 0x7F) | (data[p + 1] << 7)
+                kl = (kl >> 1) ^ -(kl & 1)
                 p += 2
             else:
-                v, p = read(data, p, n, VI)
-            kl = (v >> 1) ^ -(v & 1)
+                kl, p = read(data, p, n, 5)
+                kl = (kl >> 1) ^ -(kl & 1)
             if kl >= 0:
                 if p + kl > end:
                     raise CorruptRecordError(f"key length {kl} runs past the record")

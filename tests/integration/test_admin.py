@@ -6,8 +6,7 @@ one), CreatePartitions, DeleteTopics (then recreate), DescribeCluster.
 """
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
 
 from asyncbroker.testing import BrokerProcess
+from wait_for import wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -43,17 +43,6 @@ def broker() -> Iterator[BrokerProcess]:
 @pytest.fixture(scope="module")
 def admin(broker: BrokerProcess) -> AdminClient:
     return AdminClient({"bootstrap.servers": broker.bootstrap})
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = TIMEOUT, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def create(admin: AdminClient, *topics: NewTopic, validate_only: bool = False) -> dict[str, BaseException | None]:
@@ -89,7 +78,7 @@ def test_create_with_configs(admin: AdminClient) -> None:
     result = create(admin, NewTopic("adm-configs", num_partitions=3, replication_factor=1,
                                     config={"cleanup.policy": "compact", "retention.ms": "3600000"}))
     assert result == {"adm-configs": None}
-    assert wait_for(lambda: topic_partitions(admin, "adm-configs") == 3, what="topic in metadata")
+    assert wait_until(lambda: topic_partitions(admin, "adm-configs") == 3, message="topic in metadata", timeout=TIMEOUT)
     configs = describe_topic_configs(admin, "adm-configs")
     assert configs["cleanup.policy"].value == "compact"
     assert configs["cleanup.policy"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
@@ -98,7 +87,7 @@ def test_create_with_configs(admin: AdminClient) -> None:
 
 def test_create_default_partitions(admin: AdminClient) -> None:
     assert create(admin, NewTopic("adm-defaults")) == {"adm-defaults": None}
-    assert wait_for(lambda: topic_partitions(admin, "adm-defaults") == 2)  # num.partitions=2
+    assert wait_until(lambda: topic_partitions(admin, "adm-defaults") == 2, timeout=TIMEOUT)  # num.partitions=2
 
 
 def test_validate_only_creates_nothing(admin: AdminClient) -> None:
@@ -172,7 +161,7 @@ def _produce_one(bootstrap: str, topic: str, size: int) -> KafkaError | None:
 
 def test_incremental_alter_takes_effect_without_restart(admin: AdminClient, broker: BrokerProcess) -> None:
     assert create(admin, NewTopic("adm-alter", 1, 1, config={"max.message.bytes": "10000"})) == {"adm-alter": None}
-    wait_for(lambda: topic_partitions(admin, "adm-alter") == 1)
+    wait_until(lambda: topic_partitions(admin, "adm-alter") == 1, timeout=TIMEOUT)
     err = _produce_one(broker.bootstrap, "adm-alter", 50_000)
     assert err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE
 
@@ -257,7 +246,7 @@ def test_create_partitions(admin: AdminClient) -> None:
     create(admin, NewTopic("adm-grow", 2, 1))
     for fut in admin.create_partitions([NewPartitions("adm-grow", 5)], request_timeout=TIMEOUT).values():
         fut.result(TIMEOUT)
-    assert wait_for(lambda: topic_partitions(admin, "adm-grow") == 5, what="5 partitions")
+    assert wait_until(lambda: topic_partitions(admin, "adm-grow") == 5, message="5 partitions", timeout=TIMEOUT)
     fut = next(iter(admin.create_partitions([NewPartitions("adm-grow", 3)], request_timeout=TIMEOUT).values()))
     with pytest.raises(KafkaException) as info:
         fut.result(TIMEOUT)
@@ -270,13 +259,13 @@ def test_create_partitions(admin: AdminClient) -> None:
 
 def test_delete_then_recreate(admin: AdminClient, broker: BrokerProcess) -> None:
     create(admin, NewTopic("adm-delete", 2, 1, config={"retention.ms": "1000"}))
-    wait_for(lambda: topic_partitions(admin, "adm-delete") == 2)
+    wait_until(lambda: topic_partitions(admin, "adm-delete") == 2, timeout=TIMEOUT)
     assert _produce_one(broker.bootstrap, "adm-delete", 10) is None
     for fut in admin.delete_topics(["adm-delete"], operation_timeout=10, request_timeout=TIMEOUT).values():
         fut.result(TIMEOUT)
-    assert wait_for(lambda: topic_partitions(admin, "adm-delete") is None, what="topic gone")
+    assert wait_until(lambda: topic_partitions(admin, "adm-delete") is None, message="topic gone", timeout=TIMEOUT)
     assert create(admin, NewTopic("adm-delete", 3, 1)) == {"adm-delete": None}
-    assert wait_for(lambda: topic_partitions(admin, "adm-delete") == 3)
+    assert wait_until(lambda: topic_partitions(admin, "adm-delete") == 3, timeout=TIMEOUT)
     assert describe_topic_configs(admin, "adm-delete")["retention.ms"].source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value
     fut = next(iter(admin.delete_topics(["adm-never-was"], request_timeout=TIMEOUT).values()))
     with pytest.raises(KafkaException) as info:

@@ -12,12 +12,12 @@ import asyncio
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from asyncbroker.testing import BrokerProcess
+from wait_for import wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -26,17 +26,6 @@ GROUP_OVERRIDES = [
     "offsets.topic.num.partitions=3",
     "num.partitions=6",
 ]
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def produce(bootstrap: str, topic: str, values: range) -> None:
@@ -147,16 +136,16 @@ def test_three_clients_share_a_group_rebalance_commit_and_resume_after_restart()
         for c in consumers:
             c.start()
         try:
-            wait_until(lambda: split_between(consumers, 6), 40, "6 partitions split between 3 members")
+            wait_until(lambda: split_between(consumers, 6), 40, message="6 partitions split between 3 members")
             wait_until(lambda: sorted(v for c in consumers for v in c.values) == list(range(60)), 20,
-                       "the first 60 records consumed exactly once")
+                       message="the first 60 records consumed exactly once")
             # kafka-python leaves: the other two take over its partitions.
             leaving = consumers.pop(1)
             leaving.close()
-            wait_until(lambda: split_between(consumers, 6), 30, "rebalance after a member left")
+            wait_until(lambda: split_between(consumers, 6), 30, message="rebalance after a member left")
             produce(broker.bootstrap, topic, range(60, 90))
             wait_until(lambda: set(range(60, 90)) <= {v for c in consumers for v in c.values}, 20,
-                       "records produced after the rebalance")
+                       message="records produced after the rebalance")
         finally:
             for c in consumers:
                 c.close()
@@ -168,7 +157,7 @@ def test_three_clients_share_a_group_rebalance_commit_and_resume_after_restart()
         resumed = ConsumerThread("confluent", broker.bootstrap, group, topic)
         resumed.start()
         try:
-            wait_until(lambda: len(resumed.values) >= 10, 30, "records after the restart")
+            wait_until(lambda: len(resumed.values) >= 10, 30, message="records after the restart")
             time.sleep(0.5)  # allow any wrongly re-delivered record to show up
         finally:
             resumed.close()
@@ -207,7 +196,7 @@ def test_kcat_balanced_consumer() -> None:
         reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
         reader.start()
         try:
-            wait_until(lambda: len(lines) >= 30, 30, "kcat -G to print every record")
+            wait_until(lambda: len(lines) >= 30, 30, message="kcat -G to print every record")
             # kcat commits automatically; wait for the offsets to land.
             from confluent_kafka import Consumer, TopicPartition
 
@@ -216,7 +205,7 @@ def test_kcat_balanced_consumer() -> None:
                 def committed_total() -> bool:
                     tps = c.committed([TopicPartition("kcat-g", p) for p in range(6)], timeout=10)
                     return sum(max(tp.offset, 0) for tp in tps) == 30
-                wait_until(committed_total, 20, "kcat's auto-commits")
+                wait_until(committed_total, 20, message="kcat's auto-commits")
             finally:
                 c.close()
         finally:
@@ -240,7 +229,7 @@ def test_static_member_restart_keeps_its_assignment_without_rebalance() -> None:
             def assigned() -> bool:
                 c.poll(0.05)
                 return bool(c.assignment())
-            wait_until(assigned, 20, "an assignment")
+            wait_until(assigned, 20, message="an assignment")
             return c
 
         first = start()
@@ -273,7 +262,7 @@ def test_cooperative_sticky_incremental_rebalance() -> None:
             def first_owns_all() -> bool:
                 consumers[0].poll(0.05)
                 return sorted(tp.partition for tp in consumers[0].assignment()) == list(range(6))
-            wait_until(first_owns_all, 20, "the first member to own every partition")
+            wait_until(first_owns_all, 20, message="the first member to own every partition")
             consumers[1].subscribe(["coop"])
 
             def split() -> bool:
@@ -281,7 +270,7 @@ def test_cooperative_sticky_incremental_rebalance() -> None:
                     c.poll(0.05)
                 sets = [sorted(tp.partition for tp in c.assignment()) for c in consumers]
                 return all(sets) and sorted(sets[0] + sets[1]) == list(range(6))
-            wait_until(split, 30, "an incremental rebalance splitting the partitions")
+            wait_until(split, 30, message="an incremental rebalance splitting the partitions")
         finally:
             for c in consumers:
                 c.close()

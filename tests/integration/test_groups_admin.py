@@ -5,25 +5,14 @@ list offsets, alter offsets, delete offsets and delete groups; and what
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from asyncbroker.testing import BrokerProcess
+from wait_for import wait_until
 
 pytestmark = pytest.mark.timeout(90)
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +82,7 @@ def test_list_describe_offsets_and_delete(broker: Any) -> None:
         c.close()
 
     wait_until(lambda: a.describe_consumer_groups(["g-admin"])["g-admin"].result().state
-               == ConsumerGroupState.EMPTY, 10, "the group to become empty")
+               == ConsumerGroupState.EMPTY, 10, message="the group to become empty")
     # Offsets can be rewritten while the group is empty.
     a.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
         "g-admin", [TopicPartition("admin-t", 0, 1)])])["g-admin"].result()
@@ -179,7 +168,7 @@ def test_metadata_auto_creation_of_consumer_offsets_uses_the_coordinator_setting
                 topics=(meta12.MetadataRequestTopic(topic_id=None, name="__consumer_offsets"),),
                 allow_auto_topic_creation=True, include_topic_authorized_operations=False))
         md = wait_until(lambda: (m := a.list_topics(timeout=10)).topics.get("__consumer_offsets") and m, 10,
-                        "__consumer_offsets to exist")
+                        message="__consumer_offsets to exist")
         assert len(md.topics["__consumer_offsets"].partitions) == 3
         res = ConfigResource(ConfigResource.Type.TOPIC, "__consumer_offsets")
         configs = a.describe_configs([res])[res].result()
