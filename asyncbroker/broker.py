@@ -64,7 +64,6 @@ class Broker:
         self.io_executor = ThreadPoolExecutor(
             max_workers=max(2, config.num_io_threads), thread_name_prefix="asyncbroker-io"
         )
-        self._jobs: list[asyncio.Task[None]] = []
         self.log_jobs: LogJobs | None = None  # retention, flush, checkpoints, delete-logs
         self.group_coordinator: Any = None  # asyncbroker.group_coordinator.GroupCoordinator once started
         self.producer_id_expiration: Any = None  # asyncbroker.producer_id_expiration, once started
@@ -257,14 +256,6 @@ class Broker:
         if self.cleaner is not None:
             # Before LogManager.shutdown: in-flight cleans abort, workers exit, no swap after close.
             await self.cleaner.shutdown()
-        for job in self._jobs:
-            job.cancel()
-        for job in self._jobs:
-            try:
-                await job
-            except asyncio.CancelledError:
-                pass
-        self._jobs.clear()
         self.fetch_waiters.close()
         if self.log_manager is not None:
             started = time.monotonic()

@@ -77,6 +77,9 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                         await cleaner.abort_and_pause_cleaning(tp)
                         paused.append(tp)
         await broker.run_blocking(_delete_all, items)
+        if broker.log_jobs is not None and any(item[2] == ErrorCode.NONE and item[0] is not None for item in items):
+            # Durable before the answer: a crash right after must not bring the deleted records back.
+            await broker.log_jobs.checkpoint_log_start_offsets_now()
     finally:
         if paused:
             cleaner.resume_cleaning(paused)

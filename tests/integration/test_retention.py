@@ -20,6 +20,7 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     NewTopic,
+    OffsetSpec,
 )
 
 from asyncbroker.testing import BrokerProcess
@@ -29,8 +30,6 @@ pytestmark = pytest.mark.timeout(120)
 
 MIB = 1 << 20
 DAY_MS = 86_400_000
-HAS_LEVERS = hasattr(BrokerProcess, "advance_clock")
-needs_levers = pytest.mark.skipif(not HAS_LEVERS, reason="BrokerProcess has no retention levers yet")
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, **configs: str) -> None:
@@ -108,29 +107,26 @@ def test_retention_bytes_keeps_three_to_four_mib_and_consumers_start_at_the_new_
         assert first == low  # a consumer from earliest starts at the new log start offset
         out = broker.output()
         assert "retention size" in out  # the rule, logged by storage
-        if HAS_LEVERS:  # LogJobs is wired in: which segments, sizes and offsets
-            assert "[UnifiedLog partition=sized-0" in out and "Log cleanup completed." in out
-            # kafka-delete-logs reschedules itself: the deleted topic's directory goes after the
-            # 500 ms log.segment.delete.delay.ms without any lever.
-            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-            admin.delete_topics(["sized"], operation_timeout=10)["sized"].result(15)
-            assert list(broker.log_dir.glob("sized-0.*-delete"))
-            wait_until(lambda: not list(broker.log_dir.glob("sized-0.*-delete")), timeout=10)
+        # LogJobs logs which segments, sizes and offsets
+        assert "[UnifiedLog partition=sized-0" in out and "Log cleanup completed." in out
+        # kafka-delete-logs reschedules itself: the deleted topic's directory goes after the
+        # 500 ms log.segment.delete.delay.ms without any lever.
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.delete_topics(["sized"], operation_timeout=10)["sized"].result(15)
+        assert list(broker.log_dir.glob("sized-0.*-delete"))
+        wait_until(lambda: not list(broker.log_dir.glob("sized-0.*-delete")), timeout=10)
 
 
 # -- with the clock lever ------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def lever_broker() -> Iterator[BrokerProcess]:
-    if not HAS_LEVERS:
-        pytest.skip("BrokerProcess has no retention levers yet")
     # Jobs scheduled far out: everything below happens through the levers, deterministically.
     with BrokerProcess(["log.initial.task.delay.ms=3600000", "log.segment.delete.delay.ms=60000"],
                        monitor=True) as broker:
         yield broker
 
 
-@needs_levers
 def test_retention_ms_of_seven_days_takes_milliseconds(lever_broker: BrokerProcess) -> None:
     b = lever_broker.bootstrap
     create_topic(b, "week", **{"segment.bytes": str(MIB), "retention.ms": str(7 * DAY_MS)})
@@ -147,7 +143,6 @@ def test_retention_ms_of_seven_days_takes_milliseconds(lever_broker: BrokerProce
     assert low == first == 400 and high == 405  # everything old went; the log restarted at its end
 
 
-@needs_levers
 def test_topic_config_change_takes_effect_on_the_next_run(lever_broker: BrokerProcess) -> None:
     b = lever_broker.bootstrap
     create_topic(b, "resized", **{"segment.bytes": str(MIB), "retention.ms": "-1"})
@@ -161,7 +156,6 @@ def test_topic_config_change_takes_effect_on_the_next_run(lever_broker: BrokerPr
     assert 2 * MIB <= live_log_bytes(lever_broker.log_dir / "resized-0") <= 3 * MIB
 
 
-@needs_levers
 def test_deleted_topic_is_unlinked_after_the_delay_and_its_name_reusable_at_once(lever_broker: BrokerProcess) -> None:
     b = lever_broker.bootstrap
     create_topic(b, "gone", 2)
@@ -179,7 +173,6 @@ def test_deleted_topic_is_unlinked_after_the_delay_and_its_name_reusable_at_once
     assert (lever_broker.log_dir / "gone-0").is_dir()
 
 
-@needs_levers
 def test_delete_records_then_retention_survives_a_sigkill_restart() -> None:
     with BrokerProcess(["log.initial.task.delay.ms=3600000", "log.segment.delete.delay.ms=0"],
                        monitor=True) as broker:
@@ -195,3 +188,18 @@ def test_delete_records_then_retention_survives_a_sigkill_restart() -> None:
         broker.start()
         first, (low, high) = first_consumed_offset(b, "trimmed")
         assert (first, low, high) == (target, target, 400)
+
+
+def test_delete_records_survives_an_immediate_sigkill() -> None:
+    """The new log start offset is checkpointed before DeleteRecords answers: a crash right after
+    it (long before the periodic log-start checkpoint) does not bring the deleted records back."""
+    with BrokerProcess(["log.flush.start.offset.checkpoint.interval.ms=3600000"]) as broker:
+        produce(broker.bootstrap, "dr-kill", 100, 100)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        tp = TopicPartition("dr-kill", 0)
+        assert admin.delete_records([TopicPartition("dr-kill", 0, 60)], request_timeout=10)[tp] \
+            .result(timeout=10).low_watermark == 60
+        broker.restart(kill=True)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        earliest = admin.list_offsets({tp: OffsetSpec.earliest()}, request_timeout=10)[tp].result(timeout=10)
+        assert earliest.offset == 60
