@@ -18,7 +18,8 @@ import msgspec
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.index import api_key_map, schema_name_map
 
-from wire.errors import HeaderError
+from wire.errors import CorruptRecordError, HeaderError
+from wire.records import read_uvarint
 
 __all__ = [
     "RequestHeader",
@@ -103,18 +104,11 @@ def response_header_version(api_key: int, api_version: int) -> int:
 
 
 def _read_uvarint(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    for _ in range(_MAX_UVARINT_BYTES):
-        if pos >= end:
-            raise HeaderError("truncated varint in request header")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-    raise HeaderError("varint too long in request header")
+    """wire's one varint reader; in a header a bad varint is a HeaderError (close the connection)."""
+    try:
+        return read_uvarint(buf, pos, end, _MAX_UVARINT_BYTES)  # type: ignore[arg-type]
+    except CorruptRecordError as exc:
+        raise HeaderError(f"{exc.message.replace(' in record', '')} in request header") from None
 
 
 def parse_request_header(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, int]:
