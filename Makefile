@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
+# The C extensions are compiled by pip install: editing one reinstalls.
+INSTALL_INPUTS := pyproject.toml setup.py wire/_record_walker.c cleaner/_offset_map.c
 
 .PHONY: run test bench torture kcat clean
 
@@ -12,12 +14,12 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 # `make run` needs only the broker's own dependencies.
-$(RUN_STAMP): pyproject.toml | $(PY)
+$(RUN_STAMP): $(INSTALL_INPUTS) | $(PY)
 	$(PY) -m pip install -q -e .
 	touch $@
 
 # `make test` adds the clients the integration tests drive and PySpark (Java 17 is on the machine).
-$(TEST_STAMP): pyproject.toml | $(PY)
+$(TEST_STAMP): $(INSTALL_INPUTS) | $(PY)
 	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $@ $(RUN_STAMP)
 
@@ -43,4 +45,4 @@ torture: $(TEST_STAMP) kcat
 	$(PY) tests/fuzz/atheris_wire.py -max_total_time=600 -print_final_stats=1
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info wire/*.so cleaner/*.so

@@ -43,11 +43,11 @@ from wire.records import (
     BatchHeader,
     read_batch_header,
     read_uvarint,
+    rebuild_records,
     record_keys_and_offsets,
     record_layouts,
     records_section,
     validate_batch,
-    write_uvarint,
 )
 
 __all__ = [
@@ -160,33 +160,17 @@ def _rebuild_batch(h: BatchHeader, data: bytes, retained: list, delete_horizon_m
     """Kafka's buildRetainedRecordsInto: the retained records in a new batch with the input
     batch's codec, base offset, producer fields and lastOffsetDelta (kept so the producer's
     last sequence survives), baseTimestamp = delete horizon if any, else the first record's."""
-    log_append = h.attributes & _TIMESTAMP_TYPE_MASK
+    log_append = bool(h.attributes & _TIMESTAMP_TYPE_MASK)
     base_ts = h.base_timestamp
-    stamps: list[tuple[int, int]] = []  # (absolute timestamp, end of its varlong)
-    for r in retained:
-        p = r[2] + 1
-        b = data[p]
-        if b < 0x80:
-            delta = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            delta, p = read_uvarint(data, p, len(data), 10)
-            delta = (delta >> 1) ^ -(delta & 1)
-        stamps.append((h.max_timestamp if log_append else base_ts + delta, p))
-    new_base = delete_horizon_ms if delete_horizon_ms is not None else stamps[0][0]
-    if new_base == base_ts and not log_append:
-        body = b"".join([data[r[0]:r[1]] for r in retained])
+    if delete_horizon_ms is not None:
+        new_base = delete_horizon_ms
+    elif log_append:
+        new_base = h.max_timestamp
     else:
-        out = bytearray()
-        for r, (ts, ts_end) in zip(retained, stamps):
-            rec = bytearray(data[r[2]:r[2] + 1])  # attributes byte
-            d = ts - new_base
-            write_uvarint(rec, ((d << 1) ^ (d >> 63)) & 0xFFFFFFFFFFFFFFFF)
-            rec += data[ts_end:r[1]]
-            write_uvarint(out, (len(rec) << 1) & 0xFFFFFFFF)
-            out += rec
-        body = bytes(out)
-    max_ts = h.max_timestamp if log_append else max(ts for ts, _ in stamps)
+        new_base = base_ts + _timestamp_delta(data, retained[0][2] + 1)
+    # Only the timestampDeltas change (and not at all when new_base == base_ts).
+    body, max_ts = rebuild_records(data, [(r[0], r[1]) for r in retained], base_ts, new_base, h.max_timestamp,
+                                   log_append)
     codec = h.attributes & _CODEC_MASK
     payload = compress(CompressionType(codec), body) if codec else body
     attributes = h.attributes & (_CODEC_MASK | _TIMESTAMP_TYPE_MASK | _TRANSACTIONAL_MASK | _CONTROL_MASK)
@@ -200,6 +184,12 @@ def _rebuild_batch(h: BatchHeader, data: bytes, retained: list, delete_horizon_m
     out_buf[BATCH_HEADER_SIZE:] = payload
     _U32.pack_into(out_buf, 17, _crc(out_buf))
     return bytes(out_buf)
+
+
+def _timestamp_delta(data: bytes | memoryview, p: int) -> int:
+    """The zigzag varlong timestampDelta at `p` (a record's attributes byte + 1)."""
+    v, _ = read_uvarint(data, p, len(data), 10)
+    return (v >> 1) ^ -(v & 1)
 
 
 def _empty_batch(h: BatchHeader) -> bytes:

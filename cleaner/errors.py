@@ -1,7 +1,7 @@
 """Cleaner control-flow exceptions."""
 from __future__ import annotations
 
-__all__ = ["LogCleaningAbortedError", "CleanerStateError"]
+__all__ = ["LogCleaningAbortedError", "CleanerStateError", "OffsetMapFullError"]
 
 
 class LogCleaningAbortedError(Exception):
@@ -14,3 +14,7 @@ class LogCleaningAbortedError(Exception):
 
 class CleanerStateError(RuntimeError):
     """An illegal LogCleanerManager state transition (Kafka's IllegalStateException)."""
+
+
+class OffsetMapFullError(Exception):
+    """A put on a SkimpyOffsetMap whose every slot is taken (callers stop at slots * load factor first)."""

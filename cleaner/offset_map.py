@@ -13,27 +13,19 @@ A slot is empty when all its 24 bytes are zero.
 from __future__ import annotations
 
 import ctypes
-import struct
 
-try:  # CPython's built-in MD5 is about twice as fast as OpenSSL's for short keys
-    from _md5 import md5 as _md5
-except ImportError:  # pragma: no cover
-    from hashlib import md5 as _md5
+from cleaner import _offset_map as _native
+from cleaner.errors import OffsetMapFullError
 
-__all__ = ["SkimpyOffsetMap", "OffsetMapFullError", "HASH_SIZE", "BYTES_PER_ENTRY", "MAX_MAP_MEMORY"]
+__all__ = ["SkimpyOffsetMap", "OffsetMapFullError", "HASH_SIZE", "BYTES_PER_ENTRY", "MAX_MAP_MEMORY", "md5"]
 
 HASH_SIZE = 16
 BYTES_PER_ENTRY = HASH_SIZE + 8
 MAX_MAP_MEMORY = 2**31 - 1
 """Kafka caps one thread's buffer at Int.MaxValue bytes (a Java ByteBuffer's limit)."""
 
-_EMPTY_SLOT = bytes(BYTES_PER_ENTRY)
-_U32 = struct.Struct(">I")
-_OFFSET = struct.Struct(">q")
-
-
-class OffsetMapFullError(Exception):
-    """put() on a map whose every slot is taken (callers stop at slots * load factor first)."""
+md5 = _native.md5
+"""The key hash (MD5 digest bytes), computed in C with the probing (cleaner/_offset_map.c)."""
 
 
 class SkimpyOffsetMap:
@@ -100,120 +92,35 @@ class SkimpyOffsetMap:
         for its map once at start-up, not with page faults in its first clean."""
         self._zero()
 
-    def put(self, key: bytes | bytearray | memoryview, offset: int) -> None:
-        self.put_digest(_md5(key).digest(), offset)
-
-    def get(self, key: bytes | bytearray | memoryview) -> int:
-        """The latest offset stored for `key`, or -1 when absent."""
-        return self.get_digest(_md5(key).digest())
-
-    def put_digest(self, digest: bytes, offset: int) -> None:
-        """Store `offset` for the key whose MD5 is `digest` (overwriting an older offset)."""
-        if self._entries >= self.slots:
+    def put(self, key: bytes, offset: int) -> None:
+        if self.put_keys([key], [offset], self.slots + 1) == 0:
             raise OffsetMapFullError(f"attempted to add a new entry to a full offset map ({self.slots} slots)")
-        self.lookups += 1
-        pos = self._find_slot(digest)
-        buf = self._buf
-        if buf[pos:pos + HASH_SIZE] != digest:
-            buf[pos:pos + HASH_SIZE] = digest
-            self._entries += 1
-        _OFFSET.pack_into(buf, pos + HASH_SIZE, offset)
-        self._last_offset = offset
 
-    def get_digest(self, digest: bytes) -> int:
-        self.lookups += 1
-        pos = self._find_slot(digest)
-        buf = self._buf
-        if buf[pos:pos + HASH_SIZE] == digest:
-            return _OFFSET.unpack_from(buf, pos + HASH_SIZE)[0]
-        return -1
+    def get(self, key: bytes) -> int:
+        """The latest offset stored for `key`, or -1 when absent."""
+        return self.get_keys([key])[0]
 
-    def _find_slot(self, digest: bytes) -> int:
-        """Byte position of `digest`'s slot, or of the empty slot where it would go."""
-        buf = self._buf
-        slots = self.slots
-        attempt = 0
-        while True:
-            if attempt <= 12:
-                probe = _U32.unpack_from(digest, attempt)[0]
-            else:
-                probe = _U32.unpack_from(digest, 12)[0] + attempt - 12
-            pos = ((probe & 0x7FFFFFFF) % slots) * BYTES_PER_ENTRY
-            stored = buf[pos:pos + BYTES_PER_ENTRY]
-            if stored[:HASH_SIZE] == digest or stored == _EMPTY_SLOT:
-                return pos
-            attempt += 1
-            self.probes += 1
-            if attempt > slots + 12:
-                raise OffsetMapFullError("no free slot in the offset map")
-
-    def put_keys(self, keys: list, offsets: list, max_entries: int) -> int:
+    def put_keys(self, keys: list[bytes], offsets: list[int], max_entries: int) -> int:
         """Put keys[i] -> offsets[i] in order while the map holds fewer than `max_entries`
         entries (checked before every put, as Kafka's buildOffsetMapForSegment does).
 
         Returns how many pairs were stored; fewer than len(keys) means the map is "full".
-        The hot loop of pass 1: hashing and the first probe are inlined.
+        Hashing and probing run in C over the whole list (pass 1's hot loop).
         """
-        buf = self._buf
-        slots = self.slots
-        entries = self._entries
-        limit = min(max_entries, slots)
-        md5 = _md5
-        unpack = _U32.unpack_from
-        pack_offset = _OFFSET.pack_into
-        empty = _EMPTY_SLOT
-        done = 0
-        last = self._last_offset
-        for key in keys:
-            if entries >= limit:
-                break
-            digest = md5(key).digest()
-            pos = ((unpack(digest)[0] & 0x7FFFFFFF) % slots) * BYTES_PER_ENTRY
-            stored = buf[pos:pos + BYTES_PER_ENTRY]
-            if stored[:HASH_SIZE] != digest:
-                if stored != empty:
-                    pos = self._find_slot(digest)
-                    if buf[pos:pos + HASH_SIZE] == digest:
-                        last = offsets[done]
-                        pack_offset(buf, pos + HASH_SIZE, last)
-                        done += 1
-                        continue
-                buf[pos:pos + HASH_SIZE] = digest
-                entries += 1
-            last = offsets[done]
-            pack_offset(buf, pos + HASH_SIZE, last)
-            done += 1
-        self.lookups += done
-        self._entries = entries
-        self._last_offset = last
-        return done
+        stored, self._entries, last, probes = _native.put_keys(self._buf, self.slots, self._entries, max_entries,
+                                                               keys, offsets)
+        self.lookups += stored
+        self.probes += probes
+        if last is not None:
+            self._last_offset = last
+        return stored
 
-    def get_keys(self, keys: list) -> list[int]:
+    def get_keys(self, keys: list[bytes]) -> list[int]:
         """Latest offsets of many keys (-1 where absent): the hot lookup of pass 2."""
-        buf = self._buf
-        slots = self.slots
-        md5 = _md5
-        unpack = _U32.unpack_from
-        unpack_offset = _OFFSET.unpack_from
-        empty = _EMPTY_SLOT
-        out: list[int] = []
-        append = out.append
-        for key in keys:
-            digest = md5(key).digest()
-            pos = ((unpack(digest)[0] & 0x7FFFFFFF) % slots) * BYTES_PER_ENTRY
-            stored = buf[pos:pos + BYTES_PER_ENTRY]
-            if stored[:HASH_SIZE] == digest:
-                append(unpack_offset(stored, HASH_SIZE)[0])
-            elif stored == empty:
-                append(-1)
-            else:
-                pos = self._find_slot(digest)
-                if buf[pos:pos + HASH_SIZE] == digest:
-                    append(unpack_offset(buf, pos + HASH_SIZE)[0])
-                else:
-                    append(-1)
+        found, probes = _native.get_keys(self._buf, self.slots, keys)
         self.lookups += len(keys)
-        return out
+        self.probes += probes
+        return found
 
     def __repr__(self) -> str:
         return f"SkimpyOffsetMap(slots={self.slots}, entries={self._entries}, latest_offset={self._last_offset})"

@@ -7,7 +7,7 @@ batch, so a slice never starts mid-batch and no batch is read twice.
 
 Reading (Spark worker): `read_slice` walks batches with storage's
 `FileRecords` over a read-only descriptor and decodes records with
-`wire.records.decode_records`; there is no other parser. It never reads past
+`wire.records.decode_columns`; there is no other parser. It never reads past
 the size the segment had when it was planned, and it stops quietly at a torn
 or still-being-written tail of the active segment (a header that does not
 parse, a batch that runs past the end, a CRC mismatch), which is how a broker
@@ -37,7 +37,7 @@ from storage.file_records import BATCH_ERRORS, FileRecords
 from storage.log_file_utils import DELETED_FILE_SUFFIX
 from storage.offset_index import OffsetIndex
 from wire.errors import CorruptRecordError
-from wire.records import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, compute_crc, decode_records
+from wire.records import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, compute_crc, decode_columns
 
 __all__ = ["SegmentSlice", "plan_slices", "read_slice", "DEFAULT_MAX_SLICE_BYTES", "DEFAULT_ROWS_PER_BATCH"]
 
@@ -272,31 +272,29 @@ def _read_batches(
             if piece.is_active:
                 break
             raise CorruptRecordError(f"{piece.path}: CRC mismatch in the batch at position {batch.position}")
-        records = decode_records(buf, pos)  # type: ignore[arg-type]
-        if start_offset > header.base_offset or header.base_offset + header.last_offset_delta >= end_offset:
-            records = [r for r in records if start_offset <= r.offset < end_offset]
-        n = len(records)
+        columns = decode_columns(buf, pos, start_offset, end_offset)  # type: ignore[arg-type]
+        offsets, timestamps, keys, values, headers = columns
+        n = len(offsets)
         if n == 0:
             continue
         cols.runs.append((n, header.producer_id, attrs, header.base_offset))
-        cols.offset += [r.offset for r in records]
+        cols.offset += offsets
         if want_timestamp:
-            cols.timestamp += [r.timestamp for r in records]
+            cols.timestamp += timestamps
         if want_key:
-            cols.key += [r.key for r in records]
+            cols.key += keys
         if want_value:
-            cols.value += [r.value for r in records]
+            cols.value += values
         if want_value_length:
-            cols.value_length += [-1 if r.value is None else len(r.value) for r in records]
+            cols.value_length += [-1 if v is None else len(v) for v in values]
         if want_headers:
             hoffsets = cols.header_offsets
             total = hoffsets[-1]
-            per_record = [r.headers for r in records]
-            if not any(per_record):
+            if headers is None:
                 hoffsets += [total] * n  # the common case: no headers in the whole batch
                 cols.header_missing += [True] * n
             else:
-                for hs in per_record:
+                for hs in headers:
                     if hs:
                         total += len(hs)
                         for hk, hv in hs:

@@ -38,6 +38,7 @@ from typing import NamedTuple
 import msgspec
 from crc32c import crc32c
 
+from wire import _record_walker as _walker
 from wire.compression import CompressionType, compress, decompress
 from wire.errors import (
     CorruptRecordError,
@@ -78,6 +79,9 @@ __all__ = [
     "records_section",
     "record_layouts",
     "record_keys_and_offsets",
+    "rebuild_records",
+    "decode_columns",
+    "RecordColumns",
     "read_uvarint",
     "write_uvarint",
     "build_batch",
@@ -121,8 +125,6 @@ NO_TIMESTAMP = -1
 # The smallest possible encoded record: length, attributes, timestampDelta,
 # offsetDelta, keyLength(-1), valueLength(-1), headerCount: one byte each.
 MIN_RECORD_SIZE = 7
-_MAX_VARINT_BYTES = 5  # int32 varints, as Kafka's ByteUtils.readVarint
-_MAX_VARLONG_BYTES = 10  # int64 varlongs
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 assert _HEADER.size == BATCH_HEADER_SIZE
@@ -224,8 +226,13 @@ class BatchPosition(NamedTuple):
     position: int
 
 
-class Record(msgspec.Struct):
-    """One record. `offset` and `timestamp` are absolute (deltas resolved)."""
+class Record(msgspec.Struct, gc=False):
+    """One record. `offset` and `timestamp` are absolute (deltas resolved).
+
+    Untracked by the cyclic GC (its fields are scalars and a list of (str, bytes)
+    pairs, which cannot form a cycle): decoding a batch allocates one per record,
+    and tracked instances made gen-0 collections most of the decode time.
+    """
 
     offset: int
     timestamp: int
@@ -420,17 +427,29 @@ def records_section(buf: Buffer, pos: int, header: BatchHeader) -> bytes:
         return decompress(codec, body)
 
 
+def _section_view(buf: Buffer, pos: int, header: BatchHeader) -> Buffer:
+    """records_section without the copy of an uncompressed section (the walkers only read it)."""
+    if header.attributes & COMPRESSION_CODEC_MASK:
+        return records_section(buf, pos, header)
+    end = pos + LOG_OVERHEAD + header.batch_length
+    if end > len(buf):
+        raise CorruptRecordError(
+            f"batch at position {pos} declares {header.size_in_bytes} bytes but only {len(buf) - pos} remain"
+        )
+    return memoryview(buf)[pos + BATCH_HEADER_SIZE : end]
+
+
 def decode_records(buf: Buffer, pos: int = 0) -> list[Record]:
     """Decode every record of the batch at `pos` (decompressing if needed).
 
     Validates each varint's length (<= 5 bytes for int32, 10 for int64),
-    every length against the bytes available, the declared records count
+    every length against its record and the data, the declared records count
     against the data, and that records consume the section exactly. Does
     not check the CRC (see validate_batch).
     """
-    header = read_batch_header(buf, pos)
-    data = records_section(buf, pos, header)
-    return _decode_section(data, header)
+    h = read_batch_header(buf, pos)
+    return _walker.decode_records(_section_view(buf, pos, h), h.records_count, h.base_offset, h.base_timestamp,
+                                  h.max_timestamp, bool(h.attributes & TIMESTAMP_TYPE_MASK), Record)
 
 
 def iter_records(buf: Buffer, pos: int = 0) -> Iterator[Record]:
@@ -438,335 +457,60 @@ def iter_records(buf: Buffer, pos: int = 0) -> Iterator[Record]:
     return iter(decode_records(buf, pos))
 
 
-def _decode_section(data: bytes, header: BatchHeader) -> list[Record]:
-    count = header.records_count
-    n = len(data)
-    if count < 0 or count * MIN_RECORD_SIZE > n:
-        raise CorruptRecordError(f"records count {count} cannot fit in {n} bytes of record data")
-    try:
-        return _decode_loop(data, n, count, header)
-    except IndexError:
-        # A varint ran off the end of the data; every other overrun is caught
-        # by the explicit length checks in the loop.
-        raise CorruptRecordError("truncated record data") from None
+RecordColumns = tuple[list[int], list[int], "list[bytes | None]", "list[bytes | None]",
+                      "list[list[tuple[str, bytes | None]] | None] | None"]
 
 
-def _decode_loop(data: bytes, n: int, count: int, header: BatchHeader) -> list[Record]:
-    """The per-record loop, written for speed: varints of one and two bytes
-    (nearly all of them) are decoded inline, longer ones by read_uvarint.
-
-    Bounds: a varint that overruns its record but not the data is caught by
-    the `p != rec_end` check at the end of each record; one that overruns
-    the data raises IndexError (mapped by the caller).
+def decode_columns(buf: Buffer, pos: int, start_offset: int, end_offset: int) -> RecordColumns:
+    """The records of the batch at `pos` with offsets in [start_offset, end_offset), as
+    columns: (offsets, timestamps, keys, values, headers). `headers` is None when no
+    selected record has a header, else one list per record (None for a record without).
+    Same checks as decode_records; the shape Arrow builders take without a per-row loop.
     """
-    base_offset = header.base_offset
-    base_ts = header.base_timestamp
-    log_append = header.attributes & TIMESTAMP_TYPE_MASK
-    max_ts = header.max_timestamp
-    read = read_uvarint
-    VI = _MAX_VARINT_BYTES
-    records: list[Record] = []
-    append = records.append
-    p = 0
-    for _ in range(count):
-        # record length
-        b = data[p]
-        if b < 0x80:
-            v = b
-            p += 1
-        elif data[p + 1] < 0x80:
-            v = (b & 0x7F) | (data[p + 1] << 7)
-            p += 2
-        else:
-            v, p = read(data, p, n, VI)
-        length = (v >> 1) ^ -(v & 1)
-        rec_end = p + length
-        if length < MIN_RECORD_SIZE - 1 or rec_end > n:
-            raise CorruptRecordError(f"invalid record length {length}")
-        p += 1  # attributes: unused in v2
-        # timestampDelta (varlong)
-        b = data[p]
-        if b < 0x80:
-            v = b
-            p += 1
-        elif data[p + 1] < 0x80:
-            v = (b & 0x7F) | (data[p + 1] << 7)
-            p += 2
-        else:
-            v, p = read(data, p, n, _MAX_VARLONG_BYTES)
-        ts_delta = (v >> 1) ^ -(v & 1)
-        # offsetDelta
-        b = data[p]
-        if b < 0x80:
-            v = b
-            p += 1
-        elif data[p + 1] < 0x80:
-            v = (b & 0x7F) | (data[p + 1] << 7)
-            p += 2
-        else:
-            v, p = read(data, p, n, VI)
-        off_delta = (v >> 1) ^ -(v & 1)
-        # key
-        b = data[p]
-        if b < 0x80:
-            v = b
-            p += 1
-        elif data[p + 1] < 0x80:
-            v = (b & 0x7F) | (data[p + 1] << 7)
-            p += 2
-        else:
-            v, p = read(data, p, n, VI)
-        klen = (v >> 1) ^ -(v & 1)
-        if klen < 0:
-            if klen != -1:
-                raise CorruptRecordError(f"invalid key length {klen}")
-            key = None
-        else:
-            if p + klen > rec_end:
-                raise CorruptRecordError(f"key length {klen} runs past the record")
-            key = data[p : p + klen]
-            p += klen
-        # value
-        b = data[p]
-        if b < 0x80:
-            v = b
-            p += 1
-        elif data[p + 1] < 0x80:
-            v = (b & 0x7F) | (data[p + 1] << 7)
-            p += 2
-        else:
-            v, p = read(data, p, n, VI)
-        vlen = (v >> 1) ^ -(v & 1)
-        if vlen < 0:
-            if vlen != -1:
-                raise CorruptRecordError(f"invalid value length {vlen}")
-            value = None
-        else:
-            if p + vlen > rec_end:
-                raise CorruptRecordError(f"value length {vlen} runs past the record")
-            value = data[p : p + vlen]
-            p += vlen
-        # headers
-        b = data[p]
-        if b == 0:
-            p += 1
-            headers: list[tuple[str, bytes | None]] = []
-        else:
-            if b < 0x80:
-                v = b
-                p += 1
-            else:
-                v, p = read(data, p, n, VI)
-            hcount = (v >> 1) ^ -(v & 1)
-            if hcount < 0 or hcount * 2 > rec_end - p:
-                raise CorruptRecordError(f"invalid header count {hcount}")
-            headers = []
-            for _h in range(hcount):
-                hk, p = read(data, p, n, VI)
-                hk = (hk >> 1) ^ -(hk & 1)
-                if hk < 0 or p + hk > rec_end:
-                    raise CorruptRecordError(f"invalid header key length {hk}")
-                try:
-                    hkey = data[p : p + hk].decode("utf-8")
-                except UnicodeDecodeError:
-                    raise CorruptRecordError("record header key is not valid UTF-8") from None
-                p += hk
-                hv, p = read(data, p, n, VI)
-                hv = (hv >> 1) ^ -(hv & 1)
-                if hv < 0:
-                    if hv != -1:
-                        raise CorruptRecordError(f"invalid header value length {hv}")
-                    hval = None
-                else:
-                    if p + hv > rec_end:
-                        raise CorruptRecordError(f"header value length {hv} runs past the record")
-                    hval = data[p : p + hv]
-                    p += hv
-                headers.append((hkey, hval))
-        if p != rec_end:
-            raise CorruptRecordError(
-                f"invalid record size: expected {length} bytes in record payload, read {length - (rec_end - p)}"
-            )
-        append(Record(base_offset + off_delta, max_ts if log_append else base_ts + ts_delta, key, value, headers))
-    if p != n:
-        raise CorruptRecordError(f"{n - p} bytes left over after the declared {count} records")
-    return records
+    h = read_batch_header(buf, pos)
+    return _walker.decode_columns(_section_view(buf, pos, h), h.records_count, h.base_offset, h.base_timestamp,
+                                  h.max_timestamp, bool(h.attributes & TIMESTAMP_TYPE_MASK), start_offset,
+                                  end_offset)
 
 
 def all_records_have_keys(buf: Buffer, pos: int = 0) -> bool:
     """True when no record of the batch has a null key (compacted topics)."""
-    return all(r.key is not None for r in decode_records(buf, pos))
+    h = read_batch_header(buf, pos)
+    layouts = _walker.record_layouts(_section_view(buf, pos, h), h.records_count)
+    return all(r[4] is not None for r in layouts)
 
 
 RecordLayout = tuple[int, int, int, int, "bytes | None", bool]
 
 
-def record_layouts(data: bytes, count: int) -> list[RecordLayout]:
+def record_layouts(data: Buffer, count: int) -> list[RecordLayout]:
     """Where each of `count` records of an uncompressed records section sits, without
     building Record objects: (start, end, body start, offset delta, key, value is null).
 
     `start`..`end` is the whole record (length varint included), `body start` its
-    attributes byte. The walker for callers that copy records through unchanged
-    (the log cleaner), so it skips timestamps and headers; varints of one and two
-    bytes are decoded inline for speed. Raises CorruptRecordError for lengths or
-    varints that do not fit the section or a count that does not consume it.
+    attributes byte. For callers that copy records through unchanged (the log
+    cleaner): timestamps and headers are skipped, not checked. Raises
+    CorruptRecordError for lengths or varints that do not fit the section or a count
+    that does not consume it.
     """
-    out: list[RecordLayout] = []
-    append = out.append
-    read = read_uvarint
-    n = len(data)
-    p = 0
-    try:
-        for _ in range(count):
-            start = p
-            b = data[p]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:  # two-byte varint: records of 64..8191 bytes
-                length = (b & 0x7F) | (data[p + 1] << 7)
-                length = (length >> 1) ^ -(length & 1)
-                p += 2
-            else:
-                length, p = read(data, p, n, 5)
-                length = (length >> 1) ^ -(length & 1)
-            end = p + length
-            if length < 6 or end > n:  # 6 = MIN_RECORD_SIZE - 1 (attributes + five 1-byte varints)
-                raise CorruptRecordError(f"invalid record length {length}")
-            body = p
-            p += 1  # attributes
-            if data[p] < 0x80:  # timestampDelta, skipped here
-                p += 1
-            elif data[p + 1] < 0x80:
-                p += 2
-            else:
-                _, p = read(data, p, n, 10)
-            b = data[p]
-            if b < 0x80:
-                od = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                od = (b & 0x7F) | (data[p + 1] << 7)
-                od = (od >> 1) ^ -(od & 1)
-                p += 2
-            else:
-                od, p = read(data, p, n, 5)
-                od = (od >> 1) ^ -(od & 1)
-            b = data[p]
-            if b < 0x80:
-                kl = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                kl = (b & 0x7F) | (data[p + 1] << 7)
-                kl = (kl >> 1) ^ -(kl & 1)
-                p += 2
-            else:
-                kl, p = read(data, p, n, 5)
-                kl = (kl >> 1) ^ -(kl & 1)
-            if kl < 0:
-                if kl != -1:
-                    raise CorruptRecordError(f"invalid key length {kl}")
-                key = None
-            else:
-                key = data[p : p + kl]
-                p += kl
-            b = data[p]
-            if b < 0x80:
-                vl = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                vl = (b & 0x7F) | (data[p + 1] << 7)
-                vl = (vl >> 1) ^ -(vl & 1)
-                p += 2
-            else:
-                vl, p = read(data, p, n, 5)
-                vl = (vl >> 1) ^ -(vl & 1)
-            if vl < -1 or p + max(vl, 0) > end:
-                raise CorruptRecordError(f"invalid value length {vl}")
-            append((start, end, body, od, key, vl < 0))
-            p = end
-    except IndexError:
-        raise CorruptRecordError("record data ends inside a record") from None
-    if p != n:
-        raise CorruptRecordError(f"{n - p} bytes left over after the declared {count} records")
-    return out
+    return _walker.record_layouts(data, count)
 
 
-def record_keys_and_offsets(data: bytes, count: int, base_offset: int, start_offset: int
+def record_keys_and_offsets(data: Buffer, count: int, base_offset: int, start_offset: int
                             ) -> tuple[list[bytes], list[int]]:
     """Keys and absolute offsets of the keyed records at or above `start_offset` in an
     uncompressed records section (the log cleaner's pass 1, which maps key -> offset).
+    Same checks and errors as record_layouts; no tuple per record."""
+    return _walker.record_keys_and_offsets(data, count, base_offset, start_offset)
 
-    A second specialised walker next to record_layouts because building a layout per
-    record costs pass 1 about twice its time; same checks, same errors.
+
+def rebuild_records(data: Buffer, spans: Sequence[tuple[int, int]], base_timestamp: int, new_base_timestamp: int,
+                    max_timestamp: int, log_append_time: bool) -> tuple[bytes, int]:
+    """The records at `spans` (start, end) of a records section, re-encoded against
+    `new_base_timestamp`: each timestampDelta is rewritten, the rest copied. Returns the
+    records bytes and the largest record timestamp (what a rebuilt batch's header needs).
     """
-    keys: list[bytes] = []
-    offsets: list[int] = []
-    kappend = keys.append
-    oappend = offsets.append
-    read = read_uvarint
-    n = len(data)
-    p = 0
-    try:
-        for _ in range(count):
-            b = data[p]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:  # two-byte varint: records of 64..8191 bytes
-                length = (b & 0x7F) | (data[p + 1] << 7)
-                length = (length >> 1) ^ -(length & 1)
-                p += 2
-            else:
-                length, p = read(data, p, n, 5)
-                length = (length >> 1) ^ -(length & 1)
-            end = p + length
-            if length < 6 or end > n:  # 6 = MIN_RECORD_SIZE - 1 (attributes + five 1-byte varints)
-                raise CorruptRecordError(f"invalid record length {length}")
-            p += 1
-            if data[p] < 0x80:
-                p += 1
-            elif data[p + 1] < 0x80:
-                p += 2
-            else:
-                _, p = read(data, p, n, 10)
-            b = data[p]
-            if b < 0x80:
-                od = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                od = (b & 0x7F) | (data[p + 1] << 7)
-                od = (od >> 1) ^ -(od & 1)
-                p += 2
-            else:
-                od, p = read(data, p, n, 5)
-                od = (od >> 1) ^ -(od & 1)
-            b = data[p]
-            if b < 0x80:
-                kl = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                kl = (b & 0x7F) | (data[p + 1] << 7)
-                kl = (kl >> 1) ^ -(kl & 1)
-                p += 2
-            else:
-                kl, p = read(data, p, n, 5)
-                kl = (kl >> 1) ^ -(kl & 1)
-            if kl >= 0:
-                if p + kl > end:
-                    raise CorruptRecordError(f"key length {kl} runs past the record")
-                offset = base_offset + od
-                if offset >= start_offset:
-                    kappend(data[p : p + kl])
-                    oappend(offset)
-            elif kl != -1:
-                raise CorruptRecordError(f"invalid key length {kl}")
-            p = end
-    except IndexError:
-        raise CorruptRecordError("record data ends inside a record") from None
-    if p != n:
-        raise CorruptRecordError(f"{n - p} bytes left over after the declared {count} records")
-    return keys, offsets
+    return _walker.rebuild_records(data, spans, base_timestamp, new_base_timestamp, max_timestamp, log_append_time)
 
 
 def _encode_record(out: bytearray, rec: Record, ts_delta: int, off_delta: int) -> None:

@@ -21,7 +21,16 @@ from wire.errors import KafkaError  # noqa: E402
 from wire.framing import FrameReader  # noqa: E402
 from wire.headers import parse_request_header  # noqa: E402
 from wire.messages import decode_request  # noqa: E402
-from wire.records import decode_records, iter_batch_headers, parse_control_record, validate_batch  # noqa: E402
+from wire.records import (  # noqa: E402
+    decode_columns,
+    decode_records,
+    iter_batch_headers,
+    parse_control_record,
+    rebuild_records,
+    record_layouts,
+    records_section,
+    validate_batch,
+)
 
 MAX_FRAME = 1 << 20
 
@@ -47,9 +56,18 @@ def fuzz_records(data: bytes) -> None:
         if bp.position + bp.header.size_in_bytes > len(data):
             break
         header = validate_batch(data, bp.position, from_client=True)
-        for record in decode_records(data, bp.position):
+        records = decode_records(data, bp.position)
+        for record in records:
             if header.is_control:
                 parse_control_record(record.key, record.value)
+        # The other C walkers over the same bytes: they must agree with decode_records.
+        lo, hi = -(2**63), 2**63 - 1
+        columns = decode_columns(data, bp.position, lo, hi)
+        assert columns[0] == [r.offset for r in records if lo <= r.offset < hi]
+        section = records_section(data, bp.position, header)
+        layouts = record_layouts(section, header.records_count)
+        assert [lay[4] for lay in layouts] == [r.key for r in records]
+        rebuild_records(section, [lay[:2] for lay in layouts], header.base_timestamp, 0, header.max_timestamp, False)
 
 
 def fuzz_records_unchecked_crc(data: bytes) -> None:

@@ -5,8 +5,10 @@ import hashlib
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cleaner.offset_map import BYTES_PER_ENTRY, MAX_MAP_MEMORY, OffsetMapFullError, SkimpyOffsetMap
+from cleaner.offset_map import BYTES_PER_ENTRY, MAX_MAP_MEMORY, OffsetMapFullError, SkimpyOffsetMap, md5
 
 
 def test_slots_follow_memory_and_the_24_byte_entry():
@@ -92,3 +94,44 @@ def test_put_keys_stops_when_the_map_reaches_its_desired_size():
     assert m.put_keys(keys, list(range(50)), 10) == 10
     assert m.size == 10 and m.latest_offset == 9
     assert m.put_keys([b"0"], [99], 10) == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_the_key_hash_is_md5(key: bytes) -> None:
+    # Lengths around 55/56/64 bytes cross MD5's one- and two-block padding cases.
+    assert md5(key) == hashlib.md5(key).digest()
+
+
+def _kafka_position_of(digest: bytes, attempt: int, slots: int) -> int:
+    """Kafka's SkimpyOffsetMap.positionOf, written from its description as a model."""
+    probe = struct.unpack(">i", digest[min(attempt, 12):min(attempt, 12) + 4])[0] + max(0, attempt - 12)
+    return ((probe & 0x7FFFFFFF) % slots) * 24
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=st.lists(st.binary(min_size=1, max_size=12), min_size=1, max_size=40, unique=True),
+       slots=st.integers(40, 60))
+def test_slots_follow_kafkas_probe_sequence_under_collisions(keys: list[bytes], slots: int) -> None:
+    m = SkimpyOffsetMap(24 * slots)
+    model = bytearray(24 * slots)
+    for i, key in enumerate(keys):
+        m.put(key, i)
+        digest = hashlib.md5(key).digest()
+        attempt = 0
+        while True:
+            pos = _kafka_position_of(digest, attempt, slots)
+            if model[pos:pos + 16] == digest or not any(model[pos:pos + 24]):
+                break
+            attempt += 1
+        model[pos:pos + 16] = digest
+        model[pos + 16:pos + 24] = struct.pack(">q", i)
+    assert bytes(m._buf) == bytes(model)
+    assert [m.get(k) for k in keys] == list(range(len(keys)))
+
+
+def test_keys_must_be_bytes() -> None:
+    m = SkimpyOffsetMap(24 * 8)
+    with pytest.raises(TypeError):
+        m.put_keys(["text"], [1], 8)  # type: ignore[list-item]
+    assert m.size == 0

@@ -1,0 +1,291 @@
+/* cleaner._offset_map: the SkimpyOffsetMap's hot loops (MD5 of each key, open-addressing
+ * probe) in C. The table itself stays a Python bytearray owned by SkimpyOffsetMap; these
+ * functions only read and write its slots, so its layout is the Python class's contract:
+ *
+ *   slot i = bytes [24 i, 24 i + 24): MD5(key) (16 bytes) then the offset (int64, big-endian);
+ *   all-zero = empty. Attempt a probes the slot at
+ *   ((be32(digest[min(a, 12)]) + max(0, a - 12)) & 0x7fffffff) % slots,
+ *   as Kafka's SkimpyOffsetMap.positionOf.
+ *
+ * MD5 is written out here (RFC 1321) rather than called through hashlib: the call per
+ * key is what made pass 1 slow, and linking OpenSSL would make the build depend on its
+ * headers. Tests check it against hashlib.
+ *
+ *   md5(data) -> bytes
+ *   put_keys(buf, slots, entries, limit, keys, offsets) -> (stored, entries, last_offset, probes)
+ *   get_keys(buf, slots, keys) -> (offsets, probes)
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define HASH_SIZE 16
+#define BYTES_PER_ENTRY 24
+
+static PyObject *OffsetMapFullError;
+
+/* -- MD5 (RFC 1321) ------------------------------------------------------------------------ */
+
+static const uint32_t K[64] = {
+    0xd76aa478u, 0xe8c7b756u, 0x242070dbu, 0xc1bdceeeu, 0xf57c0fafu, 0x4787c62au, 0xa8304613u, 0xfd469501u,
+    0x698098d8u, 0x8b44f7afu, 0xffff5bb1u, 0x895cd7beu, 0x6b901122u, 0xfd987193u, 0xa679438eu, 0x49b40821u,
+    0xf61e2562u, 0xc040b340u, 0x265e5a51u, 0xe9b6c7aau, 0xd62f105du, 0x02441453u, 0xd8a1e681u, 0xe7d3fbc8u,
+    0x21e1cde6u, 0xc33707d6u, 0xf4d50d87u, 0x455a14edu, 0xa9e3e905u, 0xfcefa3f8u, 0x676f02d9u, 0x8d2a4c8au,
+    0xfffa3942u, 0x8771f681u, 0x6d9d6122u, 0xfde5380cu, 0xa4beea44u, 0x4bdecfa9u, 0xf6bb4b60u, 0xbebfbc70u,
+    0x289b7ec6u, 0xeaa127fau, 0xd4ef3085u, 0x04881d05u, 0xd9d4d039u, 0xe6db99e5u, 0x1fa27cf8u, 0xc4ac5665u,
+    0xf4292244u, 0x432aff97u, 0xab9423a7u, 0xfc93a039u, 0x655b59c3u, 0x8f0ccc92u, 0xffeff47du, 0x85845dd1u,
+    0x6fa87e4fu, 0xfe2ce6e0u, 0xa3014314u, 0x4e0811a1u, 0xf7537e82u, 0xbd3af235u, 0x2ad7d2bbu, 0xeb86d391u,
+};
+
+static const uint8_t S[64] = {
+    7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
+    5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20,
+    4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
+    6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
+};
+
+static inline uint32_t rotl(uint32_t x, int c) { return (x << c) | (x >> (32 - c)); }
+
+static void md5_block(uint32_t h[4], const uint8_t *block) {
+    uint32_t m[16];
+    for (int i = 0; i < 16; i++)
+        m[i] = (uint32_t)block[4 * i] | ((uint32_t)block[4 * i + 1] << 8) | ((uint32_t)block[4 * i + 2] << 16) |
+               ((uint32_t)block[4 * i + 3] << 24);
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3];
+    for (int i = 0; i < 64; i++) {
+        uint32_t f;
+        int g;
+        if (i < 16) {
+            f = (b & c) | (~b & d);
+            g = i;
+        } else if (i < 32) {
+            f = (d & b) | (~d & c);
+            g = (5 * i + 1) & 15;
+        } else if (i < 48) {
+            f = b ^ c ^ d;
+            g = (3 * i + 5) & 15;
+        } else {
+            f = c ^ (b | ~d);
+            g = (7 * i) & 15;
+        }
+        uint32_t t = d;
+        d = c;
+        c = b;
+        b = b + rotl(a + f + K[i] + m[g], S[i]);
+        a = t;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+}
+
+static void md5(const uint8_t *data, Py_ssize_t len, uint8_t out[HASH_SIZE]) {
+    uint32_t h[4] = {0x67452301u, 0xefcdab89u, 0x98badcfeu, 0x10325476u};
+    Py_ssize_t i = 0;
+    for (; len - i >= 64; i += 64)
+        md5_block(h, data + i);
+    uint8_t tail[128];
+    Py_ssize_t rest = len - i;
+    memcpy(tail, data + i, (size_t)rest);
+    tail[rest] = 0x80;
+    Py_ssize_t padded = rest + 1 + 8 <= 64 ? 64 : 128;
+    memset(tail + rest + 1, 0, (size_t)(padded - rest - 1));
+    uint64_t bits = (uint64_t)len * 8;
+    for (int k = 0; k < 8; k++)
+        tail[padded - 8 + k] = (uint8_t)(bits >> (8 * k));
+    md5_block(h, tail);
+    if (padded == 128)
+        md5_block(h, tail + 64);
+    for (int k = 0; k < 4; k++) {
+        out[4 * k] = (uint8_t)h[k];
+        out[4 * k + 1] = (uint8_t)(h[k] >> 8);
+        out[4 * k + 2] = (uint8_t)(h[k] >> 16);
+        out[4 * k + 3] = (uint8_t)(h[k] >> 24);
+    }
+}
+
+/* -- probing ------------------------------------------------------------------------------- */
+
+static inline uint32_t be32(const uint8_t *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+static inline int slot_is_empty(const uint8_t *slot) {
+    static const uint8_t zero[BYTES_PER_ENTRY];
+    return memcmp(slot, zero, BYTES_PER_ENTRY) == 0;
+}
+
+/* The slot holding `digest`, or the empty slot where it would go; NULL when every probe
+ * up to slots + 12 attempts hit another key (a full table). */
+static uint8_t *find_slot(uint8_t *table, Py_ssize_t slots, const uint8_t *digest, long long *probes) {
+    for (Py_ssize_t attempt = 0; attempt <= slots + 12; attempt++) {
+        uint32_t probe = attempt <= 12 ? be32(digest + attempt) : be32(digest + 12) + (uint32_t)(attempt - 12);
+        uint8_t *slot = table + ((Py_ssize_t)(probe & 0x7fffffffu) % slots) * BYTES_PER_ENTRY;
+        if (memcmp(slot, digest, HASH_SIZE) == 0 || slot_is_empty(slot))
+            return slot;
+        (*probes)++;
+    }
+    return NULL;
+}
+
+static inline void put_be64(uint8_t *p, int64_t v) {
+    for (int k = 7; k >= 0; k--) {
+        p[k] = (uint8_t)v;
+        v = (int64_t)((uint64_t)v >> 8);
+    }
+}
+
+static inline int64_t get_be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int k = 0; k < 8; k++)
+        v = (v << 8) | p[k];
+    return (int64_t)v;
+}
+
+static int table_of(Py_buffer *view, Py_ssize_t slots) {
+    if (slots < 1 || view->len < slots * BYTES_PER_ENTRY) {
+        PyErr_SetString(PyExc_ValueError, "offset map buffer is smaller than its slots");
+        return -1;
+    }
+    return 0;
+}
+
+static int key_bytes(PyObject *key, const uint8_t **data, Py_ssize_t *len) {
+    if (!PyBytes_Check(key)) {
+        PyErr_SetString(PyExc_TypeError, "offset map keys must be bytes");
+        return -1;
+    }
+    *data = (const uint8_t *)PyBytes_AS_STRING(key);
+    *len = PyBytes_GET_SIZE(key);
+    return 0;
+}
+
+/* -- exported -------------------------------------------------------------------------------- */
+
+static PyObject *py_md5(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*:md5", &view))
+        return NULL;
+    uint8_t digest[HASH_SIZE];
+    md5(view.buf, view.len, digest);
+    PyBuffer_Release(&view);
+    return PyBytes_FromStringAndSize((const char *)digest, HASH_SIZE);
+}
+
+/* keys[i] -> offsets[i] in order while the table holds fewer than `limit` entries,
+ * checked before every put as Kafka's buildOffsetMapForSegment does. */
+static PyObject *put_keys(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t slots, entries, limit;
+    PyObject *keys, *offsets;
+    if (!PyArg_ParseTuple(args, "w*nnnO!O!:put_keys", &view, &slots, &entries, &limit, &PyList_Type, &keys,
+                          &PyList_Type, &offsets))
+        return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t stored = 0;
+    long long probes = 0;
+    int64_t last = 0;
+    int have_last = 0;
+    if (table_of(&view, slots) < 0)
+        goto done;
+    if (PyList_GET_SIZE(keys) != PyList_GET_SIZE(offsets)) {
+        PyErr_SetString(PyExc_ValueError, "keys and offsets differ in length");
+        goto done;
+    }
+    uint8_t *table = view.buf;
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    if (limit > slots)
+        limit = slots;
+    for (; stored < n; stored++) {
+        if (entries >= limit)
+            break;
+        const uint8_t *k;
+        Py_ssize_t klen;
+        if (key_bytes(PyList_GET_ITEM(keys, stored), &k, &klen) < 0)
+            goto done;
+        int64_t offset = PyLong_AsLongLong(PyList_GET_ITEM(offsets, stored));
+        if (offset == -1 && PyErr_Occurred())
+            goto done;
+        uint8_t digest[HASH_SIZE];
+        md5(k, klen, digest);
+        uint8_t *slot = find_slot(table, slots, digest, &probes);
+        if (slot == NULL) {
+            PyErr_SetString(OffsetMapFullError, "no free slot in the offset map");
+            goto done;
+        }
+        if (memcmp(slot, digest, HASH_SIZE) != 0) {
+            memcpy(slot, digest, HASH_SIZE);
+            entries++;
+        }
+        put_be64(slot + HASH_SIZE, offset);
+        last = offset;
+        have_last = 1;
+    }
+    /* (stored, entries, the last offset put or None, probes) */
+    PyObject *last_obj = have_last ? PyLong_FromLongLong(last) : Py_NewRef(Py_None);
+    if (last_obj != NULL)
+        out = Py_BuildValue("(nnNL)", stored, entries, last_obj, probes);
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
+static PyObject *get_keys(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t slots;
+    PyObject *keys;
+    if (!PyArg_ParseTuple(args, "y*nO!:get_keys", &view, &slots, &PyList_Type, &keys))
+        return NULL;
+    PyObject *found = NULL, *out = NULL;
+    long long probes = 0;
+    if (table_of(&view, slots) < 0)
+        goto done;
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    found = PyList_New(n);
+    if (found == NULL)
+        goto done;
+    uint8_t *table = view.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint8_t *k;
+        Py_ssize_t klen;
+        if (key_bytes(PyList_GET_ITEM(keys, i), &k, &klen) < 0)
+            goto done;
+        uint8_t digest[HASH_SIZE];
+        md5(k, klen, digest);
+        uint8_t *slot = find_slot(table, slots, digest, &probes);
+        int64_t offset = (slot != NULL && memcmp(slot, digest, HASH_SIZE) == 0) ? get_be64(slot + HASH_SIZE) : -1;
+        PyObject *o = PyLong_FromLongLong(offset);
+        if (o == NULL)
+            goto done;
+        PyList_SET_ITEM(found, i, o);
+    }
+    out = Py_BuildValue("(OL)", found, probes);
+done:
+    Py_XDECREF(found);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"md5", py_md5, METH_VARARGS, "MD5 digest of a buffer (the map's key hash)."},
+    {"put_keys", put_keys, METH_VARARGS, "Store keys -> offsets until the table reaches `limit` entries."},
+    {"get_keys", get_keys, METH_VARARGS, "Latest offsets of keys, -1 where absent."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "cleaner._offset_map", "SkimpyOffsetMap hashing and probing in C.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__offset_map(void) {
+    PyObject *errors = PyImport_ImportModule("cleaner.errors");
+    if (errors == NULL)
+        return NULL;
+    OffsetMapFullError = PyObject_GetAttrString(errors, "OffsetMapFullError");
+    Py_DECREF(errors);
+    if (OffsetMapFullError == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}
