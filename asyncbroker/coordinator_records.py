@@ -31,6 +31,9 @@ import struct
 
 import msgspec
 
+from wire.errors import CorruptRecordError
+from wire.records import read_uvarint
+
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -208,15 +211,11 @@ class _Reader:
         return _I64.unpack(self._take(8))[0]
 
     def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            b = self._take(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise RecordFormatError("varint too long")
+        try:
+            value, self.pos = read_uvarint(self.data, self.pos, len(self.data), 5)
+        except CorruptRecordError as exc:
+            raise RecordFormatError(str(exc)) from None
+        return value
 
     def nullable_string(self) -> str | None:
         n = self.uvarint() - 1 if self.flexible else self.i16()

@@ -27,54 +27,94 @@ static PyObject *OffsetMapFullError;
 
 /* -- MD5 (RFC 1321) ------------------------------------------------------------------------ */
 
-static const uint32_t K[64] = {
-    0xd76aa478u, 0xe8c7b756u, 0x242070dbu, 0xc1bdceeeu, 0xf57c0fafu, 0x4787c62au, 0xa8304613u, 0xfd469501u,
-    0x698098d8u, 0x8b44f7afu, 0xffff5bb1u, 0x895cd7beu, 0x6b901122u, 0xfd987193u, 0xa679438eu, 0x49b40821u,
-    0xf61e2562u, 0xc040b340u, 0x265e5a51u, 0xe9b6c7aau, 0xd62f105du, 0x02441453u, 0xd8a1e681u, 0xe7d3fbc8u,
-    0x21e1cde6u, 0xc33707d6u, 0xf4d50d87u, 0x455a14edu, 0xa9e3e905u, 0xfcefa3f8u, 0x676f02d9u, 0x8d2a4c8au,
-    0xfffa3942u, 0x8771f681u, 0x6d9d6122u, 0xfde5380cu, 0xa4beea44u, 0x4bdecfa9u, 0xf6bb4b60u, 0xbebfbc70u,
-    0x289b7ec6u, 0xeaa127fau, 0xd4ef3085u, 0x04881d05u, 0xd9d4d039u, 0xe6db99e5u, 0x1fa27cf8u, 0xc4ac5665u,
-    0xf4292244u, 0x432aff97u, 0xab9423a7u, 0xfc93a039u, 0x655b59c3u, 0x8f0ccc92u, 0xffeff47du, 0x85845dd1u,
-    0x6fa87e4fu, 0xfe2ce6e0u, 0xa3014314u, 0x4e0811a1u, 0xf7537e82u, 0xbd3af235u, 0x2ad7d2bbu, 0xeb86d391u,
-};
+/* The four rounds unrolled as RFC 1321 lays them out: one STEP per operation, the
+ * constants being floor(abs(sin(i + 1)) * 2^32). */
+#define F(x, y, z) (((x) & (y)) | (~(x) & (z)))
+#define G(x, y, z) (((x) & (z)) | ((y) & ~(z)))
+#define H(x, y, z) ((x) ^ (y) ^ (z))
+#define I(x, y, z) ((y) ^ ((x) | ~(z)))
+#define STEP(f, a, b, c, d, x, t, s)          \
+    do {                                      \
+        (a) += f((b), (c), (d)) + (x) + (t);  \
+        (a) = ((a) << (s)) | ((a) >> (32 - (s))); \
+        (a) += (b);                           \
+    } while (0)
 
-static const uint8_t S[64] = {
-    7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
-    5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20,
-    4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
-    6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
-};
-
-static inline uint32_t rotl(uint32_t x, int c) { return (x << c) | (x >> (32 - c)); }
-
-static void md5_block(uint32_t h[4], const uint8_t *block) {
+static void md5_block(uint32_t h[4], const uint8_t *p) {
     uint32_t m[16];
     for (int i = 0; i < 16; i++)
-        m[i] = (uint32_t)block[4 * i] | ((uint32_t)block[4 * i + 1] << 8) | ((uint32_t)block[4 * i + 2] << 16) |
-               ((uint32_t)block[4 * i + 3] << 24);
+        m[i] = (uint32_t)p[4 * i] | ((uint32_t)p[4 * i + 1] << 8) | ((uint32_t)p[4 * i + 2] << 16) |
+               ((uint32_t)p[4 * i + 3] << 24);
     uint32_t a = h[0], b = h[1], c = h[2], d = h[3];
-    for (int i = 0; i < 64; i++) {
-        uint32_t f;
-        int g;
-        if (i < 16) {
-            f = (b & c) | (~b & d);
-            g = i;
-        } else if (i < 32) {
-            f = (d & b) | (~d & c);
-            g = (5 * i + 1) & 15;
-        } else if (i < 48) {
-            f = b ^ c ^ d;
-            g = (3 * i + 5) & 15;
-        } else {
-            f = c ^ (b | ~d);
-            g = (7 * i) & 15;
-        }
-        uint32_t t = d;
-        d = c;
-        c = b;
-        b = b + rotl(a + f + K[i] + m[g], S[i]);
-        a = t;
-    }
+
+    STEP(F, a, b, c, d, m[0], 0xd76aa478u, 7);
+    STEP(F, d, a, b, c, m[1], 0xe8c7b756u, 12);
+    STEP(F, c, d, a, b, m[2], 0x242070dbu, 17);
+    STEP(F, b, c, d, a, m[3], 0xc1bdceeeu, 22);
+    STEP(F, a, b, c, d, m[4], 0xf57c0fafu, 7);
+    STEP(F, d, a, b, c, m[5], 0x4787c62au, 12);
+    STEP(F, c, d, a, b, m[6], 0xa8304613u, 17);
+    STEP(F, b, c, d, a, m[7], 0xfd469501u, 22);
+    STEP(F, a, b, c, d, m[8], 0x698098d8u, 7);
+    STEP(F, d, a, b, c, m[9], 0x8b44f7afu, 12);
+    STEP(F, c, d, a, b, m[10], 0xffff5bb1u, 17);
+    STEP(F, b, c, d, a, m[11], 0x895cd7beu, 22);
+    STEP(F, a, b, c, d, m[12], 0x6b901122u, 7);
+    STEP(F, d, a, b, c, m[13], 0xfd987193u, 12);
+    STEP(F, c, d, a, b, m[14], 0xa679438eu, 17);
+    STEP(F, b, c, d, a, m[15], 0x49b40821u, 22);
+
+    STEP(G, a, b, c, d, m[1], 0xf61e2562u, 5);
+    STEP(G, d, a, b, c, m[6], 0xc040b340u, 9);
+    STEP(G, c, d, a, b, m[11], 0x265e5a51u, 14);
+    STEP(G, b, c, d, a, m[0], 0xe9b6c7aau, 20);
+    STEP(G, a, b, c, d, m[5], 0xd62f105du, 5);
+    STEP(G, d, a, b, c, m[10], 0x02441453u, 9);
+    STEP(G, c, d, a, b, m[15], 0xd8a1e681u, 14);
+    STEP(G, b, c, d, a, m[4], 0xe7d3fbc8u, 20);
+    STEP(G, a, b, c, d, m[9], 0x21e1cde6u, 5);
+    STEP(G, d, a, b, c, m[14], 0xc33707d6u, 9);
+    STEP(G, c, d, a, b, m[3], 0xf4d50d87u, 14);
+    STEP(G, b, c, d, a, m[8], 0x455a14edu, 20);
+    STEP(G, a, b, c, d, m[13], 0xa9e3e905u, 5);
+    STEP(G, d, a, b, c, m[2], 0xfcefa3f8u, 9);
+    STEP(G, c, d, a, b, m[7], 0x676f02d9u, 14);
+    STEP(G, b, c, d, a, m[12], 0x8d2a4c8au, 20);
+
+    STEP(H, a, b, c, d, m[5], 0xfffa3942u, 4);
+    STEP(H, d, a, b, c, m[8], 0x8771f681u, 11);
+    STEP(H, c, d, a, b, m[11], 0x6d9d6122u, 16);
+    STEP(H, b, c, d, a, m[14], 0xfde5380cu, 23);
+    STEP(H, a, b, c, d, m[1], 0xa4beea44u, 4);
+    STEP(H, d, a, b, c, m[4], 0x4bdecfa9u, 11);
+    STEP(H, c, d, a, b, m[7], 0xf6bb4b60u, 16);
+    STEP(H, b, c, d, a, m[10], 0xbebfbc70u, 23);
+    STEP(H, a, b, c, d, m[13], 0x289b7ec6u, 4);
+    STEP(H, d, a, b, c, m[0], 0xeaa127fau, 11);
+    STEP(H, c, d, a, b, m[3], 0xd4ef3085u, 16);
+    STEP(H, b, c, d, a, m[6], 0x04881d05u, 23);
+    STEP(H, a, b, c, d, m[9], 0xd9d4d039u, 4);
+    STEP(H, d, a, b, c, m[12], 0xe6db99e5u, 11);
+    STEP(H, c, d, a, b, m[15], 0x1fa27cf8u, 16);
+    STEP(H, b, c, d, a, m[2], 0xc4ac5665u, 23);
+
+    STEP(I, a, b, c, d, m[0], 0xf4292244u, 6);
+    STEP(I, d, a, b, c, m[7], 0x432aff97u, 10);
+    STEP(I, c, d, a, b, m[14], 0xab9423a7u, 15);
+    STEP(I, b, c, d, a, m[5], 0xfc93a039u, 21);
+    STEP(I, a, b, c, d, m[12], 0x655b59c3u, 6);
+    STEP(I, d, a, b, c, m[3], 0x8f0ccc92u, 10);
+    STEP(I, c, d, a, b, m[10], 0xffeff47du, 15);
+    STEP(I, b, c, d, a, m[1], 0x85845dd1u, 21);
+    STEP(I, a, b, c, d, m[8], 0x6fa87e4fu, 6);
+    STEP(I, d, a, b, c, m[15], 0xfe2ce6e0u, 10);
+    STEP(I, c, d, a, b, m[6], 0xa3014314u, 15);
+    STEP(I, b, c, d, a, m[13], 0x4e0811a1u, 21);
+    STEP(I, a, b, c, d, m[4], 0xf7537e82u, 6);
+    STEP(I, d, a, b, c, m[11], 0xbd3af235u, 10);
+    STEP(I, c, d, a, b, m[2], 0x2ad7d2bbu, 15);
+    STEP(I, b, c, d, a, m[9], 0xeb86d391u, 21);
+
     h[0] += a;
     h[1] += b;
     h[2] += c;
