@@ -272,7 +272,8 @@ def _read_batches(
             if piece.is_active:
                 break
             raise CorruptRecordError(f"{piece.path}: CRC mismatch in the batch at position {batch.position}")
-        columns = decode_columns(buf, pos, start_offset, end_offset)  # type: ignore[arg-type]
+        columns = decode_columns(buf, pos, start_offset, end_offset,  # type: ignore[arg-type]
+                                 value_lengths=not want_value)
         offsets, timestamps, keys, values, headers = columns
         n = len(offsets)
         if n == 0:
@@ -285,8 +286,10 @@ def _read_batches(
             cols.key += keys
         if want_value:
             cols.value += values
-        if want_value_length:
-            cols.value_length += [-1 if v is None else len(v) for v in values]
+            if want_value_length:
+                cols.value_length += [-1 if v is None else len(v) for v in values]
+        elif want_value_length:
+            cols.value_length += values  # lengths already
         if want_headers:
             hoffsets = cols.header_offsets
             total = hoffsets[-1]

@@ -22,3 +22,9 @@ class LogSegmentOffsetOverflowError(KafkaStorageError):
 
 class LogDirLockedError(KafkaStorageError):
     """Another process holds the `.lock` of a log directory."""
+
+
+class AppendWouldBlock(Exception):
+    """Control flow, not a failure: a nonblocking append (the event loop's fast path) found
+    the lock taken or work that touches the disk (a roll, a checkpoint, an fsync) and
+    changed nothing; the caller appends again from an IO thread."""

@@ -62,6 +62,13 @@ class LeaderEpochFileCache:
         with self._lock:
             return self._epochs[-1] if self._epochs else None
 
+    def is_new_epoch(self, epoch: int, start_offset: int) -> bool:
+        """Whether assign(epoch, start_offset) would record (and checkpoint) a new epoch."""
+        if epoch < 0:
+            return False
+        with self._lock:
+            return not self._epochs or (epoch > self._epochs[-1] and start_offset >= self._offsets[-1])
+
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that `epoch` starts at `start_offset` (no-op when it is not a new, higher epoch)."""
         if epoch < 0:

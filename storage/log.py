@@ -20,7 +20,7 @@ import msgspec
 from storage import fault_injection
 from storage.atomic_file import fsync_dir
 from storage.clock import SYSTEM_CLOCK, Clock
-from storage.errors import KafkaStorageError
+from storage.errors import AppendWouldBlock, KafkaStorageError
 from storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCheckpointFile, LeaderEpochFileCache
 from storage.log_dir_failure_channel import LogDirFailureChannel
 from storage.log_file_utils import CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX
@@ -241,12 +241,18 @@ class Log:
     # -- append ---------------------------------------------------------------------------------
     @_handles_io_errors("appending to the log")
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int = 0, *,
-                         origin: Literal["client", "coordinator"] = "client") -> LogAppendInfo:
+                         origin: Literal["client", "coordinator"] = "client",
+                         nonblocking: bool = False) -> LogAppendInfo:
         """Validate, assign offsets, write; the HW follows the LEO (single node).
 
         origin="coordinator" is the WriteTxnMarkers path: control batches are allowed.
+        nonblocking=True is the event loop's fast path: rather than wait for the lock,
+        roll a segment, write the leader-epoch checkpoint or fsync, it raises
+        AppendWouldBlock with the log unchanged, and the caller appends from a thread.
         """
-        with self._lock:
+        if not self._lock.acquire(blocking=not nonblocking):
+            raise AppendWouldBlock("the log is locked")
+        try:
             self._check_open()
             if len(records) == 0:
                 leo = self.log_end_offset
@@ -275,7 +281,10 @@ class Log:
                 log_start_offset=self._log_start_offset, num_messages=result.num_messages,
                 valid_bytes=len(data), shallow_offset_of_max_timestamp=result.shallow_offset_of_max_timestamp,
             )
-            segment = self._maybe_roll(len(data), info, now)
+            if nonblocking and self._append_would_sync(info, result.batches):
+                # Checked before the first mutation: validation only patched the caller's buffer.
+                raise AppendWouldBlock("the append would write a checkpoint or fsync")
+            segment = self._maybe_roll(len(data), info, now, nonblocking=nonblocking)
             for header, _pos in result.batches:
                 if header.partition_leader_epoch >= 0:
                     self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
@@ -294,9 +303,20 @@ class Log:
             self._track_transactions(result.batches, data, segment)
             self._high_watermark = self._next_offset_metadata
             durable_to = self.log_end_offset if self.unflushed_messages >= self.config.flush_messages else 0
+        finally:
+            self._lock.release()
         if durable_to:
             self._group_commit(durable_to)  # outside the lock: later appends join the next fsync
         return info
+
+    def _append_would_sync(self, info: LogAppendInfo, batches: list) -> bool:
+        """Whether appending `info` would fsync (flush.messages) or checkpoint a new leader epoch."""
+        if self.unflushed_messages + info.num_messages >= self.config.flush_messages:
+            return True
+        for header, _pos in batches:
+            if header.partition_leader_epoch >= 0:
+                return self.leader_epoch_cache.is_new_epoch(header.partition_leader_epoch, header.base_offset)
+        return False
 
     def _track_transactions(self, batches: list, data: bytearray, segment: LogSegment) -> None:
         psm = self.producer_state_manager
@@ -312,11 +332,14 @@ class Log:
         self._next_offset_metadata = LogOffsetMetadata(offset, segment.base_offset, segment.size())
 
     # -- rolling --------------------------------------------------------------------------------
-    def _maybe_roll(self, messages_size: int, info: LogAppendInfo, now: int) -> LogSegment:
+    def _maybe_roll(self, messages_size: int, info: LogAppendInfo, now: int, *,
+                    nonblocking: bool = False) -> LogSegment:
         segment = self.segments.active_segment()
         params = RollParams(self.config.segment_ms, self.config.segment_bytes, info.max_timestamp,
                             info.last_offset, messages_size, now)
         if segment.should_roll(params):
+            if nonblocking:
+                raise AppendWouldBlock("the append would roll a segment")  # file creates, index resizes
             return self._roll_locked(info.first_offset)
         return segment
 

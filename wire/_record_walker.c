@@ -12,8 +12,8 @@
  *   decode_records(data, count, base_offset, base_ts, max_ts, log_append, Record)
  *       -> list[Record]                      (every field, headers included)
  *   decode_columns(data, count, base_offset, base_ts, max_ts, log_append,
- *                  start_offset, end_offset)
- *       -> (offsets, timestamps, keys, values, headers | None)   (for Arrow)
+ *                  start_offset, end_offset, value_lengths)
+ *       -> (offsets, timestamps, keys, values or their lengths, headers | None)   (for Arrow)
  *   record_layouts(data, count)
  *       -> list[(start, end, body, offset_delta, key, value_is_null)]
  *   record_keys_and_offsets(data, count, base_offset, start_offset)
@@ -286,9 +286,9 @@ static PyObject *decode_columns(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t count;
     long long base_offset, base_ts, max_ts, start_offset, end_offset;
-    int log_append;
-    if (!PyArg_ParseTuple(args, "y*nLLLpLL:decode_columns", &view, &count, &base_offset, &base_ts, &max_ts,
-                          &log_append, &start_offset, &end_offset))
+    int log_append, value_lengths;
+    if (!PyArg_ParseTuple(args, "y*nLLLpLLp:decode_columns", &view, &count, &base_offset, &base_ts, &max_ts,
+                          &log_append, &start_offset, &end_offset, &value_lengths))
         return NULL;
     const uint8_t *d = view.buf;
     Py_ssize_t n = view.len;
@@ -310,7 +310,8 @@ static PyObject *decode_columns(PyObject *self, PyObject *args) {
         PyObject *o = new_int64(offset);
         PyObject *t = new_int64(log_append ? max_ts : add_wrapping(base_ts, r.ts_delta));
         PyObject *k = bytes_or_none(d, r.key_pos, r.key_len);
-        PyObject *v = bytes_or_none(d, r.val_pos, r.val_len);
+        /* Lengths instead of values when only sizes are wanted (the audit): no copy. */
+        PyObject *v = value_lengths ? new_int64(r.val_len) : bytes_or_none(d, r.val_pos, r.val_len);
         PyObject *h;
         if (r.hdr_count > 0) {
             h = build_headers(d, &r);

@@ -461,16 +461,18 @@ RecordColumns = tuple[list[int], list[int], "list[bytes | None]", "list[bytes | 
                       "list[list[tuple[str, bytes | None]] | None] | None"]
 
 
-def decode_columns(buf: Buffer, pos: int, start_offset: int, end_offset: int) -> RecordColumns:
+def decode_columns(buf: Buffer, pos: int, start_offset: int, end_offset: int, *,
+                   value_lengths: bool = False) -> RecordColumns:
     """The records of the batch at `pos` with offsets in [start_offset, end_offset), as
     columns: (offsets, timestamps, keys, values, headers). `headers` is None when no
     selected record has a header, else one list per record (None for a record without).
+    value_lengths=True gives each value's length (-1 for null) instead of its bytes.
     Same checks as decode_records; the shape Arrow builders take without a per-row loop.
     """
     h = read_batch_header(buf, pos)
     return _walker.decode_columns(_section_view(buf, pos, h), h.records_count, h.base_offset, h.base_timestamp,
                                   h.max_timestamp, bool(h.attributes & TIMESTAMP_TYPE_MASK), start_offset,
-                                  end_offset)
+                                  end_offset, value_lengths)
 
 
 def all_records_have_keys(buf: Buffer, pos: int = 0) -> bool:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from kafka.record.default_records import DefaultRecordBatch
 
 from storage_testlib import BASE_TS, batch
 from storage.clock import MockClock
+from storage.errors import AppendWouldBlock
 from storage.log import Log
 from storage.log_config import LogConfig
 from wire.compression import CompressionType
@@ -463,3 +465,80 @@ def test_aborted_transactions_reported_to_read_committed(make_log, log_dir: Path
     log.append_as_leader(_marker(42, ControlRecordType.COMMIT), origin="coordinator")
     assert log.last_stable_offset == 8
     assert len(log.read(4, 10_000, isolation="read_committed").aborted_transactions) == 0
+
+
+# -- the nonblocking append (the event loop's fast path) ----------------------------------------
+
+
+def _state(log: Log) -> tuple:
+    return (log.log_end_offset, log.high_watermark, len(log.segments), log.size_in_bytes,
+            log.leader_epoch_cache.entries())
+
+
+def test_nonblocking_append_is_the_same_append(make_log) -> None:
+    log = make_log()
+    log.append_as_leader(batch(2))  # the first append checkpoints epoch 0: done blocking
+    info = log.append_as_leader(batch(3), nonblocking=True)
+    assert (info.first_offset, info.last_offset) == (2, 4)
+    assert _offsets(log.read_bytes(0, 10_000)) == [0, 1, 2, 3, 4]
+
+
+def test_nonblocking_append_refuses_a_new_leader_epoch_checkpoint(make_log) -> None:
+    log = make_log()
+    before = _state(log)
+    with pytest.raises(AppendWouldBlock):
+        log.append_as_leader(batch(1), nonblocking=True)
+    assert _state(log) == before
+    log.append_as_leader(batch(1))
+    with pytest.raises(AppendWouldBlock):
+        log.append_as_leader(batch(1), leader_epoch=3, nonblocking=True)
+    assert log.leader_epoch_cache.entries() == [(0, 0)]
+
+
+def test_nonblocking_append_refuses_a_roll(make_log) -> None:
+    log = make_log(SMALL)
+    log.append_as_leader(batch(1))
+    while True:
+        before = _state(log)
+        try:
+            log.append_as_leader(batch(3, value_size=200), nonblocking=True)
+        except AppendWouldBlock:
+            break
+        assert len(log.segments) == 1  # never rolled on the fast path
+    assert _state(log) == before
+    log.append_as_leader(batch(3, value_size=200))  # the blocking path rolls
+    assert len(log.segments) == 2
+
+
+def test_nonblocking_append_refuses_an_fsync(make_log) -> None:
+    log = make_log(LogConfig(flush_messages=3))
+    log.append_as_leader(batch(1))
+    log.append_as_leader(batch(1))  # two unflushed messages
+    before = _state(log)
+    with pytest.raises(AppendWouldBlock):
+        log.append_as_leader(batch(1), nonblocking=True)  # the third message reaches flush.messages
+    assert _state(log) == before
+
+
+def test_nonblocking_append_does_not_wait_for_the_lock(make_log) -> None:
+    log = make_log()
+    log.append_as_leader(batch(1))
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with log._lock:
+            held.set()
+            release.wait(10)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    try:
+        assert held.wait(10)
+        before = _state(log)
+        with pytest.raises(AppendWouldBlock):
+            log.append_as_leader(batch(1), nonblocking=True)
+        assert _state(log) == before
+    finally:
+        release.set()
+        t.join(10)
+    assert log.append_as_leader(batch(1), nonblocking=True).first_offset == 1

@@ -42,6 +42,8 @@ def test_columns_are_the_records_in_the_offset_range(drawn: tuple[int, list[Reco
     assert timestamps == [r.timestamp for r in want]
     assert keys == [r.key for r in want]
     assert values == [r.value for r in want]
+    lengths = decode_columns(batch, 0, start, end, value_lengths=True)[3]
+    assert lengths == [-1 if r.value is None else len(r.value) for r in want]
     if any(r.headers for r in want):
         assert headers == [r.headers or None for r in want]
     else:
