@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -1024,42 +1024,67 @@ class GroupCoordinator:
 
         Returns the number of offsets expired.
         """
+        return await self._cleanup_group_metadata(self._expired_offsets, "expired")
+
+    async def on_partitions_deleted(self, partitions: Iterable[TopicPartitionKey]) -> int:
+        """Kafka's onPartitionsDeleted: every group's offsets on deleted partitions are
+        tombstoned and dropped, so a topic recreated under the same name starts with no
+        committed position; a group left empty without offsets is removed, as on expiry.
+
+        Returns the number of offsets removed.
+        """
+        deleted = set(partitions)
+        if not deleted:
+            return 0
+        await self.ensure_loaded()
+        return await self._cleanup_group_metadata(
+            lambda group, per_group, now: [tp for tp in per_group if tp in deleted], "deleted-partition")
+
+    def _expired_offsets(self, group: ClassicGroup, per_group: dict[TopicPartitionKey, Any],
+                         now: int) -> list[TopicPartitionKey]:
+        base = self._expiration_base(group)
+        if base is None:
+            return []
+        expired: list[TopicPartitionKey] = []
+        subscribed = _subscribed_topics(group) if group.is_in_state(_S.STABLE) else None
+        for tp, o in per_group.items():
+            if subscribed is not None and tp[0] in subscribed:
+                continue
+            if o.expire_timestamp_ms >= 0:
+                if now >= o.expire_timestamp_ms:
+                    expired.append(tp)
+            elif now - base(o) >= self.offsets_retention_ms:
+                expired.append(tp)
+        return expired
+
+    async def _cleanup_group_metadata(self, select: Callable[[ClassicGroup, dict[TopicPartitionKey, Any], int],
+                                                             list[TopicPartitionKey]], kind: str) -> int:
+        """Kafka's cleanupGroupMetadata: remove the offsets `select` picks from each group
+        (tombstones first, then memory) and remove empty groups left without offsets."""
         now = self._now()
-        expired_total = 0
+        removed_total = 0
         for group_id, group in list(self.groups.items()):
             if group.is_in_state(_S.DEAD):
                 continue
             per_group = self.offsets.get(group_id, {})
-            base = self._expiration_base(group)
-            expired: list[TopicPartitionKey] = []
-            if base is not None:
-                subscribed = _subscribed_topics(group) if group.is_in_state(_S.STABLE) else None
-                for tp, o in per_group.items():
-                    if subscribed is not None and tp[0] in subscribed:
-                        continue
-                    if o.expire_timestamp_ms >= 0:
-                        if now >= o.expire_timestamp_ms:
-                            expired.append(tp)
-                    elif now - base(o) >= self.offsets_retention_ms:
-                        expired.append(tp)
-            all_expired = len(expired) == len(per_group)
-            delete_group = all_expired and group.is_in_state(_S.EMPTY)
-            if not expired and not delete_group:
+            removed = select(group, per_group, now)
+            delete_group = len(removed) == len(per_group) and group.is_in_state(_S.EMPTY)
+            if not removed and not delete_group:
                 continue
-            records = [(encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in expired]
+            records = [(encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in removed]
             if delete_group:
                 records.append((encode_group_metadata_key(GroupMetadataKey(group_id)), None))
             await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
-            for tp in expired:
+            for tp in removed:
                 per_group.pop(tp, None)
-            expired_total += len(expired)
-            if expired:
-                log.info("Removed %d expired offset(s) of group %s", len(expired), group_id)
+            removed_total += len(removed)
+            if removed:
+                log.info("Removed %d %s offset(s) of group %s", len(removed), kind, group_id)
             if delete_group and self.groups.get(group_id) is group and group.is_in_state(_S.EMPTY) \
                     and not self.offsets.get(group_id):
                 self._remove_group(group_id)
                 log.info("Group %s transitioned to Dead and was removed (empty, no offsets)", group_id)
-        return expired_total
+        return removed_total
 
     def _expiration_base(self, group: ClassicGroup) -> Any:
         """Kafka's offset expiration condition: what an offset's age is measured from, or None."""

@@ -300,6 +300,10 @@ class TopicManager:
                     await aborted
             await self._run_blocking(self._delete_logs_blocking, meta)
             log.info("Deleted topic %s (id %s)", name, meta.topic_id)
+            # Committed offsets go with the partitions (Kafka's onPartitionsDeleted).
+            coordinator = getattr(self._broker, "group_coordinator", None)
+            if coordinator is not None and not meta.is_internal:
+                await coordinator.on_partitions_deleted((tp.topic, tp.partition) for tp in meta.topic_partitions())
             return meta
 
     async def delete_topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata:

@@ -198,3 +198,46 @@ def test_describe_groups_reports_each_members_client_host(broker: Any) -> None:
         assert [m.host for m in desc.members] == ["/127.0.0.1"]
     finally:
         c.close()
+
+
+def test_deleting_a_topic_removes_its_committed_offsets(broker: Any) -> None:
+    """Kafka's onPartitionsDeleted: every group's offsets on the deleted partitions are
+    tombstoned (gone after a restart too), and a group left empty without offsets is removed,
+    so a topic recreated under the same name starts with no committed position."""
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import NewTopic
+
+    a = admin(broker)
+    a.create_topics([NewTopic("doomed", num_partitions=2)])["doomed"].result(20)
+    for group, offsets in (("g-mixed", [TopicPartition("doomed", 0, 5), TopicPartition("doomed", 1, 6),
+                                        TopicPartition("admin-t", 0, 2)]),
+                           ("g-doomed-only", [TopicPartition("doomed", 1, 7)])):
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+        try:
+            c.commit(offsets=offsets, asynchronous=False)
+        finally:
+            c.close()
+
+    a.delete_topics(["doomed"])["doomed"].result(20)
+
+    def offsets_of(group: str) -> dict[tuple[str, int], int]:
+        listed = a.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(20)
+        return {(tp.topic, tp.partition): tp.offset for tp in listed.topic_partitions}
+
+    def groups() -> set[str]:
+        return {g.group_id for g in a.list_consumer_groups(request_timeout=10).result().valid}
+
+    assert offsets_of("g-mixed") == {("admin-t", 0): 2}
+    assert "g-doomed-only" not in groups() and "g-mixed" in groups()
+
+    broker.restart()  # the tombstones are in __consumer_offsets: nothing comes back on load
+    a = admin(broker)
+    assert offsets_of("g-mixed") == {("admin-t", 0): 2}
+    assert "g-doomed-only" not in groups()
+    a.create_topics([NewTopic("doomed", num_partitions=2)])["doomed"].result(20)
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-mixed"})
+    try:
+        got = c.committed([TopicPartition("doomed", 0), TopicPartition("doomed", 1)], timeout=20)
+        assert [tp.offset for tp in got] == [-1001, -1001]  # OFFSET_INVALID: no committed offset
+    finally:
+        c.close()
