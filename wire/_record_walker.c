@@ -231,7 +231,60 @@ static PyObject *new_int64(int64_t v) { return PyLong_FromLongLong((long long)v)
  * undefined in C, and a corrupt batch can declare any base). */
 static inline int64_t add_wrapping(int64_t base, int64_t delta) { return (int64_t)((uint64_t)base + (uint64_t)delta); }
 
+/* -- one object per record ------------------------------------------------------------- */
+
+typedef PyObject *(*build_fn)(const uint8_t *d, const record_t *r, void *ctx);
+
+/* The walk decode_records and record_layouts share: `build` makes each record's object. */
+static PyObject *map_records(const Py_buffer *view, Py_ssize_t count, int headers, build_fn build, void *ctx) {
+    const uint8_t *d = view->buf;
+    Py_ssize_t n = view->len;
+    if (check_count(count, n) < 0)
+        return NULL;
+    PyObject *out = PyList_New(count);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t p = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        record_t r;
+        if (parse_record(d, n, &p, &r, headers) < 0)
+            goto fail;
+        PyObject *item = build(d, &r, ctx);
+        if (item == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, i, item);
+    }
+    if (check_consumed(p, n, count) < 0)
+        goto fail;
+    return out;
+fail:
+    Py_DECREF(out); /* unset items are NULL, which a list's dealloc skips */
+    return NULL;
+}
+
 /* -- decode_records -------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t base_offset, base_ts, max_ts;
+    int log_append;
+    PyObject *record_type;
+} batch_ctx;
+
+static PyObject *build_record(const uint8_t *d, const record_t *r, void *ctx) {
+    const batch_ctx *b = ctx;
+    PyObject *fields[5];
+    fields[0] = new_int64(add_wrapping(b->base_offset, r->off_delta));
+    fields[1] = new_int64(b->log_append ? b->max_ts : add_wrapping(b->base_ts, r->ts_delta));
+    fields[2] = bytes_or_none(d, r->key_pos, r->key_len);
+    fields[3] = bytes_or_none(d, r->val_pos, r->val_len);
+    fields[4] = build_headers(d, r);
+    PyObject *rec = NULL;
+    if (fields[0] && fields[1] && fields[2] && fields[3] && fields[4])
+        rec = PyObject_Vectorcall(b->record_type, fields, 5, NULL);
+    for (int k = 0; k < 5; k++)
+        Py_XDECREF(fields[k]);
+    return rec;
+}
 
 static PyObject *decode_records(PyObject *self, PyObject *args) {
     Py_buffer view;
@@ -242,40 +295,8 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*nLLLpO:decode_records", &view, &count, &base_offset, &base_ts, &max_ts,
                           &log_append, &record_type))
         return NULL;
-    const uint8_t *d = view.buf;
-    Py_ssize_t n = view.len;
-    PyObject *out = NULL;
-    if (check_count(count, n) < 0)
-        goto done;
-    out = PyList_New(count);
-    if (out == NULL)
-        goto done;
-    Py_ssize_t p = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        record_t r;
-        if (parse_record(d, n, &p, &r, 1) < 0)
-            goto fail;
-        PyObject *fields[5];
-        fields[0] = new_int64(add_wrapping(base_offset, r.off_delta));
-        fields[1] = new_int64(log_append ? max_ts : add_wrapping(base_ts, r.ts_delta));
-        fields[2] = bytes_or_none(d, r.key_pos, r.key_len);
-        fields[3] = bytes_or_none(d, r.val_pos, r.val_len);
-        fields[4] = build_headers(d, &r);
-        PyObject *rec = NULL;
-        if (fields[0] && fields[1] && fields[2] && fields[3] && fields[4])
-            rec = PyObject_Vectorcall(record_type, fields, 5, NULL);
-        for (int k = 0; k < 5; k++)
-            Py_XDECREF(fields[k]);
-        if (rec == NULL)
-            goto fail;
-        PyList_SET_ITEM(out, i, rec);
-    }
-    if (check_consumed(p, n, count) < 0)
-        goto fail;
-    goto done;
-fail:
-    Py_CLEAR(out);
-done:
+    batch_ctx ctx = {base_offset, base_ts, max_ts, log_append, record_type};
+    PyObject *out = map_records(&view, count, 1, build_record, &ctx);
     PyBuffer_Release(&view);
     return out;
 }
@@ -345,39 +366,20 @@ done:
 
 /* -- record_layouts -------------------------------------------------------------------- */
 
+static PyObject *build_layout(const uint8_t *d, const record_t *r, void *ctx) {
+    PyObject *key = bytes_or_none(d, r->key_pos, r->key_len);
+    if (key == NULL)
+        return NULL;
+    return Py_BuildValue("(nnnLNO)", r->start, r->end, r->body, (long long)r->off_delta, key,
+                         r->val_len < 0 ? Py_True : Py_False);
+}
+
 static PyObject *record_layouts(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t count;
     if (!PyArg_ParseTuple(args, "y*n:record_layouts", &view, &count))
         return NULL;
-    const uint8_t *d = view.buf;
-    Py_ssize_t n = view.len;
-    PyObject *out = NULL;
-    if (check_count(count, n) < 0)
-        goto done;
-    out = PyList_New(count);
-    if (out == NULL)
-        goto done;
-    Py_ssize_t p = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        record_t r;
-        if (parse_record(d, n, &p, &r, 0) < 0)
-            goto fail;
-        PyObject *key = bytes_or_none(d, r.key_pos, r.key_len);
-        if (key == NULL)
-            goto fail;
-        PyObject *t = Py_BuildValue("(nnnLNO)", r.start, r.end, r.body, (long long)r.off_delta, key,
-                                    r.val_len < 0 ? Py_True : Py_False);
-        if (t == NULL)
-            goto fail;
-        PyList_SET_ITEM(out, i, t);
-    }
-    if (check_consumed(p, n, count) < 0)
-        goto fail;
-    goto done;
-fail:
-    Py_CLEAR(out);
-done:
+    PyObject *out = map_records(&view, count, 0, build_layout, NULL);
     PyBuffer_Release(&view);
     return out;
 }
