@@ -24,6 +24,7 @@ from kio.serial import entity_reader, entity_writer
 
 from wire.errors import ErrorCode, RequestDecodeError, UnsupportedApiError
 from wire.headers import RequestHeader
+from wire.request_bounds import check_request_bounds
 from wire.response_encoders import (
     FetchPartitionData,
     FetchTopicData,
@@ -192,6 +193,7 @@ def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview,
     (INVALID_REQUEST: Kafka closes the connection) for a malformed body.
     """
     cls = request_class(header.api_key, header.api_version)
+    check_request_bounds(cls, frame, body_offset)  # before kio: it allocates from declared sizes
     try:
         entity, _size = _reader(cls)(frame, body_offset)
     except Exception as exc:  # the native reader raises ValueError/IndexError/etc.
@@ -204,6 +206,7 @@ def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview,
 def decode_response(api_key: int, api_version: int, body: bytes | bytearray | memoryview) -> Any:
     """Decode a response body (tests and tools; the broker only encodes)."""
     cls = response_class(api_key, api_version)
+    check_request_bounds(cls, body, 0)
     try:
         entity, _size = _reader(cls)(body, 0)
     except Exception as exc:

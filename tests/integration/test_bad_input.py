@@ -148,3 +148,34 @@ def test_idle_connections_are_closed() -> None:
             assert c.request(av3.ApiVersionsRequest(client_software_name="t", client_software_version="1")).error_code == 0
             assert c.is_closed_by_peer(timeout=10)
         wait_until(lambda: "Closing idle connection" in broker.output(), timeout=5)
+
+
+def _hostile_bodies() -> list[tuple[str, bytes]]:
+    """Request frames (no size prefix) whose declared collection or string sizes dwarf the
+    bytes sent: kio's native reader would reserve memory for them before reading."""
+    def frame(api: int, version: int, body: bytes) -> bytes:
+        return encode_request_header(api, version, 7, "hostile") + body
+
+    return [
+        # The atheris finding: Produce v10, topic_data declared as 2^35 - 2 entries.
+        ("produce-v10-topics", frame(0, 10, b"\x00" + b"\xff\xff" + b"\x00\x00\x13\x88"
+                                     + b"\xff\xff\xff\xff\x7f")),
+        # Produce v9 with one topic whose partition array claims 2^31 - 2 entries.
+        ("produce-v9-partitions", frame(0, 9, b"\x00" + b"\xff\xff" + b"\x00\x00\x13\x88"
+                                        + b"\x02" + b"\x02t" + b"\xff\xff\xff\xff\x07")),
+        # Metadata v1 (legacy int32 array) asking for 2^31 - 1 topics.
+        ("metadata-v1-topics", frame(3, 1, b"\x7f\xff\xff\xff")),
+        # CreateTopics v2: legacy array of 2^31 - 1 topics.
+        ("create-topics-v2", frame(19, 2, b"\x7f\xff\xff\xff")),
+        # A huge tagged field section count in a flexible request (Metadata v12).
+        ("metadata-v12-tags", frame(3, 12, b"\x01" + b"\x00\x00" + b"\xff\xff\xff\xff\x0f")),
+    ]
+
+
+@pytest.mark.parametrize(("name", "body"), _hostile_bodies(), ids=[n for n, _ in _hostile_bodies()])
+def test_declared_sizes_beyond_the_frame_are_refused_and_the_broker_lives(
+        asyncbroker_bootstrap: str, name: str, body: bytes) -> None:
+    with RawClient(asyncbroker_bootstrap) as c:
+        c.send_raw(struct.pack(">i", len(body)) + body)
+        assert c.is_closed_by_peer()  # INVALID_REQUEST: Kafka closes the connection
+    assert_still_serving(asyncbroker_bootstrap)
