@@ -208,10 +208,14 @@ def test_compaction_survives_sigkill_during_the_swap(tmp_path: Path) -> None:
     for point in ("cleaner.swap.renamed_to_swap", "cleaner.swap.old_renamed_deleted"):
         log_dir = tmp_path / point
         env = {**os.environ, "BROKER_FAULT_POINT": f"{point}:1"}
-        b = BrokerProcess(log_dir=log_dir, monitor=True, env=env)
+        # The fault point fires at the first swap, which must be clean_now's: with a long backoff
+        # the background loop runs only at the cleaner's start and on CreateTopics, and the
+        # clean_now of the empty topic waits for both before anything is produced.
+        b = BrokerProcess(["log.cleaner.backoff.ms=3600000"], log_dir=log_dir, monitor=True, env=env)
         try:
             b.start()
             compacted_topic(b.bootstrap, topic)
+            assert b.clean_now(topic) == {0: None}
             latest = produce_updates(b.bootstrap, topic, 30_000, KEYS, value_pad=40)
             with pytest.raises((MonitorCommandError, OSError)):
                 b.clean_now(topic, timeout=60)  # the broker kills itself mid-swap
