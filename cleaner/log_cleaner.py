@@ -69,6 +69,8 @@ class LogCleaner:
             self._abort_flags = [0] * max(1, self.num_workers)
         self._throttle_state = ThrottleState(self._ctx, config.max_io_bytes_per_second)
         self._executors: list[Executor | None] = [None] * self.num_workers
+        self._started = [False] * self.num_workers  # its worker process is up
+        self._prefault = False
         self._running: list[TopicPartition | None] = [None] * self.num_workers
         self._idle: asyncio.Queue[int] | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -89,29 +91,45 @@ class LogCleaner:
                    clock=log_manager.clock, run_blocking=run_blocking, use_processes=use_processes)
 
     # -- lifecycle ----------------------------------------------------------------------------------
-    async def startup(self, *, background: bool = True, prefault: bool = False) -> None:
-        """Start the workers (and, unless background=False, the cleaning loops).
+    async def startup(self, *, background: bool = True, prefault: bool = False,
+                      prestart: bool | None = None) -> None:
+        """Start the cleaning loops (unless background=False) and, when some log is compacted
+        (or prestart=True), the worker processes.
 
-        With prefault=False a worker allocates its offset map at its first clean, so an idle
-        broker without compacted topics does not hold dedupe.buffer.size of memory."""
+        A broker without compacted topics never starts a worker or the forkserver: they
+        would cost tens of MB and CPU at startup for nothing; the first clean starts its
+        worker. With prefault=False a worker allocates its offset map at its first clean,
+        so an idle broker does not hold dedupe.buffer.size of memory either."""
         self._stopping = False
         self._idle = asyncio.Queue()
         self._wakeup = asyncio.Event()
-        loop = asyncio.get_running_loop()
+        self._prefault = prefault
         for i in range(self.num_workers):
             self._executors[i] = self._new_executor(i)
-        # Start every worker now so the first clean does not pay for process start-up. The first
-        # submit to a pool spawns its process (and the forkserver, which imports the cleaner
-        # before it forks, blocking the submitter): submitted from a thread, not the loop.
-        submitted = [await self.manager.run_blocking(executor.submit, worker_module.worker_pid, i, prefault)
-                     for i, executor in enumerate(self._executors) if executor is not None]
-        await asyncio.gather(*(asyncio.wrap_future(f, loop=loop) for f in submitted))
+        if prestart is None:
+            prestart = any(log.config.compact for log in self.manager.logs().values())
+        if prestart:
+            # So that the first clean does not pay for process start-up.
+            await asyncio.gather(*(self._start_worker(i) for i in range(self.num_workers)))
         for i in range(self.num_workers):
             self._idle.put_nowait(i)
         if background:
             self._tasks = [asyncio.create_task(self._cleaner_loop(i), name=f"log-cleaner-thread-{i}")
                            for i in range(self.num_workers)]
-        logger.info("Started log cleaner with %d worker(s)", self.num_workers)
+        logger.info("Started log cleaner with %d worker(s)%s", self.num_workers,
+                    "" if prestart else ", each starting at its first clean")
+
+    async def _start_worker(self, slot: int) -> None:
+        """Bring up the worker process of `slot`. The first submit to a pool spawns its process
+        (and the forkserver, which imports the cleaner before it forks), blocking the submitter
+        meanwhile: so it is submitted from an IO thread, never from the loop."""
+        if self._started[slot]:
+            return
+        executor = self._executors[slot]
+        assert executor is not None, "cleaner not started"
+        future = await self.manager.run_blocking(executor.submit, worker_module.worker_pid, slot, self._prefault)
+        await asyncio.wrap_future(future)
+        self._started[slot] = True
 
     async def shutdown(self) -> None:
         """Abort in-flight cleans, stop the loops and the worker processes."""
@@ -253,6 +271,7 @@ class LogCleaner:
         executor = self._executors[worker]
         assert executor is not None, "cleaner not started"
         try:
+            await self._start_worker(worker)
             return await loop.run_in_executor(executor, worker_module.run_clean, worker, request)
         except BrokenProcessPool as exc:
             self.dead_threads += 1
@@ -262,6 +281,7 @@ class LogCleaner:
             except Exception:  # noqa: BLE001
                 pass
             self._executors[worker] = self._new_executor(worker)
+            self._started[worker] = False  # the replacement starts with the next clean
             await self.manager.run_blocking(delete_all_cleaned_files, Path(request.dir))
             raise WorkerDiedError(f"cleaner worker {worker} died while cleaning {tp}") from exc
         finally:

@@ -240,3 +240,57 @@ async def test_built_over_storage_log_manager(tmp_path, clock):
             await lc.shutdown()
     finally:
         manager.shutdown()
+
+
+def _descendants(pid: int) -> set[int]:
+    """Processes below `pid` (the forkserver is a child, workers are its children)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found: set[int] = set()
+    frontier = [pid]
+    while frontier:
+        p = frontier.pop()
+        for child, parent in parents.items():
+            if parent == p and child not in found:
+                found.add(child)
+                frontier.append(child)
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+async def test_workers_start_with_the_first_compacted_log_not_before(tmp_path, make_log, clock):
+    plain = make_log(LogConfig(), "plain-0")
+    _fill(plain, 50, 5)
+    logs = {plain.topic_partition: plain}
+    before = _descendants(os.getpid())
+    lc = _cleaner(tmp_path, logs, clock, backoff_ms=3_600_000)  # one background round, then clean_now's
+    lc.manager.time_of_last_run = -1
+    await lc.startup(background=True)
+    try:
+        await _wait_for(lambda: lc.manager.time_of_last_run >= 0)  # a round looked for work
+        # The shared abort/throttle state starts multiprocessing's resource tracker; nothing else.
+        extra = [_cmdline(p) for p in _descendants(os.getpid()) - before]
+        assert all("resource_tracker" in c for c in extra), extra
+        compacted = make_log(compact_config(), "compacted-0")
+        _fill(compacted, 200, 10)
+        logs[compacted.topic_partition] = compacted
+        stats = await lc.clean_now(compacted.topic_partition, roll=True)
+        assert stats is not None and stats.messages_written == 10
+        assert latest_values(compacted) == {b"k%d" % k: b"%d-" % (190 + k) + b"x" * 10 for k in range(10)}
+        started = [_cmdline(p) for p in _descendants(os.getpid()) - before]
+        assert any("forkserver" in c for c in started), started  # the first clean started its worker
+    finally:
+        await lc.shutdown()
