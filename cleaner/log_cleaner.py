@@ -67,7 +67,10 @@ class LogCleaner:
             self._abort_flags: Any = self._ctx.RawArray("b", max(1, self.num_workers))
         else:
             self._abort_flags = [0] * max(1, self.num_workers)
-        self._throttle_state = ThrottleState(self._ctx, config.max_io_bytes_per_second)
+        # Built with the first worker: its lock is a semaphore, which starts multiprocessing's
+        # resource tracker process, and a broker without compacted logs needs none of it.
+        self._throttle_state: ThrottleState | None = None
+        self._io_rate = config.max_io_bytes_per_second
         self._executors: list[Executor | None] = [None] * self.num_workers
         self._started = [False] * self.num_workers  # its worker process is up
         self._prefault = False
@@ -104,8 +107,6 @@ class LogCleaner:
         self._idle = asyncio.Queue()
         self._wakeup = asyncio.Event()
         self._prefault = prefault
-        for i in range(self.num_workers):
-            self._executors[i] = self._new_executor(i)
         if prestart is None:
             prestart = any(log.config.compact for log in self.manager.logs().values())
         if prestart:
@@ -126,7 +127,8 @@ class LogCleaner:
         if self._started[slot]:
             return
         executor = self._executors[slot]
-        assert executor is not None, "cleaner not started"
+        if executor is None:
+            executor = self._executors[slot] = self._new_executor(slot)
         future = await self.manager.run_blocking(executor.submit, worker_module.worker_pid, slot, self._prefault)
         await asyncio.wrap_future(future)
         self._started[slot] = True
@@ -156,7 +158,9 @@ class LogCleaner:
 
     def update_max_io_bytes_per_second(self, rate: float) -> None:
         """log.cleaner.io.max.bytes.per.second changed: running workers follow at once."""
-        self._throttle_state.set_rate(rate)
+        self._io_rate = rate
+        if self._throttle_state is not None:
+            self._throttle_state.set_rate(rate)
 
     def wake(self) -> None:
         """Cut the backoff sleep short (e.g. after a topic config change)."""
@@ -164,6 +168,8 @@ class LogCleaner:
             self._wakeup.set()
 
     def _new_executor(self, slot: int) -> Executor:
+        if self._throttle_state is None:
+            self._throttle_state = ThrottleState(self._ctx, self._io_rate)
         args = (slot, self._abort_flags, self._throttle_state, self.config)
         if self._ctx is not None:
             # The worker exits with this process (see worker._exit_with: a SIGKILLed broker).
@@ -268,20 +274,23 @@ class LogCleaner:
         loop = asyncio.get_running_loop()
         self._abort_flags[worker] = 0
         self._running[worker] = tp
-        executor = self._executors[worker]
-        assert executor is not None, "cleaner not started"
         try:
             await self._start_worker(worker)
+            executor = self._executors[worker]
+            assert executor is not None
             return await loop.run_in_executor(executor, worker_module.run_clean, worker, request)
         except BrokenProcessPool as exc:
             self.dead_threads += 1
             logger.error("Log cleaner worker %d died while cleaning %s; starting a new one", worker, tp)
+            broken = self._executors[worker]
             try:
-                executor.shutdown(wait=False, cancel_futures=True)
+                if broken is not None:
+                    broken.shutdown(wait=False, cancel_futures=True)
             except Exception:  # noqa: BLE001
                 pass
-            self._executors[worker] = self._new_executor(worker)
-            self._started[worker] = False  # the replacement starts with the next clean
+            # The replacement is built and started with the next clean (_start_worker).
+            self._executors[worker] = None
+            self._started[worker] = False
             await self.manager.run_blocking(delete_all_cleaned_files, Path(request.dir))
             raise WorkerDiedError(f"cleaner worker {worker} died while cleaning {tp}") from exc
         finally:
