@@ -195,9 +195,10 @@ class Broker:
 
     def _start_cleaner(self) -> None:
         """Kafka's LogCleaner over the loaded logs, started in the background: importing the
-        cleaner, its forkserver (which imports it again) and one worker process per
-        log.cleaner.threads take long enough to matter next to a 0.3 s startup, and nothing needs
-        them before the listener is up. `clean_now` (cleaner_ready) waits for them."""
+        cleaner and, when some log is compacted, starting its forkserver and one worker process
+        per log.cleaner.threads take long enough to matter next to a 0.3 s startup, and nothing
+        needs them before the listener is up (without compacted logs the workers start with the
+        first clean). `clean_now` (cleaner_ready) waits for the start."""
         if not self.config.log_cleaner_enable:
             log.info("Log cleaner disabled (log.cleaner.enable=false): compacted topics are not compacted")
             return
