@@ -156,7 +156,7 @@ def should_retain_record(offset_map: SkimpyOffsetMap, delete_horizon_ms: int | N
 # -- batch rebuilding -------------------------------------------------------------------------------
 
 
-def _rebuild_batch(h: BatchHeader, data: bytes, retained: list, delete_horizon_ms: int | None) -> bytes:
+def _rebuild_batch(h: BatchHeader, data: bytes | memoryview, retained: list, delete_horizon_ms: int | None) -> bytes:
     """Kafka's buildRetainedRecordsInto: the retained records in a new batch with the input
     batch's codec, base offset, producer fields and lastOffsetDelta (kept so the producer's
     last sequence survives), baseTimestamp = delete horizon if any, else the first record's."""

@@ -412,31 +412,20 @@ def _write_varint(out: bytearray, n: int) -> None:
 # -- records ------------------------------------------------------------------
 
 
-def records_section(buf: Buffer, pos: int, header: BatchHeader) -> bytes:
-    """The (decompressed) records bytes of the batch at `pos`."""
+def records_section(buf: Buffer, pos: int, header: BatchHeader) -> Buffer:
+    """The records bytes of the batch at `pos`: decompressed, or a view into `buf` when the
+    batch is uncompressed (no copy: the walkers only read it)."""
     end = pos + LOG_OVERHEAD + header.batch_length
     if end > len(buf):
         raise CorruptRecordError(
             f"batch at position {pos} declares {header.size_in_bytes} bytes but only {len(buf) - pos} remain"
         )
-    with memoryview(buf) as mv:
-        body = mv[pos + BATCH_HEADER_SIZE : end]
-        codec = header.compression
-        if codec is CompressionType.NONE:
-            return bytes(body)
+    body = memoryview(buf)[pos + BATCH_HEADER_SIZE : end]
+    codec = header.compression
+    if codec is CompressionType.NONE:
+        return body
+    with body:
         return decompress(codec, body)
-
-
-def _section_view(buf: Buffer, pos: int, header: BatchHeader) -> Buffer:
-    """records_section without the copy of an uncompressed section (the walkers only read it)."""
-    if header.attributes & COMPRESSION_CODEC_MASK:
-        return records_section(buf, pos, header)
-    end = pos + LOG_OVERHEAD + header.batch_length
-    if end > len(buf):
-        raise CorruptRecordError(
-            f"batch at position {pos} declares {header.size_in_bytes} bytes but only {len(buf) - pos} remain"
-        )
-    return memoryview(buf)[pos + BATCH_HEADER_SIZE : end]
 
 
 def decode_records(buf: Buffer, pos: int = 0) -> list[Record]:
@@ -448,7 +437,7 @@ def decode_records(buf: Buffer, pos: int = 0) -> list[Record]:
     not check the CRC (see validate_batch).
     """
     h = read_batch_header(buf, pos)
-    return _walker.decode_records(_section_view(buf, pos, h), h.records_count, h.base_offset, h.base_timestamp,
+    return _walker.decode_records(records_section(buf, pos, h), h.records_count, h.base_offset, h.base_timestamp,
                                   h.max_timestamp, bool(h.attributes & TIMESTAMP_TYPE_MASK), Record)
 
 
@@ -470,7 +459,7 @@ def decode_columns(buf: Buffer, pos: int, start_offset: int, end_offset: int, *,
     Same checks as decode_records; the shape Arrow builders take without a per-row loop.
     """
     h = read_batch_header(buf, pos)
-    return _walker.decode_columns(_section_view(buf, pos, h), h.records_count, h.base_offset, h.base_timestamp,
+    return _walker.decode_columns(records_section(buf, pos, h), h.records_count, h.base_offset, h.base_timestamp,
                                   h.max_timestamp, bool(h.attributes & TIMESTAMP_TYPE_MASK), start_offset,
                                   end_offset, value_lengths)
 
@@ -478,7 +467,7 @@ def decode_columns(buf: Buffer, pos: int, start_offset: int, end_offset: int, *,
 def all_records_have_keys(buf: Buffer, pos: int = 0) -> bool:
     """True when no record of the batch has a null key (compacted topics)."""
     h = read_batch_header(buf, pos)
-    layouts = _walker.record_layouts(_section_view(buf, pos, h), h.records_count)
+    layouts = _walker.record_layouts(records_section(buf, pos, h), h.records_count)
     return all(r[4] is not None for r in layouts)
 
 
