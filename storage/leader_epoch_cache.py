@@ -71,10 +71,8 @@ class LeaderEpochFileCache:
 
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that `epoch` starts at `start_offset` (no-op when it is not a new, higher epoch)."""
-        if epoch < 0:
-            return
-        with self._lock:
-            if self._epochs and (epoch <= self._epochs[-1] or start_offset < self._offsets[-1]):
+        with self._lock:  # reentrant: is_new_epoch takes it again
+            if not self.is_new_epoch(epoch, start_offset):
                 return
             self._epochs.append(epoch)
             self._offsets.append(start_offset)
