@@ -71,8 +71,8 @@ class LogCleaner:
         # resource tracker process, and a broker without compacted logs needs none of it.
         self._throttle_state: ThrottleState | None = None
         self._io_rate = config.max_io_bytes_per_second
+        # A slot's executor is listed once its worker process is up (see _start_worker).
         self._executors: list[Executor | None] = [None] * self.num_workers
-        self._started = [False] * self.num_workers  # its worker process is up
         self._prefault = False
         self._running: list[TopicPartition | None] = [None] * self.num_workers
         self._idle: asyncio.Queue[int] | None = None
@@ -124,14 +124,16 @@ class LogCleaner:
         """Bring up the worker process of `slot`. The first submit to a pool spawns its process
         (and the forkserver, which imports the cleaner before it forks), blocking the submitter
         meanwhile: so it is submitted from an IO thread, never from the loop."""
-        if self._started[slot]:
+        if self._executors[slot] is not None:
             return
-        executor = self._executors[slot]
-        if executor is None:
-            executor = self._executors[slot] = self._new_executor(slot)
-        future = await self.manager.run_blocking(executor.submit, worker_module.worker_pid, slot, self._prefault)
-        await asyncio.wrap_future(future)
-        self._started[slot] = True
+        executor = self._new_executor(slot)
+        try:
+            future = await self.manager.run_blocking(executor.submit, worker_module.worker_pid, slot, self._prefault)
+            await asyncio.wrap_future(future)
+        except BaseException:
+            executor.shutdown(wait=False, cancel_futures=True)
+            raise
+        self._executors[slot] = executor
 
     async def shutdown(self) -> None:
         """Abort in-flight cleans, stop the loops and the worker processes."""
@@ -288,9 +290,7 @@ class LogCleaner:
                     broken.shutdown(wait=False, cancel_futures=True)
             except Exception:  # noqa: BLE001
                 pass
-            # The replacement is built and started with the next clean (_start_worker).
-            self._executors[worker] = None
-            self._started[worker] = False
+            self._executors[worker] = None  # the replacement starts with the next clean (_start_worker)
             await self.manager.run_blocking(delete_all_cleaned_files, Path(request.dir))
             raise WorkerDiedError(f"cleaner worker {worker} died while cleaning {tp}") from exc
         finally:
