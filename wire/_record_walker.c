@@ -43,6 +43,7 @@ typedef struct {
     Py_ssize_t body;       /* the attributes byte */
     Py_ssize_t end;        /* one past the record */
     int64_t ts_delta;
+    Py_ssize_t ts_end;     /* one past the timestampDelta (where offsetDelta starts) */
     int64_t off_delta;
     Py_ssize_t key_pos;
     int64_t key_len;       /* -1: null key */
@@ -112,8 +113,10 @@ static int parse_record(const uint8_t *d, Py_ssize_t n, Py_ssize_t *p, record_t 
     r->body = q;
     r->end = end;
     q += 1; /* attributes: unused in v2 */
-    if (read_zigzag(d, &q, end, MAX_VARLONG_BYTES, &r->ts_delta) < 0 ||
-        read_zigzag(d, &q, end, MAX_VARINT_BYTES, &r->off_delta) < 0 ||
+    if (read_zigzag(d, &q, end, MAX_VARLONG_BYTES, &r->ts_delta) < 0)
+        return -1;
+    r->ts_end = q;
+    if (read_zigzag(d, &q, end, MAX_VARINT_BYTES, &r->off_delta) < 0 ||
         read_zigzag(d, &q, end, MAX_VARINT_BYTES, &r->key_len) < 0)
         return -1;
     if (r->key_len < -1)
@@ -449,62 +452,61 @@ static PyObject *rebuild_records(PyObject *self, PyObject *args) {
     const uint8_t *d = view.buf;
     Py_ssize_t n = view.len;
     PyObject *seq = NULL, *body = NULL, *out = NULL;
+    Py_ssize_t *bounds = NULL; /* start, end of each span */
     seq = PySequence_Fast(spans, "spans must be a sequence");
     if (seq == NULL)
         goto done;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    bounds = PyMem_New(Py_ssize_t, 2 * (size_t)m + 1);
+    if (bounds == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
     /* A new timestampDelta is at most 10 bytes and the length varint grows by at most 5. */
-    Py_ssize_t bound = 0;
+    Py_ssize_t capacity = 0;
     for (Py_ssize_t i = 0; i < m; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
         Py_ssize_t start, end;
-        if (!PyArg_ParseTuple(item, "nn", &start, &end))
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "nn", &start, &end))
             goto done;
         if (start < 0 || end > n || start >= end) {
             PyErr_SetString(PyExc_ValueError, "record span outside the records section");
             goto done;
         }
-        bound += end - start + 15;
+        bounds[2 * i] = start;
+        bounds[2 * i + 1] = end;
+        capacity += end - start + 15;
     }
-    body = PyBytes_FromStringAndSize(NULL, bound);
+    body = PyBytes_FromStringAndSize(NULL, capacity);
     if (body == NULL)
         goto done;
     uint8_t *o = (uint8_t *)PyBytes_AS_STRING(body);
     Py_ssize_t w = 0;
     int64_t largest = INT64_MIN;
     for (Py_ssize_t i = 0; i < m; i++) {
-        Py_ssize_t start, end;
-        PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "nn", &start, &end);
-        Py_ssize_t p = start;
+        Py_ssize_t p = bounds[2 * i], end = bounds[2 * i + 1];
         record_t r;
         if (parse_record(d, end, &p, &r, 0) < 0 || p != end)
-            goto fail;
+            goto done;
         int64_t ts = log_append ? max_ts : add_wrapping(base_ts, r.ts_delta);
         if (ts > largest)
             largest = ts;
         int64_t delta = (int64_t)((uint64_t)ts - (uint64_t)new_base);
         uint8_t ts_buf[10];
         Py_ssize_t ts_len = put_uvarint(ts_buf, ((uint64_t)delta << 1) ^ (uint64_t)(delta >> 63));
-        /* what follows the old timestampDelta: offsetDelta onwards */
-        Py_ssize_t q = r.body + 1;
-        uint64_t ignored;
-        read_uvarint(d, &q, end, MAX_VARLONG_BYTES, &ignored);
-        Py_ssize_t rest = end - q;
+        Py_ssize_t rest = end - r.ts_end; /* offsetDelta onwards, copied as is */
         int64_t length = 1 + ts_len + rest;
         w += put_uvarint(o + w, ((uint64_t)length << 1) ^ (uint64_t)(length >> 63));
         o[w++] = d[r.body];
         memcpy(o + w, ts_buf, (size_t)ts_len);
         w += ts_len;
-        memcpy(o + w, d + q, (size_t)rest);
+        memcpy(o + w, d + r.ts_end, (size_t)rest);
         w += rest;
     }
     if (_PyBytes_Resize(&body, w) < 0)
         goto done;
     out = Py_BuildValue("(OL)", body, (long long)(m ? largest : max_ts));
-    goto done;
-fail:
-    Py_CLEAR(out);
 done:
+    PyMem_Free(bounds);
     Py_XDECREF(body);
     Py_XDECREF(seq);
     PyBuffer_Release(&view);
