@@ -7,7 +7,13 @@ TEST_STAMP := $(VENV)/.installed-test
 # The C extensions are compiled by pip install: editing one reinstalls.
 INSTALL_INPUTS := pyproject.toml setup.py wire/_record_walker.c cleaner/_offset_map.c
 
-.PHONY: run test bench torture kcat clean
+# Apache Kafka 4.4, its tools and our Java harness, fetched by Maven into the git-ignored
+# .cache/m2 (tests/jvm/pom.xml); each module's classpath lands in tests/jvm/<module>/target/.
+MVN := mvn -q -B -f tests/jvm/pom.xml -Dmaven.repo.local=$(CURDIR)/.cache/m2
+JVM_STAMP := tests/jvm/target/.built
+JVM_INPUTS := $(shell find tests/jvm -name pom.xml -o -name '*.java' -o -name '*.properties' 2>/dev/null)
+
+.PHONY: run test bench torture kcat jdk jvm clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,17 +34,30 @@ kcat:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq kcat; }
 
+# Java 17 and Maven are on the machine; install them where they are not.
+jdk:
+	@{ command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jdk-headless maven; }
+
+# A second run finds the stamp (and the jars in .cache/m2) and downloads nothing.
+$(JVM_STAMP): $(JVM_INPUTS) | jdk
+	$(MVN) package
+	mkdir -p $(@D) && touch $@
+
+jvm: $(JVM_STAMP)
+
 run: $(RUN_STAMP)
 	$(VENV)/bin/asyncbroker serve
 
-test: $(TEST_STAMP) kcat
+test: $(TEST_STAMP) kcat jvm
 	$(PY) -m pytest -q -p no:cacheprovider
 
-bench: $(TEST_STAMP)
+bench: $(TEST_STAMP) jvm
 	$(PY) -m bench
 
 # The long forms of the fault harnesses: 1,000 crash kills, 5,000 live fuzz cases, 10 min of atheris.
-torture: $(TEST_STAMP) kcat
+torture: $(TEST_STAMP) kcat jvm
 	$(PY) -m pip install -q -e '.[test,spark,torture]'
 	$(PY) -m pytest -q -p no:cacheprovider tests/recovery --torture
 	FUZZ_EXAMPLES=5000 $(PY) -m pytest -q -p no:cacheprovider tests/fuzz

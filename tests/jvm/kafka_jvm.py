@@ -1,0 +1,255 @@
+"""Apache Kafka 4.4 and its tools, run from the jars `make test` fetched.
+
+`make jvm` (a prerequisite of `make test`) runs Maven over tests/jvm/pom.xml:
+the jars land in the git-ignored .cache/m2 and each module writes the
+classpath it runs with to tests/jvm/<module>/target/classpath.txt. This
+module only reads those files; it never downloads anything.
+
+    KafkaServer      a single-node KRaft Kafka (combined broker+controller) on
+                     free loopback ports and a temporary log dir: the oracle
+    run_tool         a main class of Kafka's tools, as kafka-*.sh runs it
+    dump_log_segments  Kafka's DumpLogSegments over files we wrote
+
+The JVM takes seconds to start, so the test suite starts one KafkaServer per
+session (tests/conftest.py) and shares it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+JVM_DIR = Path(__file__).resolve().parent
+REPO = JVM_DIR.parents[1]
+LOG4J_CONFIG = JVM_DIR / "log4j2.properties"
+JAVA = shutil.which("java") or "java"
+
+KAFKA_MAIN = "kafka.Kafka"
+STORAGE_TOOL = "kafka.tools.StorageTool"
+DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
+
+
+class JvmSetupError(RuntimeError):
+    """The Maven-built classpaths are missing: run `make test` (or `make jvm`) first."""
+
+
+def classpath(module: str) -> str:
+    """The runtime classpath Maven wrote for tests/jvm/<module> (plus the module's own jar)."""
+    path = JVM_DIR / module / "target" / "classpath.txt"
+    if not path.exists():
+        raise JvmSetupError(f"{path} is missing: `make jvm` fetches Kafka's jars and writes it")
+    entries = [e for e in path.read_text().strip().split(os.pathsep) if e]
+    own = sorted((JVM_DIR / module / "target").glob(f"{module}-*.jar"))
+    missing = [e for e in entries if not Path(e).exists()]
+    if missing:
+        raise JvmSetupError(f"{len(missing)} jar(s) of {module} are missing (first: {missing[0]}): run `make jvm`")
+    return os.pathsep.join([str(p) for p in own] + entries)
+
+
+def java_command(module: str, main: str, args: Sequence[str] = (), *, heap: str = "256m",
+                 jvm_args: Sequence[str] = ()) -> list[str]:
+    return [
+        JAVA, f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+        f"-Dlog4j2.configurationFile={LOG4J_CONFIG}", "-Djava.awt.headless=true",
+        *jvm_args, "-cp", classpath(module), main, *args,
+    ]
+
+
+def run_tool(main: str, args: Sequence[str], *, module: str = "tools", timeout: float = 120.0,
+             input: str | None = None, heap: str = "256m") -> subprocess.CompletedProcess[str]:
+    """Run one of Kafka's command-line tools to completion and capture its output."""
+    return subprocess.run(
+        java_command(module, main, args, heap=heap), input=input, capture_output=True, text=True,
+        timeout=timeout, check=False, stdin=None if input is not None else subprocess.DEVNULL,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# The settings that make the oracle comparable with asyncbroker's defaults on one node.
+ORACLE_SETTINGS: dict[str, str] = {
+    "num.partitions": "1",
+    "auto.create.topics.enable": "true",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "50",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.cleaner.backoff.ms": "200",
+    "log.retention.check.interval.ms": "500",
+    "log.initial.task.delay.ms": "0",
+    "log.segment.delete.delay.ms": "0",
+}
+
+
+class KafkaServer:
+    """A single-node KRaft Apache Kafka 4.4 on 127.0.0.1, in its own temporary directory.
+
+    start() formats the log dir with StorageTool, starts kafka.Kafka and
+    returns once Metadata is answered on the broker listener (a condition,
+    never a fixed sleep); stop() shuts it down and removes the directory.
+    """
+
+    def __init__(self, settings: dict[str, str] | None = None, *, heap: str = "768m",
+                 startup_timeout: float = 90.0) -> None:
+        self.settings = {**ORACLE_SETTINGS, **(settings or {})}
+        self.heap = heap
+        self.startup_timeout = startup_timeout
+        self.dir = Path(tempfile.mkdtemp(prefix="kafka-oracle-"))
+        self.log_dir = self.dir / "data"
+        self.port = 0
+        self.controller_port = 0
+        self.cluster_id = ""
+        self.process: subprocess.Popen[bytes] | None = None
+        self._output = self.dir / "kafka.out"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def properties(self) -> str:
+        base = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self.log_dir),
+        }
+        return "".join(f"{k}={v}\n" for k, v in {**base, **self.settings}.items())
+
+    def start(self) -> "KafkaServer":
+        for attempt in range(3):
+            self.port, self.controller_port = free_port(), free_port()
+            if self.port == self.controller_port:
+                continue
+            try:
+                return self._start_once()
+            except _PortTaken:
+                self._kill()
+                continue
+        raise RuntimeError("could not start Kafka on free loopback ports")
+
+    def _start_once(self) -> "KafkaServer":
+        props = self.dir / "server.properties"
+        props.write_text(self.properties())
+        shutil.rmtree(self.log_dir, ignore_errors=True)
+        self.cluster_id = _kafka_uuid()
+        fmt = subprocess.run(
+            java_command("kafka", STORAGE_TOOL, ["format", "-t", self.cluster_id, "-c", str(props)]),
+            capture_output=True, text=True, timeout=120, check=False,
+        )
+        if fmt.returncode != 0:
+            raise RuntimeError(f"StorageTool format failed ({fmt.returncode}):\n{fmt.stdout}\n{fmt.stderr}")
+        out = open(self._output, "wb")
+        self.process = subprocess.Popen(
+            java_command("kafka", KAFKA_MAIN, [str(props)], heap=self.heap,
+                         jvm_args=[f"-Dkafka.logs.dir={self.dir}"]),
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+        )
+        out.close()
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                text = self.output()
+                if "Address already in use" in text:
+                    raise _PortTaken()
+                raise RuntimeError(f"Kafka exited with {self.process.returncode}:\n{text[-4000:]}")
+            if _metadata_answers(self.port):
+                return self
+            time.sleep(0.1)  # polling a condition with a deadline
+        text = self.output()
+        self._kill()
+        raise RuntimeError(f"Kafka did not answer Metadata within {self.startup_timeout}s:\n{text[-4000:]}")
+
+    def output(self) -> str:
+        try:
+            return self._output.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def _kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(30)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> "KafkaServer":
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class _PortTaken(Exception):
+    pass
+
+
+def _kafka_uuid() -> str:
+    """A random Kafka Uuid in its base64url form, as StorageTool random-uuid prints it."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _metadata_answers(port: int) -> bool:
+    """True when a Metadata v1 request on `port` gets an answer that lists a broker."""
+    import struct
+
+    # Metadata v1 (header v1: api key 3, version 1, correlation 7, client id "probe"), all topics (-1).
+    body = struct.pack(">hhih", 3, 1, 7, 5) + b"probe" + struct.pack(">i", -1)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            s.sendall(struct.pack(">i", len(body)) + body)
+            size = struct.unpack(">i", _recv_exact(s, 4))[0]
+            frame = _recv_exact(s, size)
+    except OSError:
+        return False
+    # correlation id, then the brokers array: at least one broker.
+    return len(frame) >= 8 and struct.unpack_from(">i", frame, 0)[0] == 7 and struct.unpack_from(">i", frame, 4)[0] >= 1
+
+
+def _recv_exact(s: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return buf
+
+
+def dump_log_segments(files: Sequence[Path | str], extra: Sequence[str] = (), *, timeout: float = 600.0) -> str:
+    """Run Kafka's DumpLogSegments over `files` and return what it printed (stdout and stderr)."""
+    result = run_tool(DUMP_LOG_SEGMENTS, ["--files", ",".join(str(f) for f in files), *extra],
+                      timeout=timeout, heap="512m")
+    return result.stdout + result.stderr
+
