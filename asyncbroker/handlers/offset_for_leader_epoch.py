@@ -1,8 +1,9 @@
 """OffsetForLeaderEpoch (API 23): where a leader epoch ends, for consumers' log-truncation checks.
 
 This node leads every partition in epoch 0 (Metadata reports leader_epoch 0),
-so epoch 0 ends at the log end offset and a client that claims a newer epoch
-gets UNKNOWN_LEADER_EPOCH. Kafka 4 serves v2-v4 to clients.
+so epoch 0 ends at the log end offset; a client's current_leader_epoch above
+it is UNKNOWN_LEADER_EPOCH, below it (other than -1, "none") FENCED_LEADER_EPOCH.
+Kafka 4 serves v2-v4 to clients.
 """
 from __future__ import annotations
 
@@ -25,11 +26,27 @@ LEADER_EPOCH = 0
 
 
 def end_offset_for(log: Any, epoch: int) -> tuple[int, int]:
-    """(epoch, end offset): the current epoch ends at the log end offset; any other
-    epoch is unknown here (Kafka's UNDEFINED_EPOCH / UNDEFINED_EPOCH_OFFSET)."""
+    """(epoch, end offset) as Kafka's LeaderEpochFileCache.endOffsetFor answers with one
+    epoch, 0, starting at the log start offset: the current epoch ends at the log end
+    offset; an epoch below every known one (other than -1, "undefined") gets the start
+    of the first known epoch; -1 and epochs above the current one are unknown
+    (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)."""
     if epoch == LEADER_EPOCH:
         return (LEADER_EPOCH, int(log.log_end_offset))
+    if epoch < UNDEFINED:
+        return (epoch, int(log.log_start_offset))
     return (UNDEFINED, UNDEFINED)
+
+
+def check_current_leader_epoch(current: int) -> int:
+    """Kafka's checkCurrentLeaderEpoch: -1 means the client gave none."""
+    if current == UNDEFINED:
+        return ErrorCode.NONE
+    if current > LEADER_EPOCH:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    if current < LEADER_EPOCH:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    return ErrorCode.NONE
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -43,9 +60,8 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             if log is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                if p.current_leader_epoch > LEADER_EPOCH:
-                    code = ErrorCode.UNKNOWN_LEADER_EPOCH
-                else:
+                code = check_current_leader_epoch(p.current_leader_epoch)
+                if code == ErrorCode.NONE:
                     epoch, offset = end_offset_for(log, p.leader_epoch)
             parts.append(rb.entity("EpochEndOffset", error_code=code, partition=p.partition,
                                    leader_epoch=epoch, end_offset=offset))
