@@ -49,14 +49,6 @@ _CODEC_IDS = frozenset(int(c) for c in CompressionType)
 _MIN_LONG, _MAX_LONG = -(2**63), 2**63 - 1
 
 
-def _size(b: bytes | None) -> str:
-    return "null" if b is None else f"{len(b)} bytes"
-
-
-def _size_of(length: int) -> str:
-    return "null" if length < 0 else f"{length} bytes"
-
-
 class ValidationResult(msgspec.Struct):
     records: bytearray
     batches: list[tuple[BatchHeader, int]]  # headers after offset assignment, positions in `records`
@@ -231,12 +223,23 @@ class LogValidator:
                                                  f"The timestamp should be within [{now_ms - before}, {now_ms + after}]"))
             elif check_type:
                 any_timestamp_error = True
-                described = (f"DefaultRecord(offset={offset}, timestamp={ts}, key={_size(key)}, "
-                             f"value={_size_of(value_lengths[index])})")
+                described = self._describe_record(header, offset, ts, key, value_lengths[index])
                 errors.append(RecordError(index, f"Invalid timestamp type in message {described}. Producer should "
                                                  "not set timestamp type to LogAppendTime."))
         if errors:
             raise _record_validation_error(errors, any_timestamp_error)
+
+    def _describe_record(self, header: BatchHeader, offset: int, ts: int, key: bytes | None, value_length: int) -> str:
+        """A record as Kafka's toString shows it in an error: records of a compressed batch kept
+        as it is are read without their contents (PartialDefaultRecord: null is -1 bytes), the
+        others fully (DefaultRecord: null is 0 bytes)."""
+        key_length = -1 if key is None else len(key)
+        target = _TOPIC_CODECS.get(self.config.compression_type, header.compression)
+        if header.compression != CompressionType.NONE and target == header.compression:
+            return (f"PartialDefaultRecord(offset={offset}, timestamp={ts}, key={key_length} bytes, "
+                    f"value={value_length} bytes)")
+        return (f"DefaultRecord(offset={offset}, timestamp={ts}, key={max(key_length, 0)} bytes, "
+                f"value={max(value_length, 0)} bytes)")
 
     def _recompress(self, buf: bytearray, batches: list[tuple[BatchHeader, int]],
                     codec: CompressionType) -> tuple[bytearray, list[tuple[BatchHeader, int]]]:

@@ -187,7 +187,13 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
 
     reads: list[PartitionRead] = []
     erroneous: list[PartitionRead] = []
+    # Kafka keys the request by partition (insertion-ordered): a partition named twice is
+    # read once, where it first appeared, with the fields of its later entry.
+    requested: dict[tuple[Any, int], tuple[Any, Any]] = {}
     for t in request.topics:
+        for p in t.partitions:
+            requested[(t.topic_id if version >= 13 else t.topic, p.partition)] = (t, p)
+    for (_key, _index), (t, p) in requested.items():
         if version >= 13:
             meta = broker.topics.by_id(t.topic_id) if t.topic_id is not None else None
             name = meta.name if meta is not None else None
@@ -198,23 +204,22 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             meta = broker.topics.get(name)
             topic_id = meta.topic_id if meta is not None else None
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        for p in t.partitions:
-            r = PartitionRead(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes)
-            log = broker.get_log(TopicPartition(name, p.partition)) if meta is not None else None
-            if log is None:
-                # Kafka answers these before reading (aborted transactions: an empty list, not
-                # null) and lists them after the partitions it read.
-                r.error = missing if meta is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                r.aborted = []
-                erroneous.append(r)
-                continue
-            try:
-                r.diverging_epoch = _check_epochs(log, replica_id, p, version)
-            except _Rejected as exc:
-                r.error = exc.error_code
-            else:
-                r.log = log
-            reads.append(r)
+        r = PartitionRead(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes)
+        log = broker.get_log(TopicPartition(name, p.partition)) if meta is not None else None
+        if log is None:
+            # Kafka answers these before reading (aborted transactions: an empty list, not
+            # null) and lists them after the partitions it read.
+            r.error = missing if meta is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            r.aborted = []
+            erroneous.append(r)
+            continue
+        try:
+            r.diverging_epoch = _check_epochs(log, replica_id, p, version)
+        except _Rejected as exc:
+            r.error = exc.error_code
+        else:
+            r.log = log
+        reads.append(r)
     # Kafka answers at once when nothing can be read, or a read failed or diverged.
     answer_now = not reads or any(r.error or r.diverging_epoch for r in reads)
     reads += erroneous
