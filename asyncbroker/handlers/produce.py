@@ -1,22 +1,34 @@
 """Produce (key 0): append each partition's record batches and report offsets.
 
+Checks come in Kafka's order (KafkaApis.handleProduceRequest, then
+ReplicaManager), because which error a client sees depends on it: the first
+batch of every partition is framed before anything else (a size or magic no
+format has fails the whole request, with the framing error's message, and a
+transactional batch needs a transactional id); then per partition an unknown
+topic or partition (Produce never creates topics: clients do that through
+Metadata), the v3+ record rules (one batch, of magic 2, no zstd before v7);
+then acks, internal topics, and the append. Storage validates the batch
+(base offset, size, CRC, counts, keys on compacted topics, timestamps) and
+raises typed errors; each partition's error is reported on its own. As in
+Kafka, only rejected records (v8+ record errors) come with a message, and a
+failed append reports the log start offset unless the error is one Kafka
+treats as "known" (unknown partition, sizes, corrupt data, storage).
+
 Appends that provably cannot block are done on the event loop: storage's
 nonblocking append refuses (AppendWouldBlock, nothing changed) when the
 log's lock is taken or the append would roll a segment, write the
 leader-epoch checkpoint or fsync, and only logs whose validation is per
-batch (not compacted, no topic codec to recompress to) and requests of at
-most INLINE_APPEND_MAX_BYTES qualify, so the loop's cost stays bounded.
-Everything else goes to the IO threads in one executor hop (see broker.py).
-The hop costs a thread wake-up each way, which on a VM was most of a small
-produce's round trip. Storage validates (CRC, magic,
-sizes, timestamps, keys on compacted topics, recompression) and raises typed
-errors; each partition's error is reported on its own, as Kafka does, with
-per-record errors (v8+) for INVALID_RECORD / INVALID_TIMESTAMP.
+batch (not compacted, no topic codec to recompress to, no bound on old
+timestamps) and requests of at most INLINE_APPEND_MAX_BYTES qualify, so the
+loop's cost stays bounded. Everything else goes to the IO threads in one
+executor hop (see broker.py). The hop costs a thread wake-up each way, which
+on a VM was most of a small produce's round trip.
 
 acks: 1 and -1 are answered after the append (on one node the ISR is this
 node; with flush.messages=1 storage has fsynced by then); acks=0 gets no
 response, and a failed acks=0 request closes the connection so the client
-notices. Any other acks value is INVALID_REQUIRED_ACKS for every partition.
+notices. Any other acks value is INVALID_REQUIRED_ACKS for every partition
+that passed the checks before it.
 """
 
 from __future__ import annotations
@@ -132,7 +144,7 @@ def _append_inline(appends: list[_Append]) -> list[_Append]:
     for a in appends:
         config = a.log.config
         size = len(a.records)
-        if size > budget or config.compact or config.compression_type != "producer":
+        if size > budget or config.compact or config.compression_type != "producer" or config.checks_record_timestamps:
             left.append(a)  # record-level validation or recompression: CPU that grows with the records
             continue
         try:

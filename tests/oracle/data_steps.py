@@ -4,10 +4,11 @@ Each step is a recorded call (compared between the brokers) unless it says
 otherwise. Requests name topics symbolically and take every field a client
 may set, so a scenario states exactly what it sends; `steps.py` keeps the
 shared basics (create_topic, metadata), this module the data path's wider
-forms. Producer ids are the one value here that must differ between two
-brokers (each allocates its own, and the session-wide Kafka has handed out
-others before a scenario starts): answers show them as `<pid-n>` in order of
-first appearance in the run.
+forms. Two values of the data path must differ between two brokers and are
+masked in the recorded answers: producer ids (each broker allocates its own,
+and the session-wide Kafka has handed out others before a scenario starts),
+shown as `<pid-n>` in order of first appearance in the run; and the clock
+reading in an INVALID_TIMESTAMP message's allowed window.
 """
 
 from __future__ import annotations
@@ -19,21 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from differential import DEFAULT_TIMEOUT_MS, Connection, ScenarioRun, entity, request_class_name
-from steps import (
-    DELETE_RECORDS,
-    FETCH,
-    INCREMENTAL_ALTER_CONFIGS,
-    INIT_PRODUCER_ID,
-    LIST_OFFSETS,
-    METADATA,
-    PRODUCE,
-    TIMEOUT,
-)
+from steps import DELETE_RECORDS, FETCH, INIT_PRODUCER_ID, LIST_OFFSETS, PRODUCE, TIMEOUT
 from wire.records import CRC_OFFSET, MAGIC_OFFSET, compute_crc
 
 OFFSET_FOR_LEADER_EPOCH = 23
 COORDINATOR_LOAD_IN_PROGRESS = 14
-BROKER_RESOURCE, TOPIC_RESOURCE = 4, 2
 
 # ListOffsets special timestamps (Kafka's ListOffsetsRequest constants).
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
@@ -283,32 +274,3 @@ def offset_for_leader_epoch(run: ScenarioRun, topics: Mapping[str, list[tuple[in
     )
     return call(run, OFFSET_FOR_LEADER_EPOCH, version, label=label, record=record, replica_id=replica_id,
                 topics=request_topics)
-
-
-# -- set-up --------------------------------------------------------------------------------
-
-
-def alter_topic_configs(run: ScenarioRun, symbol: str, configs: Mapping[str, str | None], *,
-                        record: bool = False) -> Any:
-    """IncrementalAlterConfigs SET (value) / DELETE (None) on one topic; unrecorded by default
-    (set-up, not the subject)."""
-    version = 1
-    resource = entity(INCREMENTAL_ALTER_CONFIGS, version, "AlterConfigsResource", resource_type=TOPIC_RESOURCE,
-                      resource_name=run.topic(symbol), configs=tuple(
-                          entity(INCREMENTAL_ALTER_CONFIGS, version, "AlterableConfig", name=k,
-                                 config_operation=0 if v is not None else 1, value=v)
-                          for k, v in configs.items()))
-    response = run.call(INCREMENTAL_ALTER_CONFIGS, version, _record=record, resources=(resource,),
-                        validate_only=False)
-    code = response.responses[0].error_code.value
-    if code != 0:
-        raise AssertionError(f"{run.broker}: altering {symbol} failed with {code}: {response.responses[0].error_message}")
-    return response
-
-
-def metadata_request_topics(run: ScenarioRun, names: list[str], *, version: int = 12,
-                            auto_create: bool = False, record: bool = True) -> Any:
-    """Metadata for topics given by their full names (internal topics, odd names)."""
-    topics = tuple(entity(METADATA, version, "MetadataRequestTopic", name=n, topic_id=None) for n in names)
-    return run.call(METADATA, version, _record=record, topics=topics, allow_auto_topic_creation=auto_create,
-                    include_cluster_authorized_operations=False, include_topic_authorized_operations=False)
