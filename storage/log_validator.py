@@ -123,9 +123,10 @@ class LogValidator:
             if codec_id not in _CODEC_IDS:
                 raise UnknownServerError(f"Unknown compression type id: {codec_id}")
             validate_batch(buf, pos, crc_checked=True)  # structure: counts that fit the bytes
-        for index, (header, pos) in enumerate(batches):
+        for header, pos in batches:
             if from_client:
                 self._validate_client_batch(header, tp)
+            if not header.is_control:  # markers carry keys and the coordinator's clock
                 self._validate_records(buf, pos, header, now_ms, tp)
             if target_codec is not None and header.compression != target_codec and not header.is_control:
                 needs_recompression = True
