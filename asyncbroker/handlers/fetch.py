@@ -33,7 +33,14 @@ import uuid
 from typing import Any
 
 from storage.topic_partition import TopicPartition
-from wire.errors import ErrorCode
+from wire.errors import (
+    ErrorCode,
+    FencedLeaderEpochError,
+    KafkaError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    UnknownLeaderEpochError,
+)
 from wire.messages import ApiKey
 from wire.response_encoders import FetchPartitionData, FetchTopicData, encode_fetch_response
 
@@ -143,34 +150,30 @@ async def _read(broker: Any, reads: list[PartitionRead], max_bytes: int, isolati
         raise
 
 
-class _Rejected(Exception):
-    """A partition refused before any read, with Kafka's error."""
-
-    def __init__(self, error_code: int) -> None:
-        super().__init__(error_code)
-        self.error_code = error_code
-
-
 def _check_epochs(log: Any, replica_id: int, p: Any, version: int) -> tuple[int, int] | None:
     """Kafka's Partition.fetchRecords checks before the read, in its order: the client's
     current leader epoch, a follower's replica id, then last_fetched_epoch. Returns the
     diverging epoch (epoch, end offset) to report instead of records, if any."""
-    current = getattr(p, "current_leader_epoch", -1)  # v9+
+    current = getattr(p, "current_leader_epoch", -1)  # v9+; a negative epoch is "none" in a Fetch
     if current > LEADER_EPOCH:
-        raise _Rejected(ErrorCode.UNKNOWN_LEADER_EPOCH)
+        raise UnknownLeaderEpochError(f"Current leader epoch {current} is newer than this leader's {LEADER_EPOCH}")
     if 0 <= current < LEADER_EPOCH:
-        raise _Rejected(ErrorCode.FENCED_LEADER_EPOCH)
+        raise FencedLeaderEpochError(f"Current leader epoch {current} is older than this leader's {LEADER_EPOCH}")
     if replica_id >= 0:
         # Not one of this partition's replicas (it has no other): Kafka's followerReplicaOrThrow.
-        raise _Rejected(ErrorCode.UNKNOWN_LEADER_EPOCH if current >= 0 else ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        message = f"Replica {replica_id} is not recognized as a valid replica in leader epoch {LEADER_EPOCH}"
+        if current >= 0:
+            raise UnknownLeaderEpochError(message)
+        raise NotLeaderOrFollowerError(message)
     last_fetched = getattr(p, "last_fetched_epoch", -1) if version >= 12 else -1
     if last_fetched < 0:
         return None
     epoch, end_offset = end_offset_for(log, last_fetched)
     if epoch == UNDEFINED or end_offset == UNDEFINED:
-        raise _Rejected(ErrorCode.OFFSET_OUT_OF_RANGE)
+        raise OffsetOutOfRangeError(f"Could not determine the end offset of the last fetched epoch {last_fetched}")
     if p.fetch_offset < log.log_start_offset:
-        raise _Rejected(ErrorCode.OFFSET_OUT_OF_RANGE)
+        raise OffsetOutOfRangeError(f"Received request for offset {p.fetch_offset}, below the log start offset "
+                                    f"{log.log_start_offset}")
     if epoch < last_fetched or end_offset < p.fetch_offset:
         return (epoch, end_offset)
     return None
@@ -215,8 +218,8 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             continue
         try:
             r.diverging_epoch = _check_epochs(log, replica_id, p, version)
-        except _Rejected as exc:
-            r.error = exc.error_code
+        except KafkaError as exc:
+            r.error = error_code_for(exc)
         else:
             r.log = log
         reads.append(r)

@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from storage.topic_partition import TopicPartition
-from wire.errors import ErrorCode
+from wire.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError, UnsupportedVersionError
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
-from asyncbroker.handlers.offset_for_leader_epoch import LEADER_EPOCH
+from asyncbroker.handlers.offset_for_leader_epoch import LEADER_EPOCH, check_current_leader_epoch
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.LIST_OFFSETS
@@ -50,18 +50,13 @@ _SPECIAL_SINCE = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
 NO_EPOCH = -1
 
 
-def _check(log: Any, version: int, timestamp: int, current_leader_epoch: int) -> int:
+def _check(log: Any, version: int, timestamp: int, current_leader_epoch: int) -> None:
     """Kafka's per-partition checks before the lookup, in its order."""
     if timestamp < 0 and version < _SPECIAL_SINCE.get(timestamp, version + 1):
-        return ErrorCode.UNSUPPORTED_VERSION
+        raise UnsupportedVersionError(f"ListOffsets v{version} does not support timestamp {timestamp}")
     if log is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if current_leader_epoch != NO_EPOCH:
-        if current_leader_epoch > LEADER_EPOCH:
-            return ErrorCode.UNKNOWN_LEADER_EPOCH
-        if current_leader_epoch < LEADER_EPOCH:
-            return ErrorCode.FENCED_LEADER_EPOCH
-    return ErrorCode.NONE
+        raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
+    check_current_leader_epoch(current_leader_epoch)
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -88,10 +83,13 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 q[2] = ErrorCode.INVALID_REQUEST
                 continue
             log = broker.get_log(TopicPartition(t.name, index)) if broker.topics.get(t.name) else None
-            q[2] = _check(log, version, p.timestamp, getattr(p, "current_leader_epoch", NO_EPOCH))
-            if q[2] == ErrorCode.NONE:
-                q[0] = log
-                queries.append(q)
+            try:
+                _check(log, version, p.timestamp, getattr(p, "current_leader_epoch", NO_EPOCH))
+            except KafkaError as exc:
+                q[2] = error_code_for(exc)
+                continue
+            q[0] = log
+            queries.append(q)
     if queries:
         await broker.run_blocking(_lookup_all, queries, isolation)
 

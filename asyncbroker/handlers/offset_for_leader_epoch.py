@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from storage.topic_partition import TopicPartition
-from wire.errors import ErrorCode
+from wire.errors import ErrorCode, FencedLeaderEpochError, KafkaError, UnknownLeaderEpochError
 from wire.messages import ApiKey
 
+from asyncbroker.handlers import error_code_for
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
@@ -38,15 +39,15 @@ def end_offset_for(log: Any, epoch: int) -> tuple[int, int]:
     return (UNDEFINED, UNDEFINED)
 
 
-def check_current_leader_epoch(current: int) -> int:
-    """Kafka's checkCurrentLeaderEpoch: -1 means the client gave none."""
+def check_current_leader_epoch(current: int) -> None:
+    """Kafka's checkCurrentLeaderEpoch as ListOffsets and OffsetForLeaderEpoch apply it: -1
+    means the client gave none; any other epoch must be this node's."""
     if current == UNDEFINED:
-        return ErrorCode.NONE
+        return
     if current > LEADER_EPOCH:
-        return ErrorCode.UNKNOWN_LEADER_EPOCH
+        raise UnknownLeaderEpochError(f"Current leader epoch {current} is newer than this leader's {LEADER_EPOCH}")
     if current < LEADER_EPOCH:
-        return ErrorCode.FENCED_LEADER_EPOCH
-    return ErrorCode.NONE
+        raise FencedLeaderEpochError(f"Current leader epoch {current} is older than this leader's {LEADER_EPOCH}")
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -60,8 +61,11 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             if log is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                code = check_current_leader_epoch(p.current_leader_epoch)
-                if code == ErrorCode.NONE:
+                try:
+                    check_current_leader_epoch(p.current_leader_epoch)
+                except KafkaError as exc:
+                    code = error_code_for(exc)
+                else:
                     epoch, offset = end_offset_for(log, p.leader_epoch)
             parts.append(rb.entity("EpochEndOffset", error_code=code, partition=p.partition,
                                    leader_epoch=epoch, end_offset=offset))

@@ -43,8 +43,11 @@ from wire.errors import (
     CorruptRecordError,
     ErrorCode,
     InvalidRecordError,
+    InvalidRequiredAcksError,
     InvalidTopicError,
     KafkaError,
+    TransactionalIdAuthorizationFailedError,
+    UnknownServerError,
     UnsupportedCompressionTypeError,
 )
 from wire.records import (
@@ -163,12 +166,14 @@ def _append_all(appends: list[_Append]) -> None:
 
 
 class _WholeRequestError(Exception):
-    """A failure Kafka answers for every partition of the request at once."""
+    """A typed error Kafka answers for every partition of the request at once (its generic
+    error answer), with the error's message unless that is withheld (Kafka's ApiError sends
+    none for UNKNOWN_SERVER_ERROR or an error's default message)."""
 
-    def __init__(self, code: int, message: str | None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+    def __init__(self, cause: KafkaError, *, send_message: bool) -> None:
+        super().__init__(cause.message)
+        self.cause = cause
+        self.send_message = send_message
 
 
 def _probe_first_batches(request: Any) -> bool:
@@ -182,7 +187,7 @@ def _probe_first_batches(request: Any) -> bool:
             try:
                 first = next(batch_spans(pd.records), None)
             except CorruptRecordError as exc:
-                raise _WholeRequestError(ErrorCode.CORRUPT_MESSAGE, exc.message) from None
+                raise _WholeRequestError(exc, send_message=True) from None
             if (first is not None and first.magic == MAGIC_V2 and first.size >= BATCH_HEADER_SIZE
                     and read_batch_header(pd.records, first.position).is_transactional):
                 return True
@@ -205,7 +210,8 @@ def _validate_records(version: int, records: bytes | None) -> bytes:
         codec = records[first.position + ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK  # type: ignore[index]
         if codec not in _CODEC_IDS:
             # Kafka's CompressionType.forId throws outside its ApiException handling here.
-            raise _WholeRequestError(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+            raise _WholeRequestError(UnknownServerError(f"Unknown compression type id: {codec}"),
+                                     send_message=False)
         if codec == CompressionType.ZSTD:
             raise UnsupportedCompressionTypeError(
                 f"Produce requests with version {version} are not allowed to use ZStandard compression")
@@ -225,14 +231,15 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     acks = request.acks
     try:
         if _probe_first_batches(request) and request.transactional_id is None:
-            raise _WholeRequestError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
+            raise _WholeRequestError(TransactionalIdAuthorizationFailedError(
+                "Transactional records need a transactional id"), send_message=False)
         rejected, to_append = _check_partitions(broker, version, request)
     except _WholeRequestError as exc:
         rejected, to_append = {}, {}
         for topic in request.topic_data:
             for pd in topic.partition_data:
-                r = PartitionResult(pd.index, exc.code)
-                r.message = exc.message
+                r = PartitionResult(pd.index, error_code_for(exc.cause))
+                r.message = exc.cause.message if exc.send_message else None
                 rejected[(topic.name, pd.index)] = r
 
     appended: dict[tuple[str, int], PartitionResult] = {}
@@ -240,7 +247,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     for (name, index), records in to_append.items():
         r = appended[(name, index)] = PartitionResult(index)
         if acks not in (0, 1, -1):
-            r.error = ErrorCode.INVALID_REQUIRED_ACKS
+            r.fail(InvalidRequiredAcksError(f"Invalid required acks: {acks}"))
             continue
         meta = broker.topics.get(name)
         if meta is not None and meta.is_internal:
@@ -292,7 +299,7 @@ def _check_partitions(broker: Any, version: int, request: Any
             try:
                 to_append[key] = _validate_records(version, pd.records)
             except KafkaError as exc:
-                invalid[key] = PartitionResult(pd.index, exc.error_code)
+                invalid[key] = PartitionResult(pd.index, error_code_for(exc))
     return {**unknown, **invalid}, to_append
 
 
