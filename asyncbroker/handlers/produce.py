@@ -55,8 +55,8 @@ from wire.records import (
     BATCH_HEADER_SIZE,
     COMPRESSION_CODEC_MASK,
     MAGIC_V2,
+    TRANSACTIONAL_FLAG_MASK,
     batch_spans,
-    read_batch_header,
 )
 from wire.messages import ApiKey
 from wire.response_encoders import ProducePartitionResult, ProduceTopicResult, encode_produce_response
@@ -189,7 +189,7 @@ def _probe_first_batches(request: Any) -> bool:
             except CorruptRecordError as exc:
                 raise _WholeRequestError(exc, send_message=True) from None
             if (first is not None and first.magic == MAGIC_V2 and first.size >= BATCH_HEADER_SIZE
-                    and read_batch_header(pd.records, first.position).is_transactional):
+                    and pd.records[first.position + ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK):
                 return True
     return False
 

@@ -270,8 +270,8 @@ def test_timestamps_after_the_allowed_window(brokers) -> None:  # type: ignore[n
         future = BASE_TIMESTAMP + 10 * HOUR_MS
         produce(run, "t", {0: batch(3, base_timestamp=future), 1: batch(2, base_timestamp=future,
                                                                      compression=CompressionType.SNAPPY)})
-        # Only the last record is in the future: only it is rejected, and the batch with it.
-        produce(run, "t", {0: batch(3, base_timestamp=BASE_TIMESTAMP, timestamp_step=6 * HOUR_MS)},
+        # Only the last record is in the future: only it is listed, and the batch fails with it.
+        produce(run, "t", {0: batch(2, base_timestamp=BASE_TIMESTAMP, timestamp_step=6 * HOUR_MS)},
                 label="last record in the future")
         fetch_topics(run, {"t": {0: 0, 1: 0}})
     brokers.compare(scenario)
