@@ -46,7 +46,7 @@ from wire.response_encoders import FetchPartitionData, FetchTopicData, encode_fe
 
 from asyncbroker.encoded_response import EncodedResponse, FileRegion
 from asyncbroker.handlers import error_code_for
-from asyncbroker.handlers.offset_for_leader_epoch import LEADER_EPOCH, UNDEFINED, end_offset_for
+from asyncbroker.leader_epoch import LEADER_EPOCH, UNDEFINED, end_offset_for
 
 API_KEY = ApiKey.FETCH
 MIN_VERSION = 4

@@ -18,7 +18,7 @@ from wire.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError, Uns
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
-from asyncbroker.handlers.offset_for_leader_epoch import LEADER_EPOCH, check_current_leader_epoch
+from asyncbroker.leader_epoch import LEADER_EPOCH, check_current_leader_epoch
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.LIST_OFFSETS

@@ -10,44 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from storage.topic_partition import TopicPartition
-from wire.errors import ErrorCode, FencedLeaderEpochError, KafkaError, UnknownLeaderEpochError
+from wire.errors import ErrorCode, KafkaError
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
+from asyncbroker.leader_epoch import UNDEFINED, check_current_leader_epoch, end_offset_for
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 MIN_VERSION = 2
 MAX_VERSION = 4
-
-UNDEFINED = -1
-# The epoch Metadata reports for every partition (see metadata.py); fencing
-# and the answer must agree with it or clients would loop on FENCED_LEADER_EPOCH.
-LEADER_EPOCH = 0
-
-
-def end_offset_for(log: Any, epoch: int) -> tuple[int, int]:
-    """(epoch, end offset) as Kafka's LeaderEpochFileCache.endOffsetFor answers with one
-    epoch, 0, starting at the log start offset: the current epoch ends at the log end
-    offset; an epoch below every known one (other than -1, "undefined") gets the start
-    of the first known epoch; -1 and epochs above the current one are unknown
-    (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)."""
-    if epoch == LEADER_EPOCH:
-        return (LEADER_EPOCH, int(log.log_end_offset))
-    if epoch < UNDEFINED:
-        return (epoch, int(log.log_start_offset))
-    return (UNDEFINED, UNDEFINED)
-
-
-def check_current_leader_epoch(current: int) -> None:
-    """Kafka's checkCurrentLeaderEpoch as ListOffsets and OffsetForLeaderEpoch apply it: -1
-    means the client gave none; any other epoch must be this node's."""
-    if current == UNDEFINED:
-        return
-    if current > LEADER_EPOCH:
-        raise UnknownLeaderEpochError(f"Current leader epoch {current} is newer than this leader's {LEADER_EPOCH}")
-    if current < LEADER_EPOCH:
-        raise FencedLeaderEpochError(f"Current leader epoch {current} is older than this leader's {LEADER_EPOCH}")
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:

@@ -63,6 +63,7 @@ from wire.response_encoders import ProducePartitionResult, ProduceTopicResult, e
 
 from asyncbroker.connection import CloseConnection
 from asyncbroker.handlers import error_code_for, error_message_for
+from asyncbroker.leader_epoch import LEADER_EPOCH
 from asyncbroker.metrics import METRICS
 from asyncbroker.encoded_response import EncodedResponse
 
@@ -125,7 +126,7 @@ INLINE_APPEND_MAX_BYTES = 256 * 1024
 
 def _append(a: _Append, *, nonblocking: bool) -> None:
     try:
-        info = a.log.append_as_leader(a.records, leader_epoch=0, nonblocking=nonblocking)
+        info = a.log.append_as_leader(a.records, leader_epoch=LEADER_EPOCH, nonblocking=nonblocking)
     except AppendWouldBlock:
         raise
     except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
