@@ -259,7 +259,8 @@ class Log:
                 return LogAppendInfo(leo, leo - 1, -1, -1, self._log_start_offset, 0, 0)
             now = self.clock.milliseconds()
             result = self._validator.validate_and_assign_offsets(records, self.log_end_offset, now, leader_epoch,
-                                                                 from_client=origin == "client")
+                                                                 from_client=origin == "client",
+                                                                 topic_partition=self.topic_partition)
             data = result.records
             if len(data) > self.config.segment_bytes:
                 raise RecordBatchTooLargeError(
@@ -503,7 +504,7 @@ class Log:
                 info = FetchDataInfo(
                     LogOffsetMetadata(fetch_offset, segment.base_offset, found.position),
                     file=segment.log.file, position=found.position, size=found.size,
-                    first_entry_incomplete=False, path=segment.log.path,
+                    first_entry_incomplete=found.first_entry_incomplete, path=segment.log.path,
                 )
                 if isolation == "read_committed":
                     info.aborted_transactions = self._collect_aborted(fetch_offset, max_metadata.message_offset)

@@ -50,6 +50,8 @@ class SegmentRead(msgspec.Struct, frozen=True):
     fetch_offset: int
     position: int
     size: int
+    # The range ends inside its first batch (max_size below that batch, not min_one_message).
+    first_entry_incomplete: bool = False
 
 
 class LogSegment:
@@ -195,7 +197,7 @@ class LogSegment:
         if adjusted_max == 0:
             return SegmentRead(start_offset, start_position, 0)
         fetch_size = min(max_position - start_position, adjusted_max)
-        return SegmentRead(start_offset, start_position, max(fetch_size, 0))
+        return SegmentRead(start_offset, start_position, max(fetch_size, 0), adjusted_max < found.size)
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""

@@ -1,7 +1,11 @@
 """LogValidator: checks a produce request's batches and assigns offsets by patching headers.
 
 The per-batch cost is constant (header + CRC); records are decoded only when a rule needs
-their contents: keys on compacted topics, or recompression to the topic's codec.
+their contents: keys on compacted topics, timestamps that may break a configured bound, or
+recompression to the topic's codec. The checks, their order and their errors are Kafka's
+(UnifiedLog.analyzeAndValidateRecords, then LogValidator): batch-level problems are plain
+typed errors, per-record ones carry the list of rejected records (`record_errors`), which
+Produce v8+ answers report.
 """
 from __future__ import annotations
 
@@ -14,14 +18,19 @@ from wire.errors import (
     InvalidRecordError,
     InvalidTimestampError,
     RecordTooLargeError,
+    UnknownServerError,
 )
 from wire.records import (
+    COMPRESSION_CODEC_MASK,
     LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    TIMESTAMP_TYPE_MASK,
     BatchHeader,
-    TimestampType,
-    all_records_have_keys,
     assign_offsets,
     build_batch,
+    clear_log_append_time,
+    compute_crc,
+    decode_columns,
     decode_records,
     iter_batch_headers,
     validate_batch,
@@ -36,6 +45,10 @@ _TOPIC_CODECS = {
 }
 
 
+_CODEC_IDS = frozenset(int(c) for c in CompressionType)
+_MIN_LONG, _MAX_LONG = -(2**63), 2**63 - 1
+
+
 class ValidationResult(msgspec.Struct):
     records: bytearray
     batches: list[tuple[BatchHeader, int]]  # headers after offset assignment, positions in `records`
@@ -48,10 +61,28 @@ class ValidationResult(msgspec.Struct):
     recompressed: bool
 
 
-def _fail(exc_type: type, message: str, batch_index: int) -> Exception:
-    """The typed error, carrying Kafka's per-record errors list [(index, message)] for the response."""
-    exc = exc_type(message)
-    exc.record_errors = [(batch_index, message)]  # type: ignore[attr-defined]
+class RecordError(msgspec.Struct, frozen=True):
+    """One rejected record of a batch (Kafka's ProduceResponse.RecordError)."""
+
+    batch_index: int
+    message: str
+
+    def __str__(self) -> str:
+        # Java's RecordError.toString, which Kafka puts in the produce error message.
+        return f"RecordError(batchIndex={self.batch_index}, message='{self.message}')"
+
+
+def _record_validation_error(errors: list[RecordError], any_timestamp_error: bool) -> Exception:
+    """Kafka's RecordValidationException: the typed error with the rejected records, which the
+    produce answer (v8+) lists; the only produce errors whose message Kafka sends."""
+    if any_timestamp_error:
+        exc: Exception = InvalidTimestampError("One or more records have been rejected due to invalid timestamp")
+    else:
+        shown = ", ".join(str(e) for e in errors[:3])
+        exc = InvalidRecordError(
+            f"One or more records have been rejected due to {len(errors)} record errors in total, and only "
+            f"showing the first three errors at most: [{shown}]")
+    exc.record_errors = [(e.batch_index, e.message) for e in errors]  # type: ignore[attr-defined]
     return exc
 
 
@@ -61,8 +92,11 @@ class LogValidator:
 
     def validate_and_assign_offsets(self, records: bytes | bytearray | memoryview, offset_counter: int,
                                     now_ms: int, partition_leader_epoch: int, *,
-                                    from_client: bool = True) -> ValidationResult:
+                                    from_client: bool = True, topic_partition: object = "?") -> ValidationResult:
+        """Kafka's UnifiedLog.analyzeAndValidateRecords + LogValidator, in their order, with
+        their errors; `topic_partition` names the partition in error messages as Kafka does."""
         config = self.config
+        tp = topic_partition
         buf = records if isinstance(records, bytearray) else bytearray(records)
         batches = [bp for bp in iter_batch_headers(buf, strict=True)]
         if not batches:
@@ -71,24 +105,40 @@ class LogValidator:
         log_append = config.log_append_time
         needs_recompression = False
 
-        for index, (header, pos) in enumerate(batches):
+        for header, pos in batches:
+            # analyzeAndValidateRecords: base offset, size, CRC, codec, batch by batch.
+            if from_client and header.base_offset != 0:
+                raise InvalidRecordError(f"The baseOffset of the record batch in the append to {tp} should be 0, "
+                                         f"but it is {header.base_offset}")
             size = header.batch_length + LOG_OVERHEAD
             if size > config.max_message_bytes:
-                raise _fail(RecordTooLargeError,
-                            f"The batch size {size} exceeds the maximum configured value {config.max_message_bytes}", index)
-            validate_batch(buf, pos, from_client=from_client)
-            if from_client and header.is_control:
-                raise _fail(InvalidRecordError, "Clients are not allowed to write control records", index)
-            if not log_append and not header.is_control:
-                self._check_timestamps(header, now_ms, index)
-            if config.compact and not header.is_control and not all_records_have_keys(buf, pos):
-                raise _fail(InvalidRecordError,
-                            "Compacted topic cannot accept message without key in topic partition", index)
+                raise RecordTooLargeError(f"The record batch size in the append to {tp} is {size} bytes which "
+                                          f"exceeds the maximum configured value of {config.max_message_bytes}.")
+            if not from_client:
+                validate_batch(buf, pos, from_client=False)
+                continue
+            if compute_crc(buf, pos, header.batch_length) != header.crc:
+                raise CorruptRecordError(f"Record is corrupt (stored crc = {header.crc}) in topic partition {tp}.")
+            codec_id = header.attributes & COMPRESSION_CODEC_MASK
+            if codec_id not in _CODEC_IDS:
+                raise UnknownServerError(f"Unknown compression type id: {codec_id}")
+            validate_batch(buf, pos, crc_checked=True)  # structure: counts that fit the bytes
+        for header, pos in batches:
+            if from_client:
+                self._validate_client_batch(header, tp)
+            if not header.is_control:  # markers carry keys and the coordinator's clock
+                self._validate_records(buf, pos, header, now_ms, tp)
             if target_codec is not None and header.compression != target_codec and not header.is_control:
                 needs_recompression = True
 
         if needs_recompression:
             buf, batches = self._recompress(buf, batches, target_codec)  # type: ignore[arg-type]
+            for header, _pos in batches:
+                size = header.batch_length + LOG_OVERHEAD
+                if size > config.max_message_bytes:
+                    raise RecordTooLargeError(
+                        f"Message batch size is {size} bytes in append to partition {tp} which exceeds the "
+                        f"maximum configured size of {config.max_message_bytes}.")
 
         first_offset = offset_counter
         max_ts, max_ts_offset, num_messages = -1, offset_counter, 0
@@ -96,12 +146,17 @@ class LogValidator:
         append_time = now_ms if log_append else None
         for header, pos in batches:
             assign_offsets(buf, pos, offset_counter, partition_leader_epoch, append_time)
+            if not log_append and header.attributes & TIMESTAMP_TYPE_MASK and not header.is_control:
+                # The stored batch carries the topic's timestamp type, whatever the producer set
+                # (Kafka's setMaxTimestamp(CREATE_TIME, max)): clear the flag, re-sign the batch.
+                clear_log_append_time(buf, pos)
             last = offset_counter + header.last_offset_delta
             batch_max_ts = now_ms if log_append else header.max_timestamp
+            attributes = (header.attributes | TIMESTAMP_TYPE_MASK) if log_append else (
+                header.attributes if header.is_control else header.attributes & ~TIMESTAMP_TYPE_MASK)
             new_header = msgspec.structs.replace(
                 header, base_offset=offset_counter, partition_leader_epoch=partition_leader_epoch,
-                max_timestamp=batch_max_ts,
-                attributes=header.attributes | (0x08 if log_append else 0),
+                max_timestamp=batch_max_ts, attributes=attributes,
             )
             assigned.append((new_header, pos))
             if batch_max_ts > max_ts:
@@ -115,24 +170,77 @@ class LogValidator:
             recompressed=needs_recompression,
         )
 
-    def _check_timestamps(self, header: BatchHeader, now_ms: int, index: int) -> None:
-        """CreateTime bounds, checked on the batch's first and max timestamps (no per-record decode)."""
+    @staticmethod
+    def _validate_client_batch(header: BatchHeader, tp: object) -> None:
+        """Kafka's LogValidator.validateBatch for client appends (plain errors, no record list)."""
+        count_from_offsets = header.last_offset_delta + 1
+        if count_from_offsets <= 0:
+            raise InvalidRecordError(f"Batch has an invalid offset range: [{header.base_offset}, "
+                                     f"{header.base_offset + header.last_offset_delta}] in topic partition {tp}")
+        count = header.records_count
+        if count <= 0:
+            raise InvalidRecordError(f"Invalid reported count for record batch: {count} in topic partition {tp}")
+        if count_from_offsets != count:
+            raise InvalidRecordError(
+                f"Inconsistent batch offset range [{header.base_offset}, "
+                f"{header.base_offset + header.last_offset_delta}] and count of records {count} in topic partition {tp}")
+        if header.is_control:
+            raise InvalidRecordError(f"Clients are not allowed to write control records in topic partition {tp}")
+        if header.producer_id >= 0 and header.base_sequence < 0:
+            raise InvalidRecordError(f"Invalid sequence number {header.base_sequence} in record batch with producerId "
+                                     f"{header.producer_id} in topic partition {tp}")
+
+    def _validate_records(self, buf: bytearray, pos: int, header: BatchHeader, now_ms: int, tp: object) -> None:
+        """Kafka's per-record rules (keys on compacted topics, timestamp bounds and type), each
+        rejected record listed with its index in the batch.
+
+        Records are decoded only when a rule may fail: on a compacted topic, when the batch's
+        timestamps can break a bound (message.timestamp.before.max.ms set, or the header's
+        maxTimestamp beyond the after bound), or when a producer claims LogAppendTime on a
+        LogAppendTime topic. Otherwise the batch header decides, as the produce path's
+        per-batch cost requires.
+        """
         config = self.config
-        if header.timestamp_type != TimestampType.CREATE_TIME:
+        create_time = not config.log_append_time
+        claims_log_append = bool(header.attributes & TIMESTAMP_TYPE_MASK)
+        before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+        check_keys = config.compact
+        check_timestamps = create_time and (now_ms - before > NO_TIMESTAMP or header.max_timestamp - now_ms > after)
+        check_type = not create_time and claims_log_append
+        if not (check_keys or check_timestamps or check_type):
             return
-        for ts in (header.base_timestamp, header.max_timestamp):
-            if ts < 0:
-                continue
-            if now_ms - ts > config.message_timestamp_before_max_ms:
-                raise _fail(InvalidTimestampError,
-                            f"Timestamp {ts} of message is out of range. The timestamp should be within "
-                            f"[{now_ms - config.message_timestamp_before_max_ms}, "
-                            f"{now_ms + config.message_timestamp_after_max_ms}]", index)
-            if ts - now_ms > config.message_timestamp_after_max_ms:
-                raise _fail(InvalidTimestampError,
-                            f"Timestamp {ts} of message is out of range. The timestamp should be within "
-                            f"[{now_ms - config.message_timestamp_before_max_ms}, "
-                            f"{now_ms + config.message_timestamp_after_max_ms}]", index)
+        # Every record, whatever its offset delta: errors name records by their index in the batch.
+        offsets, timestamps, keys, value_lengths, _headers = decode_columns(
+            buf, pos, _MIN_LONG, _MAX_LONG, value_lengths=True)
+        errors: list[RecordError] = []
+        any_timestamp_error = False
+        for index, (offset, ts, key) in enumerate(zip(offsets, timestamps, keys)):
+            if check_keys and key is None:
+                errors.append(RecordError(index, "Compacted topic cannot accept message without key in topic "
+                                                 f"partition {tp}"))
+            elif create_time and ts != NO_TIMESTAMP and (now_ms - ts > before or ts - now_ms > after):
+                any_timestamp_error = True
+                errors.append(RecordError(index, f"Timestamp {ts} of message with offset {offset} is out of range. "
+                                                 f"The timestamp should be within [{now_ms - before}, {now_ms + after}]"))
+            elif check_type:
+                any_timestamp_error = True
+                described = self._describe_record(header, offset, ts, key, value_lengths[index])
+                errors.append(RecordError(index, f"Invalid timestamp type in message {described}. Producer should "
+                                                 "not set timestamp type to LogAppendTime."))
+        if errors:
+            raise _record_validation_error(errors, any_timestamp_error)
+
+    def _describe_record(self, header: BatchHeader, offset: int, ts: int, key: bytes | None, value_length: int) -> str:
+        """A record as Kafka's toString shows it in an error: records of a compressed batch kept
+        as it is are read without their contents (PartialDefaultRecord: null is -1 bytes), the
+        others fully (DefaultRecord: null is 0 bytes)."""
+        key_length = -1 if key is None else len(key)
+        target = _TOPIC_CODECS.get(self.config.compression_type, header.compression)
+        if header.compression != CompressionType.NONE and target == header.compression:
+            return (f"PartialDefaultRecord(offset={offset}, timestamp={ts}, key={key_length} bytes, "
+                    f"value={value_length} bytes)")
+        return (f"DefaultRecord(offset={offset}, timestamp={ts}, key={max(key_length, 0)} bytes, "
+                f"value={max(value_length, 0)} bytes)")
 
     def _recompress(self, buf: bytearray, batches: list[tuple[BatchHeader, int]],
                     codec: CompressionType) -> tuple[bytearray, list[tuple[BatchHeader, int]]]:

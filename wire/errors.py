@@ -631,6 +631,12 @@ class ProducerFencedError(KafkaError):
     error_code = ErrorCode.PRODUCER_FENCED
 
 
+class UnsupportedCompressionTypeError(KafkaError):
+    """A codec the request's version may not use (zstd before Produce v7)."""
+
+    error_code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
 class UnknownTopicIdError(KafkaError):
     """The topic id is not known."""
 

@@ -69,9 +69,12 @@ __all__ = [
     "ControlRecord",
     "read_batch_header",
     "iter_batch_headers",
+    "BatchSpan",
+    "batch_spans",
     "validate_batch",
     "compute_crc",
     "assign_offsets",
+    "clear_log_append_time",
     "decode_records",
     "iter_records",
     "all_records_have_keys",
@@ -298,6 +301,49 @@ def iter_batch_headers(buf: Buffer, *, strict: bool = False, start: int = 0) -> 
         pos += size
 
 
+# The smallest size (after LOG_OVERHEAD) any message format can declare: a v0 message.
+LEGACY_RECORD_OVERHEAD_V0 = 14
+# Bytes up to and including the magic byte: what framing needs to tell the format.
+HEADER_SIZE_UP_TO_MAGIC = MAGIC_OFFSET + 1
+
+
+class BatchSpan(NamedTuple):
+    """Where one batch of a records field sits, before its header is trusted."""
+
+    position: int
+    size: int  # LOG_OVERHEAD + batchLength
+    magic: int  # signed, as Kafka reads it
+
+
+def batch_spans(buf: Buffer) -> Iterator[BatchSpan]:
+    """The batches of a records field as a Kafka broker frames them (ByteBufferLogInputStream).
+
+    Framing only: a trailing batch that does not fit the bytes, or fewer than
+    LOG_OVERHEAD bytes left, ends the records silently (so a Produce carrying a batch
+    plus a few stray bytes appends the batch); a declared size below the smallest
+    message of any format, or a magic byte above 2, is CorruptRecordError with Kafka's
+    message. Batches of magic 0/1 are yielded: the caller decides what to make of them.
+    """
+    end = len(buf)
+    pos = 0
+    while end - pos >= LOG_OVERHEAD:
+        (length,) = _I32.unpack_from(buf, pos + LENGTH_OFFSET)
+        if length < LEGACY_RECORD_OVERHEAD_V0:
+            raise CorruptRecordError(
+                f"Record size {length} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})"
+            )
+        if end - pos < HEADER_SIZE_UP_TO_MAGIC:
+            return
+        magic = struct.unpack_from(">b", buf, pos + MAGIC_OFFSET)[0]
+        if magic < 0 or magic > MAGIC_V2:
+            raise CorruptRecordError(f"Invalid magic found in record: {magic}")
+        size = length + LOG_OVERHEAD
+        if end - pos < size:
+            return
+        yield BatchSpan(pos, size, magic)
+        pos += size
+
+
 def compute_crc(buf: Buffer, pos: int, batch_length: int) -> int:
     """CRC-32C over attributes..end of the batch at `pos`."""
     start = pos + ATTRIBUTES_OFFSET
@@ -306,7 +352,7 @@ def compute_crc(buf: Buffer, pos: int, batch_length: int) -> int:
         return crc32c(mv[start:end])
 
 
-def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False) -> BatchHeader:
+def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False, crc_checked: bool = False) -> BatchHeader:
     """Check one batch's structure and CRC-32C without per-record work.
 
     Checks: magic 2, batchLength within the buffer, CRC, codec id, a
@@ -316,7 +362,7 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False) -> B
     lastOffsetDelta == recordsCount - 1 (sequence rules belong to the
     producer state, not here). Leave it False for data already in a log:
     compaction keeps lastOffsetDelta while dropping records, and may leave
-    empty batches.
+    empty batches. `crc_checked=True`: the caller has verified the CRC already.
     """
     header = read_batch_header(buf, pos)
     size = header.batch_length + LOG_OVERHEAD
@@ -324,7 +370,7 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False) -> B
         raise CorruptRecordError(
             f"batch at position {pos} declares {size} bytes but only {len(buf) - pos} remain"
         )
-    actual = compute_crc(buf, pos, header.batch_length)
+    actual = header.crc if crc_checked else compute_crc(buf, pos, header.batch_length)
     if actual != header.crc:
         raise CorruptRecordError(
             f"record batch CRC mismatch at position {pos}: stored {header.crc:#010x}, computed {actual:#010x}"
@@ -371,6 +417,15 @@ def assign_offsets(
         _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, log_append_time_ms)
         (batch_length,) = _I32.unpack_from(buf, pos + LENGTH_OFFSET)
         _U32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, batch_length))
+
+
+def clear_log_append_time(buf: bytearray | memoryview, pos: int) -> None:
+    """Mark the batch at `pos` CreateTime (clear the timestamp-type bit) and recompute its CRC,
+    which covers the attributes: a broker stores batches with its topic's timestamp type."""
+    (attributes,) = _I16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
+    _I16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes & ~TIMESTAMP_TYPE_MASK)
+    (batch_length,) = _I32.unpack_from(buf, pos + LENGTH_OFFSET)
+    _U32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, batch_length))
 
 
 # -- varints ------------------------------------------------------------------

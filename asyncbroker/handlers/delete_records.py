@@ -51,18 +51,24 @@ def _delete_all(items: list[list[Any]]) -> None:
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
+    # Kafka keys the request by partition: a partition named twice is deleted up to the
+    # offset of its later entry, and answered once.
+    requested: dict[str, dict[int, int]] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            requested.setdefault(t.name, {})[p.partition_index] = p.offset
     plan: list[tuple[str, list[tuple[int, list[Any]]]]] = []
     items: list[list[Any]] = []
-    for t in request.topics:
+    for name, offsets in requested.items():
         parts: list[tuple[int, list[Any]]] = []
-        plan.append((t.name, parts))
-        for p in t.partitions:
-            tp = TopicPartition(t.name, p.partition_index)
-            log_ = broker.get_log(tp) if broker.topics.get(t.name) else None
-            item = [log_, p.offset, ErrorCode.NONE, -1]
+        plan.append((name, parts))
+        for index, offset in offsets.items():
+            tp = TopicPartition(name, index)
+            log_ = broker.get_log(tp) if broker.topics.get(name) else None
+            item = [log_, offset, ErrorCode.NONE, -1]
             if log_ is None:
                 item[2] = UnknownTopicOrPartitionError.error_code
-            parts.append((p.partition_index, item))
+            parts.append((index, item))
             items.append(item)
     # The cleaner must not swap segments of a partition while its log start offset moves:
     # stop any clean of it (waiting for the worker) and keep it paused until this is done.

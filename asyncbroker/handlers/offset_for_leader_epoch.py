@@ -1,35 +1,25 @@
 """OffsetForLeaderEpoch (API 23): where a leader epoch ends, for consumers' log-truncation checks.
 
 This node leads every partition in epoch 0 (Metadata reports leader_epoch 0),
-so epoch 0 ends at the log end offset and a client that claims a newer epoch
-gets UNKNOWN_LEADER_EPOCH. Kafka 4 serves v2-v4 to clients.
+so epoch 0 ends at the log end offset; a client's current_leader_epoch above
+it is UNKNOWN_LEADER_EPOCH, below it (other than -1, "none") FENCED_LEADER_EPOCH.
+Kafka 4 serves v2-v4 to clients.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from storage.topic_partition import TopicPartition
-from wire.errors import ErrorCode
+from wire.errors import ErrorCode, KafkaError
 from wire.messages import ApiKey
 
+from asyncbroker.handlers import error_code_for
+from asyncbroker.leader_epoch import UNDEFINED, check_current_leader_epoch, end_offset_for
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 MIN_VERSION = 2
 MAX_VERSION = 4
-
-UNDEFINED = -1
-# The epoch Metadata reports for every partition (see metadata.py); fencing
-# and the answer must agree with it or clients would loop on FENCED_LEADER_EPOCH.
-LEADER_EPOCH = 0
-
-
-def end_offset_for(log: Any, epoch: int) -> tuple[int, int]:
-    """(epoch, end offset): the current epoch ends at the log end offset; any other
-    epoch is unknown here (Kafka's UNDEFINED_EPOCH / UNDEFINED_EPOCH_OFFSET)."""
-    if epoch == LEADER_EPOCH:
-        return (LEADER_EPOCH, int(log.log_end_offset))
-    return (UNDEFINED, UNDEFINED)
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -43,8 +33,10 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             if log is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                if p.current_leader_epoch > LEADER_EPOCH:
-                    code = ErrorCode.UNKNOWN_LEADER_EPOCH
+                try:
+                    check_current_leader_epoch(p.current_leader_epoch)
+                except KafkaError as exc:
+                    code = error_code_for(exc)
                 else:
                     epoch, offset = end_offset_for(log, p.leader_epoch)
             parts.append(rb.entity("EpochEndOffset", error_code=code, partition=p.partition,

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.timeout(180)
 
 def produce_then_fetch(codec: CompressionType, version: int):  # type: ignore[no-untyped-def]
     def scenario(run: ScenarioRun) -> None:
-        create_topic(run, "t", partitions=2)
+        create_topic(run, "t", partitions=2, record=False)
         produce(run, "t", {0: batch(5, compression=codec), 1: batch([(b"a", b"1"), (None, b"2")], compression=codec)},
                 version=version)
         produce(run, "t", {0: batch(3, compression=codec, base_timestamp=BASE_TIMESTAMP + 100_000)}, version=version)

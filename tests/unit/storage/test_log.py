@@ -30,6 +30,7 @@ from wire.records import (
     encode_control_key,
     encode_control_value,
     iter_batch_headers,
+    validate_batch,
 )
 
 SMALL = LogConfig(segment_bytes=2000, index_interval_bytes=100)
@@ -229,6 +230,56 @@ def test_compacted_topic_requires_keys(make_log) -> None:
         log.append_as_leader(batch(2, key=None))
     log.append_as_leader(batch(2, key=b"k"))
     assert log.log_end_offset == 2
+
+
+def test_rejected_records_are_listed_by_index(make_log, clock: MockClock) -> None:
+    """Kafka's RecordValidationException: every rejected record of the batch, by its index,
+    with the partition in each message; a timestamp error makes the whole INVALID_TIMESTAMP."""
+    log = make_log(LogConfig(cleanup_policy=("compact",), message_timestamp_before_max_ms=5000))
+    now = clock.milliseconds()
+    records = [Record(offset=0, timestamp=now, key=b"k", value=b"v"),
+               Record(offset=1, timestamp=now, key=None, value=b"v"),
+               Record(offset=2, timestamp=now - 9000, key=b"k", value=b"v")]
+    with pytest.raises(InvalidTimestampError) as exc:
+        log.append_as_leader(build_batch(records, compression=CompressionType.GZIP))
+    tp = log.topic_partition
+    assert exc.value.record_errors == [
+        (1, f"Compacted topic cannot accept message without key in topic partition {tp}"),
+        (2, f"Timestamp {now - 9000} of message with offset 2 is out of range. "
+            f"The timestamp should be within [{now - 5000}, {now + 3_600_000}]"),
+    ]
+    assert exc.value.message == "One or more records have been rejected due to invalid timestamp"
+    with pytest.raises(InvalidRecordError) as keyless:
+        log.append_as_leader(build_batch(records[:2]))
+    assert keyless.value.record_errors == [(1, f"Compacted topic cannot accept message without key in topic "
+                                               f"partition {tp}")]
+    assert keyless.value.message.startswith("One or more records have been rejected due to 1 record errors")
+    assert log.log_end_offset == 0
+
+
+def test_batch_rules_are_plain_errors(make_log) -> None:
+    """Batch-level problems carry no record list (Kafka sends no message for them)."""
+    log = make_log()
+    offset_five = bytearray(batch(2))
+    offset_five[7] = 5  # baseOffset 5: outside the CRC
+    with pytest.raises(InvalidRecordError) as exc:
+        log.append_as_leader(bytes(offset_five))
+    assert not getattr(exc.value, "record_errors", None)
+    assert "should be 0, but it is 5" in exc.value.message
+    with pytest.raises(InvalidRecordError, match="Invalid sequence number -1"):
+        log.append_as_leader(batch(2, producer_id=7, producer_epoch=0))
+    assert log.log_end_offset == 0
+
+
+def test_stored_batches_carry_the_topic_timestamp_type(make_log) -> None:
+    """A producer's LogAppendTime flag on a CreateTime topic is cleared, the CRC redone."""
+    log = make_log()
+    log.append_as_leader(build_batch([Record(offset=0, timestamp=BASE_TS, key=b"k", value=b"v")],
+                                     timestamp_type=1))
+    data = log.read_bytes(0, 10_000)
+    header = next(iter_batch_headers(data)).header
+    assert header.attributes & 0x08 == 0
+    validate_batch(data, 0)  # the CRC covers the attributes
 
 
 def test_recompression_to_topic_codec(make_log) -> None:

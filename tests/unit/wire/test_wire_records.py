@@ -20,6 +20,7 @@ from wire.errors import (
     UnsupportedForMessageFormatError,
 )
 from wire.records import (
+    batch_spans,
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     ControlRecordType,
@@ -524,3 +525,21 @@ def test_record_layouts_reject_truncated_and_leftover_data() -> None:
             walk(data[:-1], 2)
         with pytest.raises(CorruptRecordError):
             walk(data, 1)
+
+
+def test_batch_spans_frame_like_kafka() -> None:
+    """Kafka's ByteBufferLogInputStream: stray trailing bytes and a cut last batch end the
+    records; a size below any message or an unknown magic is CorruptRecordError."""
+    one = build_batch([Record(offset=0, timestamp=1, key=b"k", value=b"v")])
+    assert [(s.position, s.size, s.magic) for s in batch_spans(one + one)] == [(0, len(one), 2), (len(one), len(one), 2)]
+    assert len(list(batch_spans(one + b"\x00\x00"))) == 1
+    assert len(list(batch_spans(one + one[:30]))) == 1
+    assert list(batch_spans(b"\x00" * 11)) == []
+    with pytest.raises(CorruptRecordError, match=r"Record size 0 is less than the minimum record overhead \(14\)"):
+        list(batch_spans(b"\x00" * 20))
+    bad = bytearray(one)
+    bad[16] = 0xFF
+    with pytest.raises(CorruptRecordError, match="Invalid magic found in record: -1"):
+        list(batch_spans(bytes(bad)))
+    bad[16] = 1
+    assert [s.magic for s in batch_spans(bytes(bad))] == [1]  # legacy formats are the caller's call

@@ -1,0 +1,236 @@
+"""Differential scenarios: Fetch (v4-17), compared with Kafka 4.4 field by field.
+
+Record batches here have known sizes (4 records, values of 50/60/70 bytes: 297, 337 and
+377 bytes), so the byte budgets below land before, inside or after a given batch.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+import pytest
+
+from data_steps import delete_records, fetch_partition, fetch_topics, produce
+from differential import ScenarioRun, batch, entity, request_class_name
+from steps import FETCH, create_topic
+from wire.records import CompressionType
+
+pytestmark = pytest.mark.timeout(180)
+
+NEW_SESSION_KD = "KD-100"
+
+
+def three_by_three(run: ScenarioRun, symbol: str = "t") -> None:
+    """A topic of 3 partitions, each holding 3 batches of 4 records (offsets 0-11)."""
+    create_topic(run, symbol, partitions=3, record=False)
+    for p in range(3):
+        for i in range(3):
+            produce(run, symbol, {p: batch(4, value_size=50 + 10 * i)}, record=False)
+
+
+@pytest.mark.parametrize("version", range(4, 18))
+def test_every_version(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        produce(run, "t", {0: batch(3, compression=CompressionType.GZIP)}, record=False)
+        fetch_topics(run, {"t": {0: 0, 1: 4, 2: 12}}, version=version)
+        fetch_topics(run, {"t": {0: 13, 1: 99}}, version=version, label="inside the last batch, past the end")
+        fetch_topics(run, {"t": {0: 0, 1: 0, 2: 0}}, max_bytes=400, partition_max_bytes=250, version=version,
+                     label="budgets")
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize(("max_bytes", "partition_max_bytes"), [
+    (1, 1_048_576), (100, 1_048_576), (300, 1_048_576), (0, 0), (52_428_800, 1),
+], ids=["max-1", "max-100", "max-300-cuts-the-second-batch", "zero", "partition-max-1"])
+def test_first_batch_larger_than_the_limits_kip74(brokers, max_bytes: int,  # type: ignore[no-untyped-def]
+                                                  partition_max_bytes: int) -> None:
+    """The first partition with data returns its first batch whole, whatever the limits."""
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        fetch_topics(run, {"t": {0: 0, 1: 0, 2: 0}}, max_bytes=max_bytes, partition_max_bytes=partition_max_bytes)
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize(("max_bytes", "partition_max_bytes"), [
+    (500, 200), (1000, 300), (600, 250), (700, 700), (1500, 1_048_576),
+], ids=["partition-share-below-a-batch", "one-batch-each", "second-partition-cut", "budget-out-midway",
+        "budget-out-in-the-third"])
+def test_budget_across_partitions(brokers, max_bytes: int, partition_max_bytes: int) -> None:  # type: ignore[no-untyped-def]
+    """max_bytes runs out midway: later partitions get a cut trailing batch or, when not even
+    their first batch fits, nothing (never part of a first batch)."""
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        fetch_topics(run, {"t": {0: 0, 1: 0, 2: 0}}, max_bytes=max_bytes, partition_max_bytes=partition_max_bytes)
+        fetch_topics(run, {"t": {2: 4, 0: 8, 1: 0}}, max_bytes=max_bytes, partition_max_bytes=partition_max_bytes,
+                     label="other order, other offsets")
+    brokers.compare(scenario)
+
+
+def test_offsets_out_of_range(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        delete_records(run, {"t": {1: 5}}, record=False)
+        for offset in (-1, -2, 13, 1000):
+            fetch_topics(run, {"t": {0: offset}}, label=f"offset {offset}")
+        for offset in (0, 4, 5, 6):
+            fetch_topics(run, {"t": {1: offset}}, label=f"log start 5, offset {offset}")
+        fetch_topics(run, {"t": {0: 13, 1: 0, 2: 0}}, label="out of range beside good partitions")
+    brokers.compare(scenario)
+
+
+def test_fetch_at_the_log_end(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        create_topic(run, "empty", partitions=1, record=False)
+        fetch_topics(run, {"t": {0: 12}, "empty": {0: 0}})
+        fetch_topics(run, {"t": {0: 12, 1: 11}}, label="at the end and just before it")
+    brokers.compare(scenario)
+
+
+def test_long_poll_min_bytes_not_reached(brokers) -> None:  # type: ignore[no-untyped-def]
+    """max_wait passes with fewer than min_bytes: the answer carries what there is (nothing
+    timing-related is compared)."""
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        fetch_topics(run, {"t": {0: 12}}, min_bytes=1000, max_wait_ms=200, label="parked at the end")
+        fetch_topics(run, {"t": {0: 0, 1: 0}}, min_bytes=100_000, max_wait_ms=200, label="some data, not enough")
+        fetch_topics(run, {"t": {0: 0}}, min_bytes=100, max_wait_ms=30_000, label="enough at once")
+    brokers.compare(scenario)
+
+
+def test_long_poll_woken_by_a_produce(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "t", partitions=2, record=False)
+        produce(run, "t", {0: batch(2)}, record=False)
+        version = 12
+        parked = run.connect()
+        request = entity(FETCH, version, request_class_name(FETCH, version), cluster_id=None, replica_id=-1,
+                         replica_state=None, max_wait=datetime.timedelta(milliseconds=20_000), min_bytes=1,
+                         max_bytes=52_428_800, isolation_level=0, session_id=0, session_epoch=-1,
+                         topics=(entity(FETCH, version, "FetchTopic", topic=run.topic("t"),
+                                        partitions=(fetch_partition(version, 0, 2), fetch_partition(version, 1, 0))),),
+                         forgotten_topics_data=(), rack_id="")
+        correlation = parked.send(request)
+        # Sent first, the fetch finds nothing and parks; the produce on another connection wakes
+        # it. Should the produce overtake it, the fetch reads the same batch at once: the answer
+        # compared is the same either way, only the path to it differs.
+        produce(run, "t", {1: batch(3)})
+        run.record("the parked fetch's answer", request, parked.receive(FETCH, version, correlation))
+    brokers.compare(scenario)
+
+
+def test_read_committed_on_non_transactional_data(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        for version in (4, 12, 17):
+            fetch_topics(run, {"t": {0: 0, 1: 8}}, isolation_level=1, version=version)
+    brokers.compare(scenario)
+
+
+def test_unknown_topics_and_partitions_come_last(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        create_topic(run, "u", partitions=1, record=False)
+        fetch_topics(run, {"t": {5: 0, 0: 0}, "missing": {0: 0}, "u": {0: 0}, })
+        fetch_topics(run, {"missing": {0: 0}}, label="nothing known")
+        # The same topic in two entries, split by another, and a partition named twice.
+        version = 12
+        topics = (
+            entity(FETCH, version, "FetchTopic", topic=run.topic("t"), partitions=(fetch_partition(version, 0, 0),)),
+            entity(FETCH, version, "FetchTopic", topic=run.topic("u"), partitions=(fetch_partition(version, 0, 0),)),
+            entity(FETCH, version, "FetchTopic", topic=run.topic("t"),
+                   partitions=(fetch_partition(version, 1, 0), fetch_partition(version, 9, 0))),
+            entity(FETCH, version, "FetchTopic", topic=run.topic("t"), partitions=(fetch_partition(version, 0, 5),)),
+        )
+        run.call(FETCH, version, _label="split and repeated entries", cluster_id=None, replica_id=-1,
+                 replica_state=None, max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=52_428_800,
+                 isolation_level=0, session_id=0, session_epoch=-1, topics=topics, forgotten_topics_data=(), rack_id="")
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize("version", [13, 17])
+def test_topic_ids(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        fetch_topics(run, {"t": {0: 0, 7: 0}}, version=version)
+        fetch_topics(run, {"t": {0: 0}, "x": {0: 0}}, topic_ids={"x": uuid.UUID(int=12345)}, version=version,
+                     label="an unknown topic id")
+        fetch_topics(run, {"x": {0: 0}}, topic_ids={"x": uuid.UUID(int=0)}, version=version, label="the zero id")
+    brokers.compare(scenario)
+
+
+def test_new_fetch_session(brokers) -> None:  # type: ignore[no-untyped-def]
+    """A client asking for a session (id 0, epoch 0): Kafka opens one and answers its id."""
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        fetch_topics(run, {"t": {0: 0}}, session_id=0, session_epoch=0, label="new session")
+        fetch_topics(run, {"t": {0: 0}}, session_id=0, session_epoch=-1, label="sessionless")
+    brokers.compare(scenario, known={NEW_SESSION_KD: {"0:.session_id"}})
+
+
+def test_unknown_fetch_sessions(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        fetch_topics(run, {"t": {0: 0}}, session_id=12345, session_epoch=1, label="incremental, unknown session")
+        fetch_topics(run, {"t": {0: 0}}, session_id=12345, session_epoch=-1, label="full, closing an unknown session")
+        fetch_topics(run, {"t": {0: 0}}, session_id=0, session_epoch=5, label="incremental without a session")
+        fetch_topics(run, {"t": {0: 0}}, session_id=0, session_epoch=-3, label="epoch -3")
+    brokers.compare(scenario)
+
+
+def test_forgotten_topics_without_a_session(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        fetch_topics(run, {"t": {0: 0}}, forgotten={"t": [0, 1]})
+        fetch_topics(run, {"t": {0: 0}}, forgotten={"t": [1]}, version=13)
+    brokers.compare(scenario)
+
+
+def test_current_leader_epoch(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        for current in (-1, -5, 0, 1, 5):
+            fetch_topics(run, {"t": {0: {"fetch_offset": 0, "current_leader_epoch": current}, 1: 0}},
+                         label=f"current leader epoch {current}")
+        fetch_topics(run, {"t": {0: {"fetch_offset": 0, "current_leader_epoch": 3}}}, version=9, label="v9")
+    brokers.compare(scenario)
+
+
+def test_last_fetched_epoch(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        for offset, epoch in ((4, 0), (12, 0), (13, 0), (50, 0), (4, 1), (4, 3)):
+            fetch_topics(run, {"t": {0: {"fetch_offset": offset, "last_fetched_epoch": epoch}}},
+                         label=f"offset {offset}, last fetched epoch {epoch}")
+        delete_records(run, {"t": {0: 5}}, record=False)
+        fetch_topics(run, {"t": {0: {"fetch_offset": 1, "last_fetched_epoch": 0}}}, label="below the log start")
+        for version in (11, 17):
+            fetch_topics(run, {"t": {0: {"fetch_offset": 50, "last_fetched_epoch": 0}}}, version=version)
+    brokers.compare(scenario)
+
+
+def test_replica_ids(brokers) -> None:  # type: ignore[no-untyped-def]
+    """A fetch from a replica id: no broker replicates from this one (Kafka's single node has
+    no follower either)."""
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        for replica_id in (-1, -2, 0, 1, 7):
+            fetch_topics(run, {"t": {0: 0}}, replica_id=replica_id, version=12, label=f"replica {replica_id}")
+        for replica_id in (-1, 1):
+            fetch_topics(run, {"t": {0: 0}}, replica_id=replica_id, version=15, label=f"replica {replica_id}, v15")
+        fetch_topics(run, {"t": {0: {"fetch_offset": 0, "current_leader_epoch": 0}}}, replica_id=1,
+                     label="replica 1 with a leader epoch")
+    brokers.compare(scenario)
+
+
+def test_compressed_batches_are_returned_whole(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "t", partitions=1, record=False)
+        for codec in (CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4, CompressionType.ZSTD):
+            produce(run, "t", {0: batch(5, compression=codec)}, record=False)
+        for offset in (2, 7, 19):
+            fetch_topics(run, {"t": {0: offset}}, label=f"offset {offset}")
+        fetch_topics(run, {"t": {0: 3}}, partition_max_bytes=10, label="inside a batch, one byte budget")
+    brokers.compare(scenario)
