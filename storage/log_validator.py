@@ -55,9 +55,20 @@ def _fail(exc_type: type, message: str, batch_index: int) -> Exception:
     return exc
 
 
+def _invalid_records(errors: list[tuple[int, str]]) -> Exception:
+    """Kafka's LogValidator.processRecordErrors: one InvalidRecordException for every record
+    error of a batch, its message naming the count and showing the first three."""
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    exc = InvalidRecordError(f"One or more records have been rejected due to {len(errors)} record errors in total, "
+                             f"and only showing the first three errors at most: [{shown}]")
+    exc.record_errors = list(errors)  # type: ignore[attr-defined]
+    return exc
+
+
 class LogValidator:
-    def __init__(self, config: LogConfig) -> None:
+    def __init__(self, config: LogConfig, topic_partition: object = "") -> None:
         self.config = config
+        self.topic_partition = topic_partition  # named in record errors, as Kafka names it
 
     def validate_and_assign_offsets(self, records: bytes | bytearray | memoryview, offset_counter: int,
                                     now_ms: int, partition_leader_epoch: int, *,
@@ -74,16 +85,21 @@ class LogValidator:
         for index, (header, pos) in enumerate(batches):
             size = header.batch_length + LOG_OVERHEAD
             if size > config.max_message_bytes:
-                raise _fail(RecordTooLargeError,
-                            f"The batch size {size} exceeds the maximum configured value {config.max_message_bytes}", index)
+                # Not a record error in Kafka (UnifiedLog checks it): no record_errors, and the
+                # Produce answer carries the code alone.
+                raise RecordTooLargeError(
+                    f"The record batch size in the append to {self.topic_partition} is {size} bytes which exceeds "
+                    f"the maximum configured value of {config.max_message_bytes}.")
             validate_batch(buf, pos, from_client=from_client)
             if from_client and header.is_control:
                 raise _fail(InvalidRecordError, "Clients are not allowed to write control records", index)
             if not log_append and not header.is_control:
                 self._check_timestamps(header, now_ms, index)
             if config.compact and not header.is_control and not all_records_have_keys(buf, pos):
-                raise _fail(InvalidRecordError,
-                            "Compacted topic cannot accept message without key in topic partition", index)
+                # One record error per keyless record, indexed within the batch (Kafka's batchIndex).
+                message = f"Compacted topic cannot accept message without key in topic partition {self.topic_partition}"
+                raise _invalid_records([(i, message) for i, r in enumerate(decode_records(buf, pos))
+                                        if r.key is None])
             if target_codec is not None and header.compression != target_codec and not header.is_control:
                 needs_recompression = True
 

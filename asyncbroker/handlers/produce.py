@@ -92,6 +92,10 @@ def _append(a: _Append, *, nonblocking: bool) -> None:
         raise
     except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
         a.result.fail(exc)
+        if not a.result.record_errors:
+            # Kafka's LogAppendResult carries a message only for record validation errors:
+            # an oversized or corrupt batch, or a storage error, is answered with its code alone.
+            a.result.message = None
         return
     r = a.result
     r.base_offset = info.first_offset
