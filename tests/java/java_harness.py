@@ -15,11 +15,15 @@ import queue
 import subprocess
 import tempfile
 import threading
+import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jvm.kafka_jvm import java_command
+from jvm.kafka_jvm import KafkaServer, java_command
+
+if TYPE_CHECKING:
+    from asyncbroker.testing import BrokerProcess
 
 MAIN = "asyncbroker.harness.Main"
 STARTUP_TIMEOUT_S = 60.0
@@ -116,3 +120,25 @@ def _without_run_id(value: Any, run_id: str) -> Any:
     if isinstance(value, str):
         return value.replace(run_id, "<run>")
     return value
+
+
+# Record timestamps of every scenario (t0): one value for the session, so both brokers see the
+# same ones; ten minutes before the start of the session's hour, inside every retention.
+BASE_TIMESTAMP = (time.time_ns() // 1_000_000 // 3_600_000) * 3_600_000 - 600_000
+
+
+class Targets:
+    """The two brokers every Java scenario runs on."""
+
+    def __init__(self, java: JavaHarness, kafka: KafkaServer, ours: "BrokerProcess") -> None:
+        self.java = java
+        self.kafka = kafka
+        self.ours = ours
+
+    def run(self, scenario: str, **args: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The scenario on Kafka first (its checks passing there prove the scenario right),
+        then on asyncbroker; returns both sets of facts."""
+        args.setdefault("t0", BASE_TIMESTAMP)
+        kafka_facts = self.java.run(scenario, self.kafka.bootstrap, broker="Kafka 4.4", **args)
+        our_facts = self.java.run(scenario, self.ours.bootstrap, broker="asyncbroker", **args)
+        return kafka_facts, our_facts

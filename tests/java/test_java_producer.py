@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import Targets
+from java_harness import Targets
 from facts import assert_same_facts
 
 

@@ -20,7 +20,9 @@ SCENARIO_DIRS = (HERE, HERE.parent / "java")
 def declared_ids() -> set[str]:
     ids: set[str] = set()
     for path in (p for d in SCENARIO_DIRS for p in d.glob("*.py")):
-        if path.name == Path(__file__).name:
+        # This test and the harness itself (whose docstring shows `known={"KD-1": ...}` as an
+        # example) declare nothing.
+        if path.name in (Path(__file__).name, "differential.py"):
             continue
         ids |= set(re.findall(r"[\"'](KD-\d+)[\"']", path.read_text()))
     return ids

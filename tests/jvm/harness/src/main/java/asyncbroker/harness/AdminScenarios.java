@@ -237,6 +237,8 @@ final class AdminScenarios {
                     new AlterConfigOp(new ConfigEntry("segment.ms", "7200000"), AlterConfigOp.OpType.SET),
                     new AlterConfigOp(new ConfigEntry("cleanup.policy", "compact"), AlterConfigOp.OpType.APPEND))))
                     .all().get(T, S);
+            // Kafka's broker applies a change from its metadata log a moment after the answer.
+            awaitConfig(admin, res, "segment.ms", "7200000");
             Config after = admin.describeConfigs(List.of(res)).all().get(T, S).get(res);
             Check.equal("604800000", after.get("retention.ms").value(), "retention.ms back to its default");
             Check.equal(ConfigEntry.ConfigSource.DEFAULT_CONFIG, after.get("retention.ms").source(),
@@ -248,7 +250,7 @@ final class AdminScenarios {
             admin.incrementalAlterConfigs(Map.of(res, List.of(
                     new AlterConfigOp(new ConfigEntry("cleanup.policy", "delete"), AlterConfigOp.OpType.SUBTRACT))))
                     .all().get(T, S);
-            Check.equal("compact", value(admin, res, "cleanup.policy"), "cleanup.policy after SUBTRACT");
+            awaitConfig(admin, res, "cleanup.policy", "compact");
 
             ObjectNode errors = facts.putObject("alter_errors");
             errors.set("bad_number", Check.fails(InvalidConfigurationException.class, "SET retention.ms=abc",
@@ -281,6 +283,17 @@ final class AdminScenarios {
         return facts;
     }
 
+    /** Waits (bounded) until describeConfigs shows `key` = `expected`. */
+    private static void awaitConfig(Admin admin, ConfigResource res, String key, String expected) throws Exception {
+        Check.eventually(Clients.API_TIMEOUT_MS, key + "=" + expected + " in describeConfigs", () -> {
+            try {
+                return expected.equals(value(admin, res, key));
+            } catch (Exception e) {
+                return false;
+            }
+        });
+    }
+
     private static String value(Admin admin, ConfigResource res, String key) throws Exception {
         return admin.describeConfigs(List.of(res)).all().get(T, S).get(res).get(key).value();
     }
@@ -295,7 +308,7 @@ final class AdminScenarios {
         String topic = args.name("admin-records");
         TopicPartition tp0 = new TopicPartition(topic, 0);
         TopicPartition tp1 = new TopicPartition(topic, 1);
-        long t0 = System.currentTimeMillis() - 600_000;
+        long t0 = args.baseTimestamp();
         try (Admin admin = Clients.admin(args)) {
             Clients.createTopic(admin, topic, 2, Map.of());
             try (KafkaProducer<byte[], byte[]> producer = Clients.producer(args)) {

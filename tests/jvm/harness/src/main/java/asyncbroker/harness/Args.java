@@ -19,6 +19,14 @@ final class Args {
         return symbol + "-" + str("run");
     }
 
+    /**
+     * The first record timestamp of a scenario: the Python side passes the same one to both
+     * brokers so timestamp facts compare; recent, so retention keeps the records.
+     */
+    long baseTimestamp() {
+        return longOr("t0", System.currentTimeMillis() - 600_000);
+    }
+
     String str(String key) {
         JsonNode v = node.get(key);
         if (v == null || v.isNull()) {

@@ -60,7 +60,7 @@ final class ConsumerScenarios {
     static ObjectNode positions(Args args) throws Exception {
         ObjectNode facts = Json.object();
         String topic = args.name("positions");
-        long t0 = System.currentTimeMillis() - 600_000;
+        long t0 = args.baseTimestamp();
         try (Admin admin = Clients.admin(args)) {
             Clients.createTopic(admin, topic, 2, Map.of());
         }
@@ -123,7 +123,7 @@ final class ConsumerScenarios {
         ObjectNode facts = Json.object();
         String topic = args.name("commits");
         String group = args.name("commits-group");
-        long t0 = System.currentTimeMillis() - 600_000;
+        long t0 = args.baseTimestamp();
         try (Admin admin = Clients.admin(args)) {
             Clients.createTopic(admin, topic, 2, Map.of());
         }
@@ -171,7 +171,7 @@ final class ConsumerScenarios {
         ObjectNode facts = Json.object();
         String topic = args.name("restart");
         String group = args.name("restart-group");
-        long t0 = System.currentTimeMillis() - 600_000;
+        long t0 = args.baseTimestamp();
         try (Admin admin = Clients.admin(args)) {
             Clients.createTopic(admin, topic, 2, Map.of());
         }
@@ -240,7 +240,7 @@ final class ConsumerScenarios {
         try (Admin admin = Clients.admin(args)) {
             Clients.createTopic(admin, topic, 2, Map.of());
         }
-        fill(args, topic, 2, 3, System.currentTimeMillis() - 600_000);
+        fill(args, topic, 2, 3, args.baseTimestamp());
         Map<String, Object> config = new HashMap<>();
         config.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
         try (KafkaConsumer<byte[], byte[]> consumer = Clients.consumer(args, group, config)) {

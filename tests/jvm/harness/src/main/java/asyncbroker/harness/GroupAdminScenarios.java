@@ -93,7 +93,7 @@ final class GroupAdminScenarios {
         TopicPartition tp1 = tps.get(1);
         try (Admin admin = Clients.admin(args)) {
             Clients.createTopic(admin, topic, 2, Map.of());
-            ConsumerScenarios.fill(args, topic, 2, 5, System.currentTimeMillis() - 600_000);
+            ConsumerScenarios.fill(args, topic, 2, 5, args.baseTimestamp());
             // empty: a subscribed group that committed and left; simple: assign() and commit only.
             try (KafkaConsumer<byte[], byte[]> c = Clients.consumer(args, empty,
                     Map.of(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 200))) {

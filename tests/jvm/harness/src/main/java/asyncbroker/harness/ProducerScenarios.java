@@ -57,7 +57,7 @@ final class ProducerScenarios {
     /** Per codec: 60 keyed records with headers over two partitions, produced then read back. */
     static ObjectNode codecs(Args args) throws Exception {
         ObjectNode facts = Json.object();
-        long t0 = System.currentTimeMillis() - 600_000;
+        long t0 = args.baseTimestamp();
         int n = 60;
         try (Admin admin = Clients.admin(args)) {
             for (String codec : CODECS) {
