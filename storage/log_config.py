@@ -31,7 +31,9 @@ def _at_least(lo: float) -> Callable[[Any], str | None]:
 
 
 def _between(lo: float, hi: float) -> Callable[[Any], str | None]:
-    return lambda v: None if lo <= v <= hi else f"Value must be between {lo} and {hi}"
+    """Kafka's Range.between: its message names the bound that was crossed."""
+    return lambda v: (f"Value must be at least {lo}" if v < lo
+                      else f"Value must be no more than {hi}" if v > hi else None)
 
 
 def _one_of(*choices: str) -> Callable[[Any], str | None]:
@@ -100,7 +102,7 @@ _key("local.retention.ms", "long", -2, _at_least(-2), "log.local.retention.ms",
      "Local retention time for tiered topics; -2 means retention.ms.")
 _key("max.compaction.lag.ms", "long", LONG_MAX, _at_least(1), "log.cleaner.max.compaction.lag.ms",
      "Longest a record may stay uncompacted.")
-_key("max.decompressed.message.bytes", "int", 2_147_483_639, None, "max.decompressed.message.bytes",
+_key("max.decompressed.message.bytes", "int", 2_147_483_639, _between(1, 2_147_483_639), "max.decompressed.message.bytes",
      "Largest decompressed record of a compressed batch (accepted and described; not enforced here).")
 _key("max.message.bytes", "int", 1_048_588, _at_least(0), "message.max.bytes",
      "Largest record batch the topic accepts.")
@@ -118,9 +120,9 @@ _key("min.insync.replicas", "int", 1, _at_least(1), "min.insync.replicas",
      "Replicas that must acknowledge an acks=all write.")
 _key("preallocate", "boolean", False, None, "log.preallocate",
      "Preallocate the segment file to segment.bytes on creation.")
-_key("remote.copy.lag.bytes", "long", -1, None, "log.remote.copy.lag.bytes",
+_key("remote.copy.lag.bytes", "long", -1, _at_least(-1), "log.remote.copy.lag.bytes",
      "Tiered storage copy lag in bytes (accepted and described; no tiered storage here).")
-_key("remote.copy.lag.ms", "long", 0, None, "log.remote.copy.lag.ms",
+_key("remote.copy.lag.ms", "long", 0, _at_least(-1), "log.remote.copy.lag.ms",
      "Tiered storage copy lag in ms (accepted and described; no tiered storage here).")
 _key("remote.log.copy.disable", "boolean", False, None, None, "Stop copying segments to remote storage.")
 _key("remote.log.delete.on.disable", "boolean", False, None, None,
@@ -338,5 +340,7 @@ def _parse_and_validate(key: ConfigKey, raw: Any, shown: str | None = None) -> A
         if isinstance(problem, tuple):  # (the invalid item of a list, why)
             raise InvalidConfigurationError(f"Invalid value {problem[0]} for configuration {name}: {problem[1]}")
         if problem is not None:
-            raise InvalidConfigurationError(f"Invalid value {raw} for configuration {name}: {problem}")
+            # Kafka names the parsed value (a double 2 shows as 2.0), not the text it was given.
+            shown = repr(value) if key.type == "double" else raw
+            raise InvalidConfigurationError(f"Invalid value {shown} for configuration {name}: {problem}")
     return value

@@ -147,6 +147,18 @@ final class AdminScenarios {
             errors.set("unknown_key", Check.fails(InvalidConfigurationException.class, "an unknown config key",
                     () -> admin.createTopics(List.of(new NewTopic(args.name("unknown-key"), 1, (short) 1)
                             .configs(Map.of("no.such.config", "1")))).all().get(T, S)));
+            // Range checks name the crossed bound and the parsed value (a double shows as 2.0).
+            Map<String, Map<String, String>> outOfRange = new java.util.TreeMap<>(Map.of(
+                    "dirty_ratio", Map.of("min.cleanable.dirty.ratio", "2"),
+                    "decompressed_zero", Map.of("max.decompressed.message.bytes", "0"),
+                    "decompressed_max", Map.of("max.decompressed.message.bytes", "2147483647"),
+                    "copy_lag_bytes", Map.of("remote.copy.lag.bytes", "-2"),
+                    "lz4_level", Map.of("compression.lz4.level", "20")));
+            for (Map.Entry<String, Map<String, String>> c : outOfRange.entrySet()) {
+                errors.set(c.getKey(), Check.fails(InvalidConfigurationException.class, "out of range: " + c.getValue(),
+                        () -> admin.createTopics(List.of(new NewTopic(args.name("range"), 1, (short) 1)
+                                .configs(c.getValue()))).all().get(T, S)));
+            }
             errors.set("zero_partitions", Check.fails(InvalidPartitionsException.class, "zero partitions",
                     () -> admin.createTopics(List.of(new NewTopic(args.name("zero"), 0, (short) 1))).all().get(T, S)));
             errors.set("replication_3", Check.fails(InvalidReplicationFactorException.class,
