@@ -32,7 +32,8 @@ def _at_least(lo: float) -> Callable[[Any], str | None]:
 
 def _between(lo: float, hi: float) -> Callable[[Any], str | None]:
     """Kafka's Range.between: its message names the bound that was crossed."""
-    return lambda v: (f"Value must be at least {lo}" if v < lo
+    # NaN passes Kafka's comparisons; it is refused here so no ratio or level is ever NaN.
+    return lambda v: (f"Value must be at least {lo}" if v < lo or v != v
                       else f"Value must be no more than {hi}" if v > hi else None)
 
 
@@ -170,7 +171,12 @@ def _parse(key: ConfigKey, raw: Any) -> Any:
             raise not_a_number
         return value
     if key.type == "double":
+        # Java's Double.parseDouble: no "_" separators, and NaN/Infinity only spelt so.
+        python_only = "_" in text or (text.lstrip("+-").lower() in ("nan", "inf", "infinity")
+                                      and text.lstrip("+-") not in ("NaN", "Infinity"))
         try:
+            if python_only:
+                raise ValueError(text)
             return float(text)
         except ValueError:
             raise ValueError("Not a number of type DOUBLE") from None

@@ -30,6 +30,11 @@ final class RebalanceScenarios {
     /** Records each callback as "revoked [..]", "assigned [..]" or "lost [..]" with partition numbers. */
     static final class Recorder implements ConsumerRebalanceListener {
         final List<String> events = new ArrayList<>();
+        private final boolean cooperative;
+
+        Recorder(boolean cooperative) {
+            this.cooperative = cooperative;
+        }
 
         private static String parts(Collection<TopicPartition> tps) {
             TreeSet<Integer> ps = new TreeSet<>();
@@ -44,7 +49,12 @@ final class RebalanceScenarios {
 
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-            events.add("assigned " + parts(partitions));
+            // Cooperative consumers are told of every generation, most with nothing added; how many
+            // such generations a member completes depends on whether its SyncGroup beats the other
+            // member's rejoin (REBALANCE_IN_PROGRESS otherwise), on Kafka as anywhere: not a fact.
+            if (!(cooperative && partitions.isEmpty())) {
+                events.add("assigned " + parts(partitions));
+            }
         }
 
         @Override
@@ -76,8 +86,8 @@ final class RebalanceScenarios {
         try (Admin admin = Clients.admin(args)) {
             Clients.createTopic(admin, topic, 4, Map.of());
         }
-        Recorder r1 = new Recorder();
-        Recorder r2 = new Recorder();
+        Recorder r1 = new Recorder(cooperative);
+        Recorder r2 = new Recorder(cooperative);
         List<Integer> generations = new ArrayList<>();
         List<String> e1;
         // Client ids order the member ids ("c1-<uuid>" < "c2-<uuid>"), so the assignment is fixed.
