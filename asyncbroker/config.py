@@ -193,6 +193,8 @@ _KEYS: list[ConfigKey] = [
     _k("auto.create.topics.enable", B, True, "Create a topic on first Metadata/Produce reference to it."),
     _k("delete.topic.enable", B, True, "Whether DeleteTopics is allowed."),
     _k("message.max.bytes", I, 1048588, "Largest record batch accepted (broker default of max.message.bytes).", AtLeast(0)),
+    _k("max.decompressed.message.bytes", I, 2147483639,
+       "Default max.decompressed.message.bytes (accepted and described; not enforced here)."),
     _k("fetch.max.bytes", I, 57671680, "Upper bound on the bytes returned by one Fetch.", AtLeast(1024)),
     _k("min.insync.replicas", I, 1, "Default of the topic key min.insync.replicas.", AtLeast(1)),
     _k("unclean.leader.election.enable", B, False, "Default of the topic key; no effect on a single node."),
@@ -246,6 +248,8 @@ _KEYS: list[ConfigKey] = [
     _k("log.retention.bytes", L, -1, "Default retention.bytes: per-partition size bound; -1 for none."),
     _k("log.local.retention.ms", L, -2, "Default local.retention.ms (tiered storage; -2 follows retention.ms).", AtLeast(-2)),
     _k("log.local.retention.bytes", L, -2, "Default local.retention.bytes (tiered storage; -2 follows retention.bytes).", AtLeast(-2)),
+    _k("log.remote.copy.lag.ms", L, 0, "Default remote.copy.lag.ms (tiered storage; accepted, not used here)."),
+    _k("log.remote.copy.lag.bytes", L, -1, "Default remote.copy.lag.bytes (tiered storage; accepted, not used here)."),
     _k("log.cleanup.policy", LS, ["delete"], "Default cleanup.policy: delete, compact or both.", OneOf(("delete", "compact"))),
     _k("log.segment.delete.delay.ms", L, 60000, "Default file.delete.delay.ms: delay before a deleted segment's files are unlinked.", AtLeast(0)),
     _k("log.preallocate", B, False, "Default preallocate: create segment files at full size."),
@@ -285,6 +289,7 @@ TOPIC_DEFAULT_SYNONYMS: dict[str, tuple[str, ...]] = {
     "local.retention.bytes": ("log.local.retention.bytes",),
     "local.retention.ms": ("log.local.retention.ms",),
     "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
+    "max.decompressed.message.bytes": ("max.decompressed.message.bytes",),
     "max.message.bytes": ("message.max.bytes",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
@@ -293,6 +298,8 @@ TOPIC_DEFAULT_SYNONYMS: dict[str, tuple[str, ...]] = {
     "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
     "min.insync.replicas": ("min.insync.replicas",),
     "preallocate": ("log.preallocate",),
+    "remote.copy.lag.bytes": ("log.remote.copy.lag.bytes",),
+    "remote.copy.lag.ms": ("log.remote.copy.lag.ms",),
     "retention.bytes": ("log.retention.bytes",),
     "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
     "segment.bytes": ("log.segment.bytes",),
@@ -515,6 +522,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     auto_create_topics_enable: bool = True
     delete_topic_enable: bool = True
     message_max_bytes: int = 1048588
+    max_decompressed_message_bytes: int = 2147483639
     fetch_max_bytes: int = 57671680
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
@@ -563,6 +571,8 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     log_retention_bytes: int = -1
     log_local_retention_ms: int = -2
     log_local_retention_bytes: int = -2
+    log_remote_copy_lag_ms: int = 0
+    log_remote_copy_lag_bytes: int = -1
     log_cleanup_policy: list[str] = msgspec.field(default_factory=lambda: ["delete"])
     log_segment_delete_delay_ms: int = 60000
     log_preallocate: bool = False
@@ -781,14 +791,18 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         return name in self.originals
 
     def synonyms(self, name: str) -> tuple[ConfigSynonym, ...]:
-        """The broker keys behind `name` that have a value: explicitly set ones as
-        STATIC_BROKER_CONFIG, otherwise their non-null default as DEFAULT_CONFIG."""
-        out: list[ConfigSynonym] = []
-        for syn in BROKER_SYNONYMS.get(name, (name,)):
-            if self.is_explicit(syn):
-                out.append(ConfigSynonym(syn, format_value(self.get(syn)), ConfigSource.STATIC_BROKER_CONFIG))
-            elif BROKER_CONFIG_KEYS[syn].default is not None:
-                out.append(ConfigSynonym(syn, format_value(BROKER_CONFIG_KEYS[syn].default), ConfigSource.DEFAULT_CONFIG))
+        """The broker keys behind `name` that have a value, as Kafka's ConfigHelper lists them:
+        every explicitly set one (STATIC_BROKER_CONFIG), then every non-null default
+        (DEFAULT_CONFIG, also for a key that is set), each group in synonym order; then the
+        entries before the first one of `name` itself are dropped (so `log.retention.ms`
+        left unset lists nothing, although log.retention.hours has a default)."""
+        keys = BROKER_SYNONYMS.get(name, (name,))
+        out = [ConfigSynonym(k, format_value(self.get(k)), ConfigSource.STATIC_BROKER_CONFIG)
+               for k in keys if self.is_explicit(k)]
+        out += [ConfigSynonym(k, format_value(BROKER_CONFIG_KEYS[k].default), ConfigSource.DEFAULT_CONFIG)
+                for k in keys if BROKER_CONFIG_KEYS[k].default is not None]
+        while out and out[0].name != name:
+            out.pop(0)
         return tuple(out)
 
     def describe(self, names: Sequence[str] | None = None) -> list[ConfigEntry]:

@@ -208,7 +208,8 @@ class TopicManager:
         if replication_factor > 1:
             raise InvalidReplicationFactorError(
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication "
-                f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered."
+                f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered or some "
+                "brokers have all their log directories cordoned."
             )
 
     def _validate_configs(self, configs: Mapping[str, str | None]) -> tuple[dict[str, str], LogConfig]:
@@ -286,7 +287,8 @@ class TopicManager:
         async with self._lock:
             meta = self._topics.get(name)
             if meta is None:
-                raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+                # Kafka answers with the error's default message
+                raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
             self._check_deletion_enabled()
             # Gone from the table first: new requests stop seeing the topic at once.
             self._drop(name)
@@ -311,7 +313,7 @@ class TopicManager:
         if meta is None:
             from wire.errors import UnknownTopicIdError
 
-            raise UnknownTopicIdError(f"Topic id {topic_id} not found.")
+            raise UnknownTopicIdError("This server does not host this topic ID.")  # the error's default message, as Kafka
         return await self.delete_topic(meta.name)
 
     def _check_deletion_enabled(self) -> None:
@@ -329,7 +331,7 @@ class TopicManager:
         async with self._lock:
             meta = self._topics.get(name)
             if meta is None:
-                raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+                raise UnknownTopicOrPartitionError(f"Topic {name} not found.", wire_message=None)  # Kafka sends none
             if total < meta.partitions:
                 raise InvalidPartitionsError(
                     f"The topic {name} currently has {meta.partitions} partition(s); {total} would not be an increase."
@@ -363,7 +365,7 @@ class TopicManager:
         async with self._lock:
             meta = self._topics.get(name)
             if meta is None:
-                raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+                raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
             seen: set[str] = set()
             overrides = dict(meta.configs)
             for key, op, value in ops:
@@ -399,9 +401,7 @@ class TopicManager:
             result.pop(key, None)
         else:
             if definition.type != "list":
-                raise InvalidConfigurationError(
-                    f"Config value {kind.name.lower()} is not allowed for config key: {key}"
-                )
+                raise InvalidConfigurationError(f"Can't {kind.name} to key {key} because its type is not LIST.")
             current = result.get(key)
             if current is None:
                 current = self.log_config(name).to_props()[key] if name in self._topics else ""
@@ -430,7 +430,7 @@ class TopicManager:
         its source and synonyms the way Kafka reports them."""
         meta = self._topics.get(name)
         if meta is None:
-            raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+            raise UnknownTopicOrPartitionError(f"Topic {name} not found.", wire_message="")  # Kafka sends ""
         return self.describe_overrides(meta.configs, keys, self.log_config(name))
 
     def describe_overrides(
@@ -451,8 +451,9 @@ class TopicManager:
             synonyms: list[ConfigSynonym] = []
             if key in overrides:
                 synonyms.append(ConfigSynonym(key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-            for broker_key in TOPIC_DEFAULT_SYNONYMS.get(key, ()):
-                synonyms.extend(s for s in self.config.synonyms(broker_key) if s.name == broker_key)
+            broker_keys = TOPIC_DEFAULT_SYNONYMS.get(key, ())
+            if broker_keys:  # Kafka lists the synonyms of the first (the topic key's own broker key)
+                synonyms.extend(self.config.synonyms(broker_keys[0]))
             entries.append(
                 ConfigEntry(
                     name=key,

@@ -31,17 +31,21 @@ def _at_least(lo: float) -> Callable[[Any], str | None]:
 
 
 def _between(lo: float, hi: float) -> Callable[[Any], str | None]:
-    return lambda v: None if lo <= v <= hi else f"Value must be between {lo} and {hi}"
+    """Kafka's Range.between: its message names the bound that was crossed."""
+    # NaN passes Kafka's comparisons; it is refused here so no ratio or level is ever NaN.
+    return lambda v: (f"Value must be at least {lo}" if v < lo or v != v
+                      else f"Value must be no more than {hi}" if v > hi else None)
 
 
 def _one_of(*choices: str) -> Callable[[Any], str | None]:
     return lambda v: None if v in choices else f"String must be one of: {', '.join(choices)}"
 
 
-def _list_of(*choices: str) -> Callable[[Any], str | None]:
-    def check(v: tuple[str, ...]) -> str | None:
+def _list_of(*choices: str) -> Callable[[Any], "str | tuple[str, str] | None"]:
+    """Kafka's ValidList of ValidStrings: the first item not among `choices` is the invalid value."""
+    def check(v: tuple[str, ...]) -> tuple[str, str] | None:
         bad = [x for x in v if x not in choices]
-        return f"Invalid value {','.join(bad)}; must be a subset of [{', '.join(choices)}]" if bad else None
+        return (bad[0], f"String must be one of: {', '.join(choices)}") if bad else None
 
     return check
 
@@ -79,6 +83,8 @@ _key("compression.zstd.level", "int", 3, _between(-131072, 22), "compression.zst
      "zstd level when recompressing.")
 _key("delete.retention.ms", "long", 86_400_000, _at_least(0), "log.cleaner.delete.retention.ms",
      "How long tombstones and markers survive after entering the clean section.")
+_key("errors.deadletterqueue.group.enable", "boolean", False, None, None,
+     "Whether share groups may write to a dead-letter queue topic (accepted and described; no share groups here).")
 _key("file.delete.delay.ms", "long", 60_000, _at_least(0), "log.segment.delete.delay.ms",
      "Delay between renaming a file to .deleted and unlinking it.")
 _key("flush.messages", "long", LONG_MAX, _at_least(1), "log.flush.interval.messages",
@@ -97,6 +103,8 @@ _key("local.retention.ms", "long", -2, _at_least(-2), "log.local.retention.ms",
      "Local retention time for tiered topics; -2 means retention.ms.")
 _key("max.compaction.lag.ms", "long", LONG_MAX, _at_least(1), "log.cleaner.max.compaction.lag.ms",
      "Longest a record may stay uncompacted.")
+_key("max.decompressed.message.bytes", "int", 2_147_483_639, _between(1, 2_147_483_639), "max.decompressed.message.bytes",
+     "Largest decompressed record of a compressed batch (accepted and described; not enforced here).")
 _key("max.message.bytes", "int", 1_048_588, _at_least(0), "message.max.bytes",
      "Largest record batch the topic accepts.")
 _key("message.timestamp.after.max.ms", "long", 3_600_000, _at_least(0), "log.message.timestamp.after.max.ms",
@@ -113,6 +121,10 @@ _key("min.insync.replicas", "int", 1, _at_least(1), "min.insync.replicas",
      "Replicas that must acknowledge an acks=all write.")
 _key("preallocate", "boolean", False, None, "log.preallocate",
      "Preallocate the segment file to segment.bytes on creation.")
+_key("remote.copy.lag.bytes", "long", -1, _at_least(-1), "log.remote.copy.lag.bytes",
+     "Tiered storage copy lag in bytes (accepted and described; no tiered storage here).")
+_key("remote.copy.lag.ms", "long", 0, _at_least(-1), "log.remote.copy.lag.ms",
+     "Tiered storage copy lag in ms (accepted and described; no tiered storage here).")
 _key("remote.log.copy.disable", "boolean", False, None, None, "Stop copying segments to remote storage.")
 _key("remote.log.delete.on.disable", "boolean", False, None, None,
      "Delete remote data when remote storage is disabled.")
@@ -149,13 +161,25 @@ def _parse(key: ConfigKey, raw: Any) -> Any:
         raw = str(raw)
     text = raw.strip()
     if key.type in ("long", "int"):
+        # Kafka's ConfigDef.parseType: anything Long/Integer.parseInt refuses, overflow included.
+        not_a_number = ValueError(f"Not a number of type {key.type.upper()}")
+        if not text.lstrip("+-").isdigit() or text.count("-") + text.count("+") > 1:
+            raise not_a_number
         value = int(text)
         lo, hi = (-(2**63), LONG_MAX) if key.type == "long" else (-(2**31), INT_MAX)
         if not lo <= value <= hi:
-            raise ValueError(f"Value out of range for {key.type}")
+            raise not_a_number
         return value
     if key.type == "double":
-        return float(text)
+        # Java's Double.parseDouble: no "_" separators, and NaN/Infinity only spelt so.
+        python_only = "_" in text or (text.lstrip("+-").lower() in ("nan", "inf", "infinity")
+                                      and text.lstrip("+-") not in ("NaN", "Infinity"))
+        try:
+            if python_only:
+                raise ValueError(text)
+            return float(text)
+        except ValueError:
+            raise ValueError("Not a number of type DOUBLE") from None
     if key.type == "boolean":
         lowered = text.lower()
         if lowered not in ("true", "false"):
@@ -183,6 +207,7 @@ class LogConfig(msgspec.Struct, frozen=True):
     compression_lz4_level: int = 9
     compression_zstd_level: int = 3
     delete_retention_ms: int = 86_400_000
+    errors_deadletterqueue_group_enable: bool = False
     file_delete_delay_ms: int = 60_000
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
@@ -192,6 +217,7 @@ class LogConfig(msgspec.Struct, frozen=True):
     local_retention_bytes: int = -2
     local_retention_ms: int = -2
     max_compaction_lag_ms: int = LONG_MAX
+    max_decompressed_message_bytes: int = 2_147_483_639
     max_message_bytes: int = 1_048_588
     message_timestamp_after_max_ms: int = 3_600_000
     message_timestamp_before_max_ms: int = LONG_MAX
@@ -200,6 +226,8 @@ class LogConfig(msgspec.Struct, frozen=True):
     min_compaction_lag_ms: int = 0
     min_insync_replicas: int = 1
     preallocate: bool = False
+    remote_copy_lag_bytes: int = -1
+    remote_copy_lag_ms: int = 0
     remote_log_copy_disable: bool = False
     remote_log_delete_on_disable: bool = False
     remote_storage_enable: bool = False
@@ -321,6 +349,10 @@ def _parse_and_validate(key: ConfigKey, raw: Any, shown: str | None = None) -> A
         raise InvalidConfigurationError(f"Invalid value {raw} for configuration {name}: {exc}") from None
     if key.validator is not None:
         problem = key.validator(value)
+        if isinstance(problem, tuple):  # (the invalid item of a list, why)
+            raise InvalidConfigurationError(f"Invalid value {problem[0]} for configuration {name}: {problem[1]}")
         if problem is not None:
-            raise InvalidConfigurationError(f"Invalid value {raw} for configuration {name}: {problem}")
+            # Kafka names the parsed value (a double 2 shows as 2.0), not the text it was given.
+            shown = repr(value) if key.type == "double" else raw
+            raise InvalidConfigurationError(f"Invalid value {shown} for configuration {name}: {problem}")
     return value

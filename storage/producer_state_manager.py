@@ -196,6 +196,12 @@ class ProducerStateManager:
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 
+    def active_producers(self) -> list[tuple[ProducerStateEntry, int]]:
+        """Copies of every producer's entry with its open transaction's first offset (-1 if
+        none), taken under the lock so a concurrent append cannot change them mid-read."""
+        with self._lock:
+            return [(e.copy(), self._ongoing.get(pid, -1)) for pid, e in self.producers.items()]
+
     # -- the append path ------------------------------------------------------------------------------
     def analyze_append(self, batches: Iterable[tuple[BatchHeader, int]], *, from_client: bool) -> AppendAnalysis:
         """Check every producer batch of one append; raise on a sequence or epoch violation.

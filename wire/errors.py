@@ -194,14 +194,20 @@ _RETRIABLE: frozenset[ErrorCode] = frozenset(
 )
 
 
+_AS_MESSAGE = object()
+
+
 class KafkaError(Exception):
     """Base of every typed error; subclasses fix `error_code`."""
 
     error_code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN_SERVER_ERROR
 
-    def __init__(self, message: str = "") -> None:
+    def __init__(self, message: str = "", *, wire_message: str | None | object = _AS_MESSAGE) -> None:
         super().__init__(message or self.error_code.name)
         self.message = message or self.error_code.name
+        # The error_message clients are sent: the message, unless Kafka sends none (None)
+        # or an empty one ("") for this error at this place.
+        self.wire_message: str | None = self.message if wire_message is _AS_MESSAGE else wire_message  # type: ignore[assignment]
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

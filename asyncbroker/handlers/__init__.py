@@ -99,5 +99,5 @@ def error_code_for(exc: BaseException) -> ErrorCode:
 
 def error_message_for(exc: BaseException) -> str | None:
     if isinstance(exc, KafkaError):
-        return exc.message
+        return exc.wire_message
     return None

@@ -1,7 +1,9 @@
 """DescribeGroups (key 15): state, protocol and members of groups.
 
 Member metadata and assignments are reported only for a Stable group, as
-Kafka does; an unknown group is described as Dead with no error (v0-v5).
+Kafka does; an unknown group is described as Dead with no error (v0-v5), and
+from v6 (KIP-1043) answered GROUP_ID_NOT_FOUND, "Group <id> not found.", as
+kafka-clients 4.x expects (its AdminClient turns it into GroupIdNotFoundException).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 MIN_VERSION = 0
-MAX_VERSION = 5
+MAX_VERSION = 6
 
 # "Not requested" for authorized operations (Integer.MIN_VALUE).
 _AUTHORIZED_OPS_OMITTED = -(2**31)
@@ -36,6 +38,13 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         return b.entity("DescribeGroupsResponse", throttle_time=0, groups=tuple(out))
     for group_id in request.groups:
         d = coordinator.describe_group(group_id)
+        if d.state == "Dead" and header.api_version >= 6:
+            # Kafka's DescribeGroupsResponse.groupError: empty state and protocol fields.
+            out.append(b.entity("DescribedGroup", error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                                error_message=f"Group {group_id} not found.", group_id=group_id, group_state="",
+                                protocol_type="", protocol_data="", members=(),
+                                authorized_operations=_AUTHORIZED_OPS_OMITTED))
+            continue
         members = tuple(
             b.entity("DescribedGroupMember", member_id=m.member_id, group_instance_id=m.group_instance_id,
                      client_id=m.client_id, client_host=m.client_host, member_metadata=m.metadata,

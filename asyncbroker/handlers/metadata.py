@@ -17,6 +17,7 @@ from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
+from asyncbroker.handlers.describe_cluster import _ALL_CLUSTER_OPERATIONS
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.METADATA
@@ -25,6 +26,9 @@ MAX_VERSION = 12
 
 # "Not requested" for authorized-operations fields (Integer.MIN_VALUE).
 _AUTHORIZED_OPS_OMITTED = -(2**31)
+# Kafka's AclOperation ids that apply to a TOPIC (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+# DESCRIBE_CONFIGS, ALTER_CONFIGS); with no authorizer every one is allowed, as Kafka reports.
+_ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -56,6 +60,10 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, version)
     node = broker.node_id
     topics_out: list[Any] = []
+    topic_ops = (_ALL_TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False)
+                 else _AUTHORIZED_OPS_OMITTED)
+    cluster_ops = (_ALL_CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False)
+                   else _AUTHORIZED_OPS_OMITTED)
 
     def topic_entity(name: str | None, topic_id: uuid.UUID | None, error: int, partitions: int) -> Any:
         parts = _partition_entities(version, node, partitions)
@@ -66,7 +74,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             topic_id=topic_id or _ZERO_UUID,
             is_internal=bool(name) and is_internal(name),
             partitions=parts,
-            topic_authorized_operations=_AUTHORIZED_OPS_OMITTED,
+            topic_authorized_operations=topic_ops,
         )
 
     requested = request.topics
@@ -113,5 +121,5 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         cluster_id=broker.cluster_id,
         controller_id=node,
         topics=tuple(topics_out),
-        cluster_authorized_operations=_AUTHORIZED_OPS_OMITTED,
+        cluster_authorized_operations=cluster_ops,
     )
