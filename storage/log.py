@@ -130,7 +130,7 @@ class Log:
         self._next_offset_metadata = next_offset_metadata
         self._high_watermark = LogOffsetMetadata(log_start_offset)
         self._last_flushed_ms = clock.milliseconds()
-        self._validator = LogValidator(config, self.topic_partition)
+        self._validator = LogValidator(config)
         self._closed = False
         self._pending_deletes: list[tuple[LogSegment, int]] = []
         self.log_dir_failure_channel = log_dir_failure_channel
@@ -231,7 +231,7 @@ class Log:
     def update_config(self, new: LogConfig) -> None:
         with self._lock:
             self.config = new
-            self._validator = LogValidator(new, self.topic_partition)
+            self._validator = LogValidator(new)
 
     def assign_topic_id(self, topic_id: uuid.UUID) -> None:
         with self._lock:

@@ -24,15 +24,11 @@ def produce_then_fetch(codec: CompressionType, version: int):  # type: ignore[no
     return scenario
 
 
-# The topic's configs in the CreateTopics answer: min.insync.replicas is Kafka's cluster-wide dynamic default.
-KNOWN = {"KD-401": {"0:.topics[t].configs[min.insync.replicas].config_source"}}
-
-
 @pytest.mark.parametrize("codec", list(CompressionType), ids=lambda c: c.name.lower())
 def test_produce_fetch_each_codec(brokers, codec: CompressionType) -> None:  # type: ignore[no-untyped-def]
-    brokers.compare(produce_then_fetch(codec, 11), known=KNOWN)
+    brokers.compare(produce_then_fetch(codec, 11))
 
 
 @pytest.mark.parametrize("version", range(3, 13))
 def test_produce_versions(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
-    brokers.compare(produce_then_fetch(CompressionType.NONE, version), known=KNOWN)
+    brokers.compare(produce_then_fetch(CompressionType.NONE, version))
