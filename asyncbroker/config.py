@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from storage.log_config import TOPIC_CONFIG_KEYS, LogConfig
+from storage.log_config import TOPIC_CONFIG_KEYS, LogConfig, java_double, java_number
 from wire.errors import InvalidConfigurationError
 
 LONG_MAX = 2**63 - 1
@@ -88,7 +88,7 @@ class AtLeast(msgspec.Struct, frozen=True):
     def __call__(self, key: str, value: Any) -> None:
         if value is not None and value < self.minimum:
             raise ConfigException(
-                key, f"Invalid value {value} for configuration {key}: Value must be at least {_num(self.minimum)}"
+                key, f"Invalid value {java_number(value)} for configuration {key}: Value must be at least {_num(self.minimum)}"
             )
 
 
@@ -97,11 +97,14 @@ class Between(msgspec.Struct, frozen=True):
     high: float
 
     def __call__(self, key: str, value: Any) -> None:
-        if value is not None and not (self.low <= value <= self.high):
+        # Kafka's Range names the bound that was crossed, the lower one first.
+        if value is not None and value < self.low:
             raise ConfigException(
-                key,
-                f"Invalid value {value} for configuration {key}: "
-                f"Value must be no less than {_num(self.low)} and no more than {_num(self.high)}",
+                key, f"Invalid value {java_number(value)} for configuration {key}: Value must be at least {_num(self.low)}"
+            )
+        if value is not None and value > self.high:
+            raise ConfigException(
+                key, f"Invalid value {java_number(value)} for configuration {key}: Value must be no more than {_num(self.high)}"
             )
 
 
@@ -193,6 +196,8 @@ _KEYS: list[ConfigKey] = [
     _k("auto.create.topics.enable", B, True, "Create a topic on first Metadata/Produce reference to it."),
     _k("delete.topic.enable", B, True, "Whether DeleteTopics is allowed."),
     _k("message.max.bytes", I, 1048588, "Largest record batch accepted (broker default of max.message.bytes).", AtLeast(0)),
+    _k("max.decompressed.message.bytes", I, 2147483639,
+       "Default of the topic key max.decompressed.message.bytes; stored and described, not enforced yet.", AtLeast(1)),
     _k("fetch.max.bytes", I, 57671680, "Upper bound on the bytes returned by one Fetch.", AtLeast(1024)),
     _k("min.insync.replicas", I, 1, "Default of the topic key min.insync.replicas.", AtLeast(1)),
     _k("unclean.leader.election.enable", B, False, "Default of the topic key; no effect on a single node."),
@@ -245,6 +250,8 @@ _KEYS: list[ConfigKey] = [
     _k("log.retention.hours", I, 168, "Default retention.ms, in hours."),
     _k("log.retention.bytes", L, -1, "Default retention.bytes: per-partition size bound; -1 for none."),
     _k("log.local.retention.ms", L, -2, "Default local.retention.ms (tiered storage; -2 follows retention.ms).", AtLeast(-2)),
+    _k("log.remote.copy.lag.bytes", L, -1, "Default remote.copy.lag.bytes (tiered storage, which asyncbroker has not).", AtLeast(-1)),
+    _k("log.remote.copy.lag.ms", L, 0, "Default remote.copy.lag.ms (tiered storage, which asyncbroker has not).", AtLeast(-1)),
     _k("log.local.retention.bytes", L, -2, "Default local.retention.bytes (tiered storage; -2 follows retention.bytes).", AtLeast(-2)),
     _k("log.cleanup.policy", LS, ["delete"], "Default cleanup.policy: delete, compact or both.", OneOf(("delete", "compact"))),
     _k("log.segment.delete.delay.ms", L, 60000, "Default file.delete.delay.ms: delay before a deleted segment's files are unlinked.", AtLeast(0)),
@@ -285,6 +292,7 @@ TOPIC_DEFAULT_SYNONYMS: dict[str, tuple[str, ...]] = {
     "local.retention.bytes": ("log.local.retention.bytes",),
     "local.retention.ms": ("log.local.retention.ms",),
     "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
+    "max.decompressed.message.bytes": ("max.decompressed.message.bytes",),
     "max.message.bytes": ("message.max.bytes",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
@@ -293,6 +301,8 @@ TOPIC_DEFAULT_SYNONYMS: dict[str, tuple[str, ...]] = {
     "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
     "min.insync.replicas": ("min.insync.replicas",),
     "preallocate": ("log.preallocate",),
+    "remote.copy.lag.bytes": ("log.remote.copy.lag.bytes",),
+    "remote.copy.lag.ms": ("log.remote.copy.lag.ms",),
     "retention.bytes": ("log.retention.bytes",),
     "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
     "segment.bytes": ("log.segment.bytes",),
@@ -303,16 +313,34 @@ TOPIC_DEFAULT_SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 
 
-# Broker keys that share a meaning, highest precedence first (Kafka's broker synonyms).
-BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    "log.retention.minutes": ("log.retention.minutes", "log.retention.hours"),
-    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
-    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-    "log.dirs": ("log.dirs", "log.dir"),
-    "node.id": ("node.id", "broker.id"),
-}
+# Broker keys that share a meaning, highest precedence first (Kafka's broker synonyms: each
+# key of a family lists the whole family).
+_SYNONYM_FAMILIES: tuple[tuple[str, ...], ...] = (
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+)
+BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {name: family for family in _SYNONYM_FAMILIES for name in family}
+
+# The broker keys Kafka 4.4 reconfigures at runtime (IncrementalAlterConfigs on a BROKER
+# resource): the broker defaults of topic keys, the cleaner's and thread pools' knobs. The
+# rest answer "Cannot update these configs dynamically". Found by asking Kafka 4.4 itself.
+DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset({
+    *(synonyms[0] for synonyms in TOPIC_DEFAULT_SYNONYMS.values()),
+    "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads",
+    "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir", "producer.id.expiration.ms",
+    "listeners", "listener.security.protocol.map",
+})
+# Dynamic keys that only a named broker may take, never the cluster-wide default ("").
+PER_BROKER_ONLY_KEYS: frozenset[str] = frozenset({"listeners", "listener.security.protocol.map"})
+# Kafka 4.4's KRaft controller writes min.insync.replicas as a cluster-wide dynamic default
+# when it formats a cluster with eligible leader replicas (the 4.x default), so DescribeConfigs
+# reports that key from DYNAMIC_DEFAULT_BROKER_CONFIG, for the broker and for every topic
+# without an override, and refuses to alter it per broker. A single node here behaves as that
+# cluster does: the default holds this broker's configured min.insync.replicas.
+CLUSTER_DEFAULT_KEYS: tuple[str, ...] = ("min.insync.replicas",)
 
 
 class ConfigSynonym(msgspec.Struct, frozen=True):
@@ -384,6 +412,8 @@ def format_value(value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
+    if isinstance(value, float):
+        return java_double(value)  # 1.7976931348623157E308, as Java prints it
     return str(value)
 
 
@@ -515,6 +545,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     auto_create_topics_enable: bool = True
     delete_topic_enable: bool = True
     message_max_bytes: int = 1048588
+    max_decompressed_message_bytes: int = 2147483639
     fetch_max_bytes: int = 57671680
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
@@ -561,6 +592,8 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     log_retention_minutes: int | None = None
     log_retention_hours: int = 168
     log_retention_bytes: int = -1
+    log_remote_copy_lag_bytes: int = -1
+    log_remote_copy_lag_ms: int = 0
     log_local_retention_ms: int = -2
     log_local_retention_bytes: int = -2
     log_cleanup_policy: list[str] = msgspec.field(default_factory=lambda: ["delete"])
@@ -780,20 +813,31 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     def is_explicit(self, name: str) -> bool:
         return name in self.originals
 
-    def synonyms(self, name: str) -> tuple[ConfigSynonym, ...]:
-        """The broker keys behind `name` that have a value: explicitly set ones as
-        STATIC_BROKER_CONFIG, otherwise their non-null default as DEFAULT_CONFIG."""
+    def cluster_defaults(self) -> dict[str, str]:
+        """The cluster-wide dynamic defaults (the BROKER resource named ""), see CLUSTER_DEFAULT_KEYS."""
+        return {name: format_value(self.get(name)) or "" for name in CLUSTER_DEFAULT_KEYS}
+
+    def key_layers(self, name: str) -> tuple[ConfigSynonym, ...]:
+        """Every value one broker key has, highest precedence first, as Kafka lists them:
+        the cluster-wide dynamic default, the static value (file, environment, --override),
+        the built-in default."""
         out: list[ConfigSynonym] = []
-        for syn in BROKER_SYNONYMS.get(name, (name,)):
-            if self.is_explicit(syn):
-                out.append(ConfigSynonym(syn, format_value(self.get(syn)), ConfigSource.STATIC_BROKER_CONFIG))
-            elif BROKER_CONFIG_KEYS[syn].default is not None:
-                out.append(ConfigSynonym(syn, format_value(BROKER_CONFIG_KEYS[syn].default), ConfigSource.DEFAULT_CONFIG))
+        defaults = self.cluster_defaults()
+        if name in defaults:
+            out.append(ConfigSynonym(name, defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+        if self.is_explicit(name):
+            out.append(ConfigSynonym(name, format_value(self.get(name)), ConfigSource.STATIC_BROKER_CONFIG))
+        if BROKER_CONFIG_KEYS[name].default is not None:
+            out.append(ConfigSynonym(name, format_value(BROKER_CONFIG_KEYS[name].default), ConfigSource.DEFAULT_CONFIG))
         return tuple(out)
 
+    def synonyms(self, name: str) -> tuple[ConfigSynonym, ...]:
+        """The values behind broker key `name`: every layer of every key of its family."""
+        return tuple(s for syn in BROKER_SYNONYMS.get(name, (name,)) for s in self.key_layers(syn))
+
     def describe(self, names: Sequence[str] | None = None) -> list[ConfigEntry]:
-        """DescribeConfigs for the BROKER resource: every key (or `names`), read-only
-        because nothing here is dynamically reconfigurable."""
+        """DescribeConfigs for this broker's BROKER resource: every key (or `names`); the keys
+        Kafka reconfigures at runtime are not read-only."""
         wanted = BROKER_CONFIG_KEYS if names is None else [n for n in names if n in BROKER_CONFIG_KEYS]
         entries: list[ConfigEntry] = []
         for name in sorted(wanted):
@@ -802,14 +846,28 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             entries.append(
                 ConfigEntry(
                     name=name,
-                    value=format_value(self.get(name)),
+                    value=self.cluster_defaults().get(name, format_value(self.get(name))),
                     source=synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
-                    read_only=True,
+                    read_only=name not in DYNAMIC_BROKER_KEYS,
                     is_sensitive=key.type is ConfigType.PASSWORD,
                     synonyms=synonyms,
                     type=key.type,
                     documentation=key.doc,
                 )
             )
+        return entries
+
+    def describe_cluster_defaults(self, names: Sequence[str] | None = None) -> list[ConfigEntry]:
+        """DescribeConfigs for the BROKER resource "" (cluster-wide dynamic defaults)."""
+        entries: list[ConfigEntry] = []
+        for name, value in sorted(self.cluster_defaults().items()):
+            if names is not None and name not in names:
+                continue
+            key = BROKER_CONFIG_KEYS[name]
+            entries.append(ConfigEntry(
+                name=name, value=value, source=ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, read_only=False,
+                is_sensitive=False, synonyms=(ConfigSynonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),),
+                type=key.type, documentation=key.doc,
+            ))
         return entries
 

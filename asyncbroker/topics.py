@@ -35,11 +35,13 @@ from wire.errors import (
     ErrorCode,
     InvalidConfigurationError,
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicError,
     KafkaError,
     TopicExistsError,
+    UnknownServerError,
     UnknownTopicOrPartitionError,
 )
 
@@ -208,7 +210,8 @@ class TopicManager:
         if replication_factor > 1:
             raise InvalidReplicationFactorError(
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication "
-                f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered."
+                f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered "
+                "or some brokers have all their log directories cordoned."
             )
 
     def _validate_configs(self, configs: Mapping[str, str | None]) -> tuple[dict[str, str], LogConfig]:
@@ -324,18 +327,29 @@ class TopicManager:
                 self.log_manager.delete_log(tp)
         self.log_manager.set_topic_config(meta.name, {})
 
-    async def create_partitions(self, name: str, total: int, validate_only: bool = False) -> TopicMetadata:
-        """Grow a topic to `total` partitions (never shrink)."""
+    async def create_partitions(self, name: str, total: int, validate_only: bool = False,
+                                assignments: Sequence[Sequence[int]] | None = None) -> TopicMetadata:
+        """Grow a topic to `total` partitions (never shrink), optionally placing the new ones
+        by hand (`assignments`: one replica list per new partition). Checked in the order of
+        Kafka's controller, with its texts."""
         async with self._lock:
             meta = self._topics.get(name)
             if meta is None:
                 raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+            if total == meta.partitions:
+                raise InvalidPartitionsError(f"Topic already has {meta.partitions} partition(s).")
             if total < meta.partitions:
                 raise InvalidPartitionsError(
                     f"The topic {name} currently has {meta.partitions} partition(s); {total} would not be an increase."
                 )
-            if total == meta.partitions:
-                raise InvalidPartitionsError(f"Topic already has {meta.partitions} partition(s).")
+            if assignments is not None:
+                if len(assignments) != total - meta.partitions:
+                    raise InvalidReplicaAssignmentError(
+                        f"Attempted to add {total - meta.partitions} additional partition(s), but only "
+                        f"{len(assignments)} assignment(s) were specified.")
+                for broker_ids in assignments:
+                    # Every existing partition here has one replica, on this node.
+                    check_manual_assignment(broker_ids, (self.config.node_id,), 1)
             _check_partition_limit(total - meta.partitions)
             if validate_only:
                 return msgspec.structs.replace(meta, partitions=total)
@@ -363,13 +377,14 @@ class TopicManager:
         async with self._lock:
             meta = self._topics.get(name)
             if meta is None:
-                raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+                raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
             seen: set[str] = set()
             overrides = dict(meta.configs)
-            for key, op, value in ops:
+            for key, _, _ in ops:
                 if key in seen:
-                    raise InvalidRequestError(f"Error due to duplicate config keys: {key}")
+                    raise InvalidRequestError("Error due to duplicate config keys")
                 seen.add(key)
+            for key, op, value in ops:
                 overrides = self._apply_op(name, overrides, key, op, value)
             overrides, log_config = self._validate_configs(overrides)
             if validate_only or overrides == meta.configs:
@@ -381,6 +396,18 @@ class TopicManager:
             log.info("Updated configs of topic %s: %s", name, overrides)
             return updated
 
+    async def replace_configs(self, name: str, configs: Sequence[tuple[str, str | None]],
+                              validate_only: bool = False) -> TopicMetadata:
+        """AlterConfigs: `configs` become the topic's whole override set (the keys it does not
+        name go back to their defaults)."""
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+        given = {key for key, _ in configs}
+        ops = [(key, int(AlterConfigOp.SET), value) for key, value in configs]
+        ops += [(key, int(AlterConfigOp.DELETE), None) for key in meta.configs if key not in given]
+        return await self.incremental_alter_configs(name, ops, validate_only)
+
     def _apply_op(self, name: str, overrides: dict[str, str], key: str, op: int,
                   value: str | None) -> dict[str, str]:
         definition = TOPIC_CONFIG_KEYS.get(key)
@@ -389,7 +416,8 @@ class TopicManager:
         try:
             kind = AlterConfigOp(op)
         except ValueError:
-            raise InvalidRequestError(f"Unknown alter config operation {op} for {key}") from None
+            # Kafka fails on an unknown operation id as on a bug: UNKNOWN_SERVER_ERROR, no text.
+            raise UnknownServerError(f"Unknown alter config operation {op} for {key}") from None
         if kind is not AlterConfigOp.DELETE and value is None:
             raise InvalidRequestError(f"Null value not supported for : {key}")
         result = dict(overrides)
@@ -399,9 +427,7 @@ class TopicManager:
             result.pop(key, None)
         else:
             if definition.type != "list":
-                raise InvalidConfigurationError(
-                    f"Config value {kind.name.lower()} is not allowed for config key: {key}"
-                )
+                raise InvalidConfigurationError(f"Can't {kind.name} to key {key} because its type is not LIST.")
             current = result.get(key)
             if current is None:
                 current = self.log_config(name).to_props()[key] if name in self._topics else ""
@@ -451,8 +477,11 @@ class TopicManager:
             synonyms: list[ConfigSynonym] = []
             if key in overrides:
                 synonyms.append(ConfigSynonym(key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-            for broker_key in TOPIC_DEFAULT_SYNONYMS.get(key, ()):
-                synonyms.extend(s for s in self.config.synonyms(broker_key) if s.name == broker_key)
+            # Kafka lists the layers of the topic key's primary broker key only (log.retention.ms,
+            # not .minutes/.hours), even when a lower-precedence key supplies the value.
+            primary = TOPIC_DEFAULT_SYNONYMS.get(key, ())[:1]
+            for broker_key in primary:
+                synonyms.extend(self.config.key_layers(broker_key))
             entries.append(
                 ConfigEntry(
                     name=key,
@@ -466,6 +495,28 @@ class TopicManager:
                 )
             )
         return entries
+
+
+def check_manual_assignment(broker_ids: Sequence[int], registered: Collection[int],
+                            replication_factor: int | None) -> None:
+    """One partition's manual replica list, checked as Kafka's controller does (its order of
+    checks and its texts): not empty, only registered brokers, none twice, and as many
+    replicas as the partitions before it."""
+    if not broker_ids:
+        raise InvalidReplicaAssignmentError("The manual partition assignment includes an empty replica list.")
+    previous: int | None = None
+    for broker_id in sorted(broker_ids):
+        if broker_id not in registered:
+            raise InvalidReplicaAssignmentError(
+                f"The manual partition assignment includes broker {broker_id}, but no such broker is registered.")
+        if broker_id == previous:
+            raise InvalidReplicaAssignmentError(
+                f"The manual partition assignment includes the broker {previous} more than once.")
+        previous = broker_id
+    if replication_factor is not None and replication_factor != len(broker_ids):
+        raise InvalidReplicaAssignmentError(
+            f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), but this is "
+            f"not consistent with previous partitions, which have {replication_factor} replica(s).")
 
 
 def _partition_count(info: Any) -> int:

@@ -12,18 +12,20 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 def validate_topic_name(name: str) -> None:
     """Raise InvalidTopicError unless `name` is a legal Kafka topic name."""
+    # The messages are Kafka's (its controller's topic-name check), which clients show.
     if not name:
-        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+        raise InvalidTopicError("Topic name is invalid: the empty string is not allowed")
     if name in (".", ".."):
-        raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
+        raise InvalidTopicError(f"Topic name is invalid: '{name}' is not allowed")
     # The directory name `<topic>-<partition>` must stay within the file-name limit.
     if len(name) > MAX_NAME_LENGTH:
         raise InvalidTopicError(
-            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
+            f"Topic name is invalid: the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
         )
     if not _LEGAL.fullmatch(name):
         raise InvalidTopicError(
-            f"Topic name {name} is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+            f"Topic name is invalid: '{name}' contains one or more characters other than ASCII alphanumerics, "
+            "'.', '_' and '-'"
         )
 
 

@@ -10,7 +10,7 @@ from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 MIN_VERSION = 0
-MAX_VERSION = 1
+MAX_VERSION = 2
 
 ENDPOINT_TYPE_BROKER = 1
 ENDPOINT_TYPE_CONTROLLER = 2
@@ -39,6 +39,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 host=broker.advertised_host,
                 port=broker.advertised_port,
                 rack=None,
+                is_fenced=False,  # v2: a serving single node is never fenced
             ),
         )
     return rb.entity(

@@ -3,7 +3,9 @@
 On one node this broker is every partition's leader, the controller and the
 only replica: leader epoch 0, replicas = isr = [node id]. Topics that do not
 exist are created here when auto.create.topics.enable is on and the client
-allows it (v4+), as Kafka does; invalid names answer INVALID_TOPIC_EXCEPTION.
+allows it (v4+), as Kafka does, and reported UNKNOWN_TOPIC_OR_PARTITION by the
+request that created them (Kafka 4.4's answer while its controller creates the
+topic); invalid names answer INVALID_TOPIC_EXCEPTION.
 """
 
 from __future__ import annotations
@@ -21,10 +23,15 @@ from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.METADATA
 MIN_VERSION = 0
-MAX_VERSION = 12
+MAX_VERSION = 13
 
 # "Not requested" for authorized-operations fields (Integer.MIN_VALUE).
 _AUTHORIZED_OPS_OMITTED = -(2**31)
+# Without an authorizer every operation is allowed; Kafka reports the AclOperation ids that
+# apply to a TOPIC (READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS)
+# and to the CLUSTER resource, as bit sets.
+_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -56,6 +63,8 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, version)
     node = broker.node_id
     topics_out: list[Any] = []
+    topic_ops = (_TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False)
+                 else _AUTHORIZED_OPS_OMITTED)
 
     def topic_entity(name: str | None, topic_id: uuid.UUID | None, error: int, partitions: int) -> Any:
         parts = _partition_entities(version, node, partitions)
@@ -66,7 +75,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             topic_id=topic_id or _ZERO_UUID,
             is_internal=bool(name) and is_internal(name),
             partitions=parts,
-            topic_authorized_operations=_AUTHORIZED_OPS_OMITTED,
+            topic_authorized_operations=topic_ops,
         )
 
     requested = request.topics
@@ -90,8 +99,12 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             if meta is None:
                 try:
                     validate_topic_name(name)
-                    if allow_auto:
-                        meta = await broker.auto_create_topic(name)
+                    if allow_auto and await broker.auto_create_topic(name) is not None:
+                        # Kafka 4.4 answers the request that triggers the creation with
+                        # UNKNOWN_TOPIC_OR_PARTITION and serves the topic from the next one on
+                        # (clients retry); answering the same keeps clients on Kafka's path.
+                        topics_out.append(topic_entity(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0))
+                        continue
                 except KafkaError as exc:
                     topics_out.append(topic_entity(name, None, error_code_for(exc), 0))
                     continue
@@ -113,5 +126,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         cluster_id=broker.cluster_id,
         controller_id=node,
         topics=tuple(topics_out),
-        cluster_authorized_operations=_AUTHORIZED_OPS_OMITTED,
+        cluster_authorized_operations=(_CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False)
+                                       else _AUTHORIZED_OPS_OMITTED),
+        error_code=ErrorCode.NONE,  # v13+: a request-level error; none on a served request
     )
