@@ -31,20 +31,27 @@ class BrokerConfigNotAppliedError(InvalidRequestError):
     """A valid dynamic broker config change that asyncbroker does not apply at runtime."""
 
 
-def check_broker_id(name: str, node_id: int, expected: str) -> None:
-    """A BROKER resource names this node by its id (Kafka's texts for anything else);
-    `expected` is Kafka's wording of what it accepts, with {node} for this node's id."""
+# Kafka's texts for a BROKER resource naming another node, which differ from API to API.
+ALTER_MISMATCH = "Unexpected broker id, expected {node}, but received {name}"
+DESCRIBE_MISMATCH = "Unexpected broker id, expected {node} or empty string, but received {name}"
+LOGGER_MISMATCH = "Unexpected broker id, expected {node} but received {name}"
+ALTER_NOT_AN_INT = "Node id must be an integer, but it is: {name}"
+DESCRIBE_NOT_AN_INT = "Broker id must be an integer, but it is: {name}"
+
+
+def check_broker_id(name: str, node_id: int, mismatch: str, not_an_int: str) -> None:
+    """A BROKER resource names this node by its id; anything else gets Kafka's error."""
     if not re.fullmatch(r"-?[0-9]+", name):
-        raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}")
+        raise InvalidRequestError(not_an_int.format(name=name))
     if int(name) != node_id:
-        raise InvalidRequestError(f"Unexpected broker id, {expected.format(node=node_id)}, but received {name}")
+        raise InvalidRequestError(mismatch.format(node=node_id, name=name))
 
 
 def check_broker_changes(resource_name: str, node_id: int, changes: Sequence[tuple[str, int, str | None]],
                          validate_only: bool) -> None:
     """Raise Kafka's error for the first problem of these (key, op, value) changes."""
     if resource_name != "":
-        check_broker_id(resource_name, node_id, "expected {node}")
+        check_broker_id(resource_name, node_id, ALTER_MISMATCH, ALTER_NOT_AN_INT)
     names = [key for key, _, _ in changes]
     static = [key for key in names if key in BROKER_CONFIG_KEYS and key not in DYNAMIC_BROKER_KEYS]
     if static:
@@ -66,8 +73,11 @@ def check_broker_changes(resource_name: str, node_id: int, changes: Sequence[tup
                 "Cannot update these configs at default cluster level, broker id must be specified: "
                 f"[{', '.join(cluster_level)}]")
     elif "min.insync.replicas" in names:
-        # Kafka's controller: with eligible leader replicas, only the cluster default may change.
+        # Kafka's controller: with eligible leader replicas, only the cluster default may change...
         raise InvalidConfigurationError("Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+    if resource_name == "" and any(key == "min.insync.replicas" and op == DELETE for key, op, _ in changes):
+        # ... and it may not go away.
+        raise InvalidConfigurationError("Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
     if not validate_only:
         raise BrokerConfigNotAppliedError(
             "asyncbroker does not change broker configs at runtime; set them in server.properties: "

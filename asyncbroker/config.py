@@ -146,6 +146,8 @@ class ConfigKey(msgspec.Struct, frozen=True):
     # Set when the key is accepted for compatibility with Kafka's server.properties
     # but has no effect on a single-node broker.
     inert: bool = False
+    # Kafka defines the key as internal: accepted, never listed by DescribeConfigs.
+    internal: bool = False
 
     @property
     def field(self) -> str:
@@ -157,8 +159,8 @@ class ConfigKey(msgspec.Struct, frozen=True):
 
 
 def _k(name: str, type_: ConfigType, default: Any, doc: str, validator: Validator | None = None,
-       inert: bool = False) -> ConfigKey:
-    return ConfigKey(name, type_, default, doc, validator, inert)
+       inert: bool = False, internal: bool = False) -> ConfigKey:
+    return ConfigKey(name, type_, default, doc, validator, inert, internal)
 
 
 B, S, I, L, D, LS, P = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG,
@@ -222,7 +224,8 @@ _KEYS: list[ConfigKey] = [
     _k("offset.metadata.max.bytes", I, 4096, "Largest metadata string of a committed offset."),
     _k("producer.id.expiration.ms", I, 86400000,
        "Producer state of an idle producer id is dropped after this long.", AtLeast(1)),
-    _k("producer.id.expiration.check.interval.ms", I, 600000, "Period of the producer id expiration check.", AtLeast(1)),
+    _k("producer.id.expiration.check.interval.ms", I, 600000, "Period of the producer id expiration check.", AtLeast(1),
+       internal=True),
     _k("transactional.id.expiration.ms", I, 604800000, "Accepted for compatibility; there are no transactions.",
        AtLeast(1), inert=True),
     # -- log directories and background tasks
@@ -341,6 +344,9 @@ PER_BROKER_ONLY_KEYS: frozenset[str] = frozenset({"listeners", "listener.securit
 # without an override, and refuses to alter it per broker. A single node here behaves as that
 # cluster does: the default holds this broker's configured min.insync.replicas.
 CLUSTER_DEFAULT_KEYS: tuple[str, ...] = ("min.insync.replicas",)
+# Keys Kafka requires (no built-in default) that asyncbroker defaults for convenience: their
+# built-in default is not a DescribeConfigs layer.
+NO_KAFKA_DEFAULT: frozenset[str] = frozenset({"node.id"})
 
 
 class ConfigSynonym(msgspec.Struct, frozen=True):
@@ -683,7 +689,13 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             values["log_dirs"] = [values.get("log_dir", "./data")]
         if "node_id" not in values and values.get("broker_id", -1) >= 0:
             values["node_id"] = values["broker_id"]
-        config = cls(**values, originals={k: props[k] for k in props})
+        originals = {k: props[k] for k in props}
+        if "broker.id" not in props and "node.id" in props:
+            # Kafka copies node.id into broker.id when it builds its config, so broker.id is
+            # then a static config with node.id's value.
+            values["broker_id"] = values["node_id"]
+            originals["broker.id"] = props["node.id"]
+        config = cls(**values, originals=originals)
         config._check()
         return config
 
@@ -817,23 +829,23 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         """The cluster-wide dynamic defaults (the BROKER resource named ""), see CLUSTER_DEFAULT_KEYS."""
         return {name: format_value(self.get(name)) or "" for name in CLUSTER_DEFAULT_KEYS}
 
-    def key_layers(self, name: str) -> tuple[ConfigSynonym, ...]:
-        """Every value one broker key has, highest precedence first, as Kafka lists them:
-        the cluster-wide dynamic default, the static value (file, environment, --override),
-        the built-in default."""
-        out: list[ConfigSynonym] = []
-        defaults = self.cluster_defaults()
-        if name in defaults:
-            out.append(ConfigSynonym(name, defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
-        if self.is_explicit(name):
-            out.append(ConfigSynonym(name, format_value(self.get(name)), ConfigSource.STATIC_BROKER_CONFIG))
-        if BROKER_CONFIG_KEYS[name].default is not None:
-            out.append(ConfigSynonym(name, format_value(BROKER_CONFIG_KEYS[name].default), ConfigSource.DEFAULT_CONFIG))
-        return tuple(out)
-
     def synonyms(self, name: str) -> tuple[ConfigSynonym, ...]:
-        """The values behind broker key `name`: every layer of every key of its family."""
-        return tuple(s for syn in BROKER_SYNONYMS.get(name, (name,)) for s in self.key_layers(syn))
+        """The values behind broker key `name`, as Kafka lists them: layer by layer (the
+        cluster-wide dynamic default, the static value from the file, environment or
+        --override, the built-in default), each layer over the key's family
+        (log.retention.ms/.minutes/.hours), then everything before the first entry of `name`
+        itself dropped, so a family member's value never shows without the key's own."""
+        family = BROKER_SYNONYMS.get(name, (name,))
+        defaults = self.cluster_defaults()
+        out: list[ConfigSynonym] = []
+        out += [ConfigSynonym(k, defaults[k], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) for k in family if k in defaults]
+        out += [ConfigSynonym(k, format_value(self.get(k)), ConfigSource.STATIC_BROKER_CONFIG)
+                for k in family if self.is_explicit(k)]
+        out += [ConfigSynonym(k, format_value(BROKER_CONFIG_KEYS[k].default), ConfigSource.DEFAULT_CONFIG)
+                for k in family if BROKER_CONFIG_KEYS[k].default is not None and k not in NO_KAFKA_DEFAULT]
+        while out and out[0].name != name:
+            out.pop(0)
+        return tuple(out)
 
     def describe(self, names: Sequence[str] | None = None) -> list[ConfigEntry]:
         """DescribeConfigs for this broker's BROKER resource: every key (or `names`); the keys
@@ -842,6 +854,8 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         entries: list[ConfigEntry] = []
         for name in sorted(wanted):
             key = BROKER_CONFIG_KEYS[name]
+            if key.internal:
+                continue
             synonyms = self.synonyms(name)
             entries.append(
                 ConfigEntry(

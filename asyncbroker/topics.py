@@ -221,7 +221,13 @@ class TopicManager:
                 raise InvalidConfigurationError(f"Null value not supported for topic configs: {key}")
             overrides[key] = value
         # Unknown keys and bad values raise InvalidConfigurationError naming the key.
-        return overrides, LogConfig.from_props(overrides, self.defaults)
+        log_config = LogConfig.from_props(overrides, self.defaults)
+        if log_config.remote_storage_enable:
+            # As a Kafka broker with remote.log.storage.system.enable=false: no tiered topics.
+            raise InvalidConfigurationError(
+                "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote "
+                "log storage.")
+        return overrides, log_config
 
     # ------------------------------------------------------------ mutations
 
@@ -410,14 +416,16 @@ class TopicManager:
 
     def _apply_op(self, name: str, overrides: dict[str, str], key: str, op: int,
                   value: str | None) -> dict[str, str]:
-        definition = TOPIC_CONFIG_KEYS.get(key)
-        if definition is None:
-            raise InvalidConfigurationError(f"Unknown topic config name: {key}")
         try:
             kind = AlterConfigOp(op)
         except ValueError:
             # Kafka fails on an unknown operation id as on a bug: UNKNOWN_SERVER_ERROR, no text.
             raise UnknownServerError(f"Unknown alter config operation {op} for {key}") from None
+        definition = TOPIC_CONFIG_KEYS.get(key)
+        if definition is None:
+            if kind is AlterConfigOp.DELETE:
+                return dict(overrides)  # Kafka deletes a key it does not know without a word
+            raise InvalidConfigurationError(f"Unknown topic config name: {key}")
         if kind is not AlterConfigOp.DELETE and value is None:
             raise InvalidRequestError(f"Null value not supported for : {key}")
         result = dict(overrides)
@@ -477,11 +485,11 @@ class TopicManager:
             synonyms: list[ConfigSynonym] = []
             if key in overrides:
                 synonyms.append(ConfigSynonym(key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-            # Kafka lists the layers of the topic key's primary broker key only (log.retention.ms,
-            # not .minutes/.hours), even when a lower-precedence key supplies the value.
+            # Kafka lists the synonyms of the topic key's primary broker key (log.retention.ms),
+            # so a default that log.retention.hours supplies shows none.
             primary = TOPIC_DEFAULT_SYNONYMS.get(key, ())[:1]
             for broker_key in primary:
-                synonyms.extend(self.config.key_layers(broker_key))
+                synonyms.extend(self.config.synonyms(broker_key))
             entries.append(
                 ConfigEntry(
                     name=key,

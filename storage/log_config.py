@@ -375,7 +375,9 @@ class LogConfig(msgspec.Struct, frozen=True):
                 f"conflict topic config setting min.compaction.lag.ms ({self.min_compaction_lag_ms}) > "
                 f"max.compaction.lag.ms ({self.max_compaction_lag_ms})"
             )
-        if self.delete and self.retention_ms != -1 and 0 <= self.local_retention_ms and self.local_retention_ms > self.retention_ms:
+        # Kafka relates local to total retention only for tiered topics.
+        if (self.remote_storage_enable and self.delete and self.retention_ms != -1 and 0 <= self.local_retention_ms
+                and self.local_retention_ms > self.retention_ms):
             raise InvalidConfigurationError(
                 f"Invalid value {self.local_retention_ms} for configuration local.retention.ms: "
                 f"Value must not be more than retention.ms property value: {self.retention_ms}"

@@ -14,8 +14,13 @@ from storage.topic_name import validate_topic_name
 from wire.errors import ErrorCode, InvalidRequestError, KafkaError
 from wire.messages import ApiKey
 
-from asyncbroker.broker_config_changes import check_broker_changes, check_broker_id
-from asyncbroker.config import ConfigResourceType
+from asyncbroker.broker_config_changes import (
+    ALTER_MISMATCH,
+    ALTER_NOT_AN_INT,
+    check_broker_changes,
+    check_broker_id,
+)
+from asyncbroker.config import CLUSTER_DEFAULT_KEYS, ConfigResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.response_builder import ResponseBuilder
 from asyncbroker.topics import AlterConfigOp
@@ -28,6 +33,8 @@ MAX_VERSION = 2
 async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
     configs = [(c.name, c.value) for c in resource.configs]
     if resource.resource_type == ConfigResourceType.TOPIC:
+        if resource.resource_name == "":
+            raise InvalidRequestError("Default topic resources are not allowed.")
         validate_topic_name(resource.resource_name)
         await broker.topics.replace_configs(resource.resource_name, configs, validate_only)
         if not validate_only and getattr(broker, "cleaner", None) is not None:
@@ -37,10 +44,14 @@ async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
         if len({name for name, _ in configs}) != len(configs):
             raise InvalidRequestError("Error due to duplicate config keys")
         ops = [(name, int(AlterConfigOp.SET), value) for name, value in configs]
+        if resource.resource_name == "":
+            # The resource's whole set is replaced: the cluster-wide defaults not named go.
+            given = {name for name, _ in configs}
+            ops += [(name, int(AlterConfigOp.DELETE), None) for name in CLUSTER_DEFAULT_KEYS if name not in given]
         check_broker_changes(resource.resource_name, broker.node_id, ops, validate_only)
         return
     if resource.resource_type == ConfigResourceType.BROKER_LOGGER:
-        check_broker_id(resource.resource_name, broker.node_id, "expected {node}")
+        check_broker_id(resource.resource_name, broker.node_id, ALTER_MISMATCH, ALTER_NOT_AN_INT)
         raise InvalidRequestError("BROKER_LOGGER resources are not served by asyncbroker")
     raise InvalidRequestError(f"Unknown resource type {resource.resource_type}")
 

@@ -24,14 +24,14 @@ MAX_VERSION = 7
 
 
 def _partitions_from_assignments(broker: Any, topic: Any) -> int:
-    """Manual assignment: partitions 0..n-1 in that order, each on registered brokers only."""
+    """Manual assignment: partitions 0..n-1 (in any order), each on registered brokers only."""
     if topic.replication_factor != -1:
         raise InvalidRequestError(
-            "A manual partition assignment was specified, but replicationFactor was not set to -1.")
+            "A manual partition assignment was specified, but replication factor was not set to -1.")
     if topic.num_partitions != -1:
         raise InvalidRequestError("A manual partition assignment was specified, but numPartitions was not set to -1.")
     replication_factor: int | None = None
-    for expected, a in enumerate(topic.assignments):
+    for expected, a in enumerate(sorted(topic.assignments, key=lambda a: a.partition_index)):
         if a.partition_index != expected:
             raise InvalidReplicaAssignmentError("partitions should be a consecutive 0-based integer sequence")
         check_manual_assignment(a.broker_ids, (broker.node_id,), replication_factor)

@@ -47,9 +47,9 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         throttle_time=0,
         error_code=code,
         error_message=message,
-        endpoint_type=endpoint_type,
+        endpoint_type=ENDPOINT_TYPE_BROKER,  # the type of the endpoint that answers, as Kafka echoes it
         cluster_id=broker.cluster_id or "",
-        controller_id=broker.node_id,
+        controller_id=broker.node_id if code == ErrorCode.NONE else -1,
         brokers=brokers,
         cluster_authorized_operations=(
             _ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else _OPERATIONS_OMITTED

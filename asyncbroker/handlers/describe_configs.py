@@ -21,7 +21,12 @@ from wire.errors import (
 )
 from wire.messages import ApiKey
 
-from asyncbroker.broker_config_changes import check_broker_id
+from asyncbroker.broker_config_changes import (
+    DESCRIBE_MISMATCH,
+    DESCRIBE_NOT_AN_INT,
+    LOGGER_MISMATCH,
+    check_broker_id,
+)
 from asyncbroker.config import ConfigEntry, ConfigResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.response_builder import ResponseBuilder
@@ -41,10 +46,10 @@ def describe_resource(broker: Any, resource_type: int, name: str, keys: tuple[st
     if resource_type == ConfigResourceType.BROKER:
         if name == "":
             return broker.config.describe_cluster_defaults(keys)
-        check_broker_id(name, broker.node_id, "expected {node} or empty string")
+        check_broker_id(name, broker.node_id, DESCRIBE_MISMATCH, DESCRIBE_NOT_AN_INT)
         return broker.config.describe(keys)
     if resource_type == ConfigResourceType.BROKER_LOGGER:
-        check_broker_id(name, broker.node_id, "expected {node}")
+        check_broker_id(name, broker.node_id, LOGGER_MISMATCH, DESCRIBE_NOT_AN_INT)
         raise InvalidRequestError("BROKER_LOGGER resources are not served by asyncbroker")
     raise InvalidRequestError(INVALID_REQUEST_MESSAGE)
 
@@ -57,9 +62,9 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     for resource in request.resources:
         keys = resource.configuration_keys
         try:
-            # null lists every key; a list (even an empty one) filters, as in Kafka.
+            # null and an empty list both mean every key, as in Kafka.
             entries = describe_resource(broker, resource.resource_type, resource.resource_name,
-                                        None if keys is None else tuple(keys))
+                                        tuple(keys) or None if keys is not None else None)
             code, message = ErrorCode.NONE, ""  # Kafka sends "" rather than null here
         except KafkaError as exc:
             entries, code = [], error_code_for(exc)

@@ -14,7 +14,12 @@ from storage.topic_name import validate_topic_name
 from wire.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownServerError
 from wire.messages import ApiKey
 
-from asyncbroker.broker_config_changes import check_broker_changes, check_broker_id
+from asyncbroker.broker_config_changes import (
+    ALTER_MISMATCH,
+    ALTER_NOT_AN_INT,
+    check_broker_changes,
+    check_broker_id,
+)
 from asyncbroker.config import ConfigResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.response_builder import ResponseBuilder
@@ -27,6 +32,8 @@ MAX_VERSION = 1
 async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
     ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
     if resource.resource_type == ConfigResourceType.TOPIC:
+        if resource.resource_name == "":
+            raise InvalidRequestError("Default topic resources are not allowed.")
         validate_topic_name(resource.resource_name)
         await broker.topics.incremental_alter_configs(resource.resource_name, ops, validate_only)
         if not validate_only and getattr(broker, "cleaner", None) is not None:
@@ -38,7 +45,7 @@ async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
         check_broker_changes(resource.resource_name, broker.node_id, ops, validate_only)
         return
     if resource.resource_type == ConfigResourceType.BROKER_LOGGER:
-        check_broker_id(resource.resource_name, broker.node_id, "expected {node}")
+        check_broker_id(resource.resource_name, broker.node_id, ALTER_MISMATCH, ALTER_NOT_AN_INT)
         raise InvalidRequestError("BROKER_LOGGER resources are not served by asyncbroker")
     raise InvalidRequestError(f"Unknown resource type {resource.resource_type}")
 

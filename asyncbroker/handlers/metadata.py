@@ -58,6 +58,35 @@ def _partition_entities(version: int, node: int, partitions: int) -> tuple[Any, 
     )
 
 
+def _has_id(topic: Any) -> bool:
+    topic_id = getattr(topic, "topic_id", None)
+    return topic_id is not None and topic_id != _ZERO_UUID
+
+
+def _refusal(version: int, requested: Any) -> ErrorCode | None:
+    """The error with which Kafka refuses a whole Metadata request: topic ids before v12
+    (INVALID_REQUEST), an entry with neither name nor id (its lookup fails: UNKNOWN_SERVER_ERROR)."""
+    for t in requested or ():
+        if version < 12 and (t.name is None or _has_id(t)):
+            return ErrorCode.INVALID_REQUEST
+        if t.name is None and not _has_id(t):
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+    return None
+
+
+def _error_response(b: ResponseBuilder, requested: Any, error: ErrorCode) -> Any:
+    """Kafka's answer to a refused Metadata request: no brokers, no cluster, and every
+    requested entry echoed with the error."""
+    topics = tuple(
+        b.entity("MetadataResponseTopic", error_code=error, name=t.name or "",
+                 topic_id=getattr(t, "topic_id", None) or _ZERO_UUID, is_internal=False, partitions=(),
+                 topic_authorized_operations=_AUTHORIZED_OPS_OMITTED)
+        for t in requested
+    )
+    return b.entity("MetadataResponse", throttle_time=0, brokers=(), cluster_id=None, controller_id=-1,
+                    topics=topics, cluster_authorized_operations=_AUTHORIZED_OPS_OMITTED, error_code=error)
+
+
 async def handle(broker: Any, header: Any, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
@@ -79,6 +108,13 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         )
 
     requested = request.topics
+    refused = _refusal(version, requested)
+    if refused is not None:
+        return _error_response(b, requested, refused)
+    if version >= 12 and any(_has_id(t) for t in requested or ()):
+        # Kafka resolves a request that names topics by id through the ids alone: entries
+        # given by name next to them get no answer.
+        requested = [t for t in requested if _has_id(t)]
     # v0: an empty list means all topics; v1+: null means all topics.
     if requested is None or (version == 0 and not requested):
         for meta in sorted(broker.topics.all(), key=lambda m: m.name):
