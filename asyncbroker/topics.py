@@ -442,7 +442,9 @@ class TopicManager:
             items = [item.strip() for item in current.split(",") if item.strip()]
             given = [item.strip() for item in (value or "").split(",") if item.strip()]
             if kind is AlterConfigOp.APPEND:
-                items += [item for item in given if item not in items]
+                for item in given:  # each item once, even when given twice (Kafka's APPEND)
+                    if item not in items:
+                        items.append(item)
             else:
                 items = [item for item in items if item not in given]
             result[key] = ",".join(items)

@@ -352,3 +352,40 @@ def test_alter_configs_duplicate_resource(brokers) -> None:  # type: ignore[no-u
         run.note("AlterConfigs v2 naming a resource twice: the answer within 3 s", answer)
 
     brokers.compare(scenario, known={"KD-207": {"0:"}})
+
+
+def test_describe_internal_topic_configs(brokers) -> None:  # type: ignore[no-untyped-def]
+    """__consumer_offsets carries the coordinator's overrides (compacted, its segment size,
+    producer compression) as topic configs."""
+    from admin_steps import find_coordinator, metadata_topics
+
+    def scenario(run: ScenarioRun) -> None:
+        find_coordinator(run, "g")
+
+        def ready() -> bool:
+            t = metadata_topics(run, ["=__consumer_offsets"], record=False).topics[0]
+            return t.error_code.value == 0 and len(t.partitions) == 50
+
+        run.wait_until(ready, "__consumer_offsets")
+        describe_configs(run, [(TOPIC, "=__consumer_offsets", None)])
+
+    brokers.compare(scenario)
+
+
+def test_incremental_alter_list_edge_cases(brokers) -> None:  # type: ignore[no-untyped-def]
+    """APPEND of items already there, SUBTRACT of items that are not, SET of an empty list."""
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "lists", configs={"cleanup.policy": "delete"}, record=False)
+        for label, ops, expected in [
+            ("append present and new", [("cleanup.policy", APPEND, "delete,compact,compact")], "delete,compact"),
+            ("subtract absent", [("cleanup.policy", SUBTRACT, "nothing")], None),
+            ("set empty", [("cleanup.policy", SET, "")], ""),
+            ("append to empty", [("leader.replication.throttled.replicas", APPEND, "*")], None),
+        ]:
+            incremental_alter_configs(run, [(TOPIC, "lists", ops)], label=label)
+            if expected is not None:
+                wait_for_topic_config(run, "lists", "cleanup.policy", expected)
+            describe_configs(run, [(TOPIC, "lists", ("cleanup.policy", "leader.replication.throttled.replicas"))],
+                             label=f"after {label}")
+
+    brokers.compare(scenario)

@@ -168,3 +168,28 @@ def test_describe_cluster(brokers, version: int) -> None:  # type: ignore[no-unt
         describe_cluster(run, version, fenced=True, label="fenced brokers too")
 
     brokers.compare(scenario)
+
+
+def test_versions_a_broker_does_not_serve(brokers) -> None:  # type: ignore[no-untyped-def]
+    """An ApiVersions version too new gets a v0 answer with UNSUPPORTED_VERSION and
+    ApiVersions' own range only (KIP-511); any other API at a version or key the broker does
+    not serve closes the connection."""
+    import struct
+
+    from kio.schema.index import api_key_map
+
+    from wire.messages import decode_response
+
+    def scenario(run: ScenarioRun) -> None:
+        conn = run.connect()
+        conn.send_raw(18, 99, b"\x00")
+        frame = conn._recv_exact(struct.unpack(">i", conn._recv_exact(4))[0])
+        answer = decode_response(18, 0, frame[4:])
+        run.note("ApiVersions v99", {"error_code": answer.error_code, "api_keys": {
+            api_key_map[a.api_key]: f"{a.min_version}..{a.max_version}" for a in answer.api_keys}})
+        for api_key, version in ((3, 14), (19, 99), (250, 0)):
+            conn = run.connect()
+            conn.send_raw(api_key, version, b"\x00")
+            run.note(f"api {api_key} v{version}: connection closed", conn.closed_by_peer(5.0))
+
+    brokers.compare(scenario, known={"KD-201": {"0:.api_keys.api_versions"}})
