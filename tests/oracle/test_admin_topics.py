@@ -246,3 +246,21 @@ def test_describe_log_dirs_sizes(brokers, version: int) -> None:  # type: ignore
         describe_log_dirs(run, version, None)
 
     brokers.compare(scenario)
+
+
+def test_create_internal_topic_that_exists(brokers) -> None:  # type: ignore[no-untyped-def]
+    from admin_steps import find_coordinator
+
+    def scenario(run: ScenarioRun) -> None:
+        find_coordinator(run, "g")
+
+        def ready() -> bool:
+            t = metadata_topics(run, ["=__consumer_offsets"], record=False).topics[0]
+            return t.error_code.value == 0 and len(t.partitions) == 50
+
+        run.wait_until(ready, "__consumer_offsets")
+        create_topics(run, [creatable(run, "__consumer_offsets", 1, raw_name=True)], validate_only=True,
+                      label="validate")
+        create_topics(run, [creatable(run, "__consumer_offsets", 1, raw_name=True)], label="create")
+
+    brokers.compare(scenario)
