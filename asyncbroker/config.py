@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from storage.log_config import TOPIC_CONFIG_KEYS, LogConfig, java_double, java_number
+from storage.log_config import TOPIC_CONFIG_KEYS, LogConfig, java_double, java_number, parse_java_double
 from wire.errors import InvalidConfigurationError
 
 LONG_MAX = 2**63 - 1
@@ -392,8 +392,8 @@ def parse_value(key: ConfigKey, raw: str) -> Any:
                 raise ValueError
             return value
         if t is ConfigType.DOUBLE:
-            value_f = float(text)
-            if value_f != value_f:  # NaN
+            value_f = parse_java_double(text)  # Java's grammar: no "inf", "nan" or "1_0"
+            if value_f != value_f:  # NaN: no broker setting is meaningful as NaN
                 raise ValueError
             return value_f
         if t is ConfigType.LIST:

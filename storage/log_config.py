@@ -230,10 +230,7 @@ def _parse(key: ConfigKey, raw: Any) -> Any:
             raise _NotParsable(f"Not a number of type {key.type.upper()}")
         return int(text)
     if key.type == "double":
-        try:
-            return float(text)
-        except ValueError:
-            raise _NotParsable("Not a number of type DOUBLE") from None
+        return parse_java_double(text)
     if key.type == "boolean":
         lowered = text.lower()
         if lowered not in ("true", "false"):
@@ -242,6 +239,21 @@ def _parse(key: ConfigKey, raw: Any) -> Any:
     if key.type == "list":
         return tuple(x.strip() for x in text.split(",") if x.strip())
     return text
+
+
+_JAVA_DECIMAL = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)")
+_JAVA_HEX = re.compile(r"[+-]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?")
+
+
+def parse_java_double(text: str) -> float:
+    """Double.parseDouble's grammar, which Kafka's DOUBLE configs use: "NaN" and "Infinity"
+    spelled so, decimal and hexadecimal forms with an optional f/d suffix; not Python's
+    "nan", "inf" or "1_0"."""
+    if _JAVA_DECIMAL.fullmatch(text):
+        return float(text.rstrip("fFdD") if not text.endswith("Infinity") else text.replace("Infinity", "inf"))
+    if _JAVA_HEX.fullmatch(text):
+        return float.fromhex(text.rstrip("fFdD"))
+    raise _NotParsable("Not a number of type DOUBLE")
 
 
 def _format(key: ConfigKey, value: Any) -> str:
