@@ -622,6 +622,11 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     # The keys explicitly given (file, environment, overrides) with their raw
     # values: DescribeConfigs reports these as STATIC_BROKER_CONFIG.
     originals: dict[str, str] = msgspec.field(default_factory=dict)
+    # Dynamic broker configs (IncrementalAlterConfigs / AlterConfigs on a BROKER resource),
+    # raw values by key: this node's ("1") and the cluster-wide defaults (""). They win over
+    # the static values; asyncbroker.broker_config_changes keeps them and persists them.
+    dynamic_broker: dict[str, str] = msgspec.field(default_factory=dict)
+    dynamic_cluster: dict[str, str] = msgspec.field(default_factory=dict)
 
     # ---- loading
 
@@ -806,6 +811,10 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         for topic_key, synonyms in TOPIC_DEFAULT_SYNONYMS.items():
             if topic_key not in TOPIC_CONFIG_KEYS:  # a key storage does not know: not a topic config here
                 continue
+            dynamic = self.dynamic_value(synonyms[0])
+            if dynamic is not None:
+                out[topic_key] = dynamic  # a dynamic value of the primary key wins over the family
+                continue
             value = resolved[topic_key] if topic_key in resolved else self.get(synonyms[0])
             text = format_value(value)
             if text is not None:
@@ -826,18 +835,27 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         return name in self.originals
 
     def cluster_defaults(self) -> dict[str, str]:
-        """The cluster-wide dynamic defaults (the BROKER resource named ""), see CLUSTER_DEFAULT_KEYS."""
-        return {name: format_value(self.get(name)) or "" for name in CLUSTER_DEFAULT_KEYS}
+        """The cluster-wide dynamic defaults (the BROKER resource named ""): the ones Kafka's
+        controller writes itself (CLUSTER_DEFAULT_KEYS), then those set since."""
+        written = {name: format_value(self.get(name)) or "" for name in CLUSTER_DEFAULT_KEYS}
+        return {**written, **self.dynamic_cluster}
+
+    def dynamic_value(self, name: str) -> str | None:
+        """The raw dynamic value of a broker key: this node's, else the cluster-wide default."""
+        if name in self.dynamic_broker:
+            return self.dynamic_broker[name]
+        return self.cluster_defaults().get(name)
 
     def synonyms(self, name: str) -> tuple[ConfigSynonym, ...]:
-        """The values behind broker key `name`, as Kafka lists them: layer by layer (the
-        cluster-wide dynamic default, the static value from the file, environment or
+        """The values behind broker key `name`, as Kafka lists them: layer by layer (this
+        node's dynamic value, the cluster-wide dynamic default, the static value from the file, environment or
         --override, the built-in default), each layer over the key's family
         (log.retention.ms/.minutes/.hours), then everything before the first entry of `name`
         itself dropped, so a family member's value never shows without the key's own."""
         family = BROKER_SYNONYMS.get(name, (name,))
         defaults = self.cluster_defaults()
-        out: list[ConfigSynonym] = []
+        out: list[ConfigSynonym] = [ConfigSynonym(k, self.dynamic_broker[k], ConfigSource.DYNAMIC_BROKER_CONFIG)
+                                    for k in family if k in self.dynamic_broker]
         out += [ConfigSynonym(k, defaults[k], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) for k in family if k in defaults]
         out += [ConfigSynonym(k, format_value(self.get(k)), ConfigSource.STATIC_BROKER_CONFIG)
                 for k in family if self.is_explicit(k)]
@@ -860,7 +878,8 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             entries.append(
                 ConfigEntry(
                     name=name,
-                    value=self.cluster_defaults().get(name, format_value(self.get(name))),
+                    value=self.dynamic_value(name) if self.dynamic_value(name) is not None
+                    else format_value(self.get(name)),
                     source=synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
                     read_only=name not in DYNAMIC_BROKER_KEYS,
                     is_sensitive=key.type is ConfigType.PASSWORD,

@@ -402,6 +402,36 @@ class TopicManager:
             log.info("Updated configs of topic %s: %s", name, overrides)
             return updated
 
+    async def alter_broker_configs(self, resource_name: str, changes: Sequence[tuple[str, int, str | None]]) -> None:
+        """Apply checked dynamic broker config changes (this node's, or the cluster-wide
+        defaults for resource ""): persist the layers, then push the new topic defaults to
+        every log, each with its topic's overrides on top."""
+        from asyncbroker.broker_config_changes import changed_layers
+
+        async with self._lock:
+            broker_layer, cluster_layer = changed_layers(self.config, resource_name, changes)
+            candidate = msgspec.structs.replace(self.config, dynamic_broker=broker_layer, dynamic_cluster=cluster_layer)
+            defaults = candidate.log_config_defaults()  # cross-key rules: InvalidConfigurationError
+            await self._run_blocking(self._apply_defaults_blocking, broker_layer, cluster_layer, defaults)
+            # The config object is shared (broker, log jobs, handlers): its layers change in place.
+            self.config.dynamic_broker, self.config.dynamic_cluster = broker_layer, cluster_layer
+            self.defaults = defaults
+            self._log_configs.clear()
+            log.info("Dynamic broker configs now %s (this node), %s (cluster)", broker_layer, cluster_layer)
+
+    def _apply_defaults_blocking(self, broker_layer: dict[str, str], cluster_layer: dict[str, str],
+                                 defaults: LogConfig) -> None:
+        from asyncbroker.broker_config_changes import write_dynamic_configs
+
+        write_dynamic_configs(self.config.log_dirs, broker_layer, cluster_layer)
+        self.log_manager.default_config = defaults
+        for meta in self._topics.values():
+            config = LogConfig.from_props(meta.configs, defaults) if meta.configs else defaults
+            for tp in meta.topic_partitions():
+                partition_log = self.log_manager.get_log(tp)
+                if partition_log is not None:
+                    partition_log.update_config(config)
+
     async def replace_configs(self, name: str, configs: Sequence[tuple[str, str | None]],
                               validate_only: bool = False) -> TopicMetadata:
         """AlterConfigs: `configs` become the topic's whole override set (the keys it does not

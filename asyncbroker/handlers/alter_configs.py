@@ -20,7 +20,7 @@ from asyncbroker.broker_config_changes import (
     check_broker_changes,
     check_broker_id,
 )
-from asyncbroker.config import CLUSTER_DEFAULT_KEYS, ConfigResourceType
+from asyncbroker.config import ConfigResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.response_builder import ResponseBuilder
 from asyncbroker.topics import AlterConfigOp
@@ -44,11 +44,13 @@ async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
         if len({name for name, _ in configs}) != len(configs):
             raise InvalidRequestError("Error due to duplicate config keys")
         ops = [(name, int(AlterConfigOp.SET), value) for name, value in configs]
-        if resource.resource_name == "":
-            # The resource's whole set is replaced: the cluster-wide defaults not named go.
-            given = {name for name, _ in configs}
-            ops += [(name, int(AlterConfigOp.DELETE), None) for name in CLUSTER_DEFAULT_KEYS if name not in given]
+        # The resource's whole set is replaced: the dynamic values it does not name go.
+        given = {name for name, _ in configs}
+        current = broker.config.cluster_defaults() if resource.resource_name == "" else broker.config.dynamic_broker
+        ops += [(name, int(AlterConfigOp.DELETE), None) for name in sorted(current) if name not in given]
         check_broker_changes(resource.resource_name, broker.node_id, ops, validate_only)
+        if not validate_only:
+            await broker.topics.alter_broker_configs(resource.resource_name, ops)
         return
     if resource.resource_type == ConfigResourceType.BROKER_LOGGER:
         check_broker_id(resource.resource_name, broker.node_id, ALTER_MISMATCH, ALTER_NOT_AN_INT)

@@ -2,8 +2,8 @@
 
 Topic changes apply without a restart (TopicManager calls `update_config` on
 every partition's Log) and persist in storage's override store. Broker changes
-are checked as Kafka checks them (asyncbroker.broker_config_changes) and only
-validated: broker configs do not change at runtime here.
+are checked as Kafka checks them (asyncbroker.broker_config_changes); those to
+topic defaults apply at once, to every log, and persist.
 """
 from __future__ import annotations
 
@@ -43,6 +43,8 @@ async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
         if len({name for name, _, _ in ops}) != len(ops):
             raise InvalidRequestError("Error due to duplicate config keys")
         check_broker_changes(resource.resource_name, broker.node_id, ops, validate_only)
+        if not validate_only:
+            await broker.topics.alter_broker_configs(resource.resource_name, ops)
         return
     if resource.resource_type == ConfigResourceType.BROKER_LOGGER:
         check_broker_id(resource.resource_name, broker.node_id, ALTER_MISMATCH, ALTER_NOT_AN_INT)

@@ -270,8 +270,47 @@ def test_incremental_alter_broker_configs_validate_only(brokers) -> None:  # typ
 
 
 def test_incremental_alter_broker_configs_applied(brokers) -> None:  # type: ignore[no-untyped-def]
-    """A valid change that is not validate_only: Kafka applies it at runtime, asyncbroker does
-    not change broker configs at runtime (KD-206). Set, then put back, on both."""
+    """Topic defaults changed at runtime, on this broker and cluster-wide: what the broker,
+    the cluster defaults and a topic then describe; put back at the end (also on failure, as
+    the brokers are shared by the session)."""
+    keys = ("compression.zstd.level", "compression.gzip.level", "message.max.bytes")
+    topic_keys = ("compression.zstd.level", "compression.gzip.level", "max.message.bytes")
+
+    def broker_values(run: ScenarioRun) -> dict[str, str | None]:
+        entries = describe_configs(run, [(BROKER, "1", keys)], record=False).results[0].configs
+        return {e.name: e.value for e in entries}
+
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "dynamic", configs={"compression.gzip.level": "5"}, record=False)
+        try:
+            incremental_alter_configs(run, [(BROKER, "1", [("compression.zstd.level", SET, "7"),
+                                                           ("message.max.bytes", SET, "2000000")])],
+                                      label="on this broker")
+            incremental_alter_configs(run, [(BROKER, "", [("compression.zstd.level", SET, "9"),
+                                                          ("compression.gzip.level", SET, "3")])],
+                                      label="cluster-wide")
+            run.wait_until(lambda: broker_values(run) == {"compression.zstd.level": "7", "compression.gzip.level": "3",
+                                                          "message.max.bytes": "2000000"}, "dynamic broker configs")
+            describe_configs(run, [(BROKER, "1", keys)], label="this broker")
+            describe_configs(run, [(BROKER, "", None)], label="cluster defaults")
+            describe_configs(run, [(TOPIC, "dynamic", topic_keys)], label="a topic")
+        finally:
+            incremental_alter_configs(run, [(BROKER, "1", [("compression.zstd.level", DELETE, None),
+                                                           ("message.max.bytes", DELETE, None)])], label="put back")
+            incremental_alter_configs(run, [(BROKER, "", [("compression.zstd.level", DELETE, None),
+                                                          ("compression.gzip.level", DELETE, None)])],
+                                      label="put back cluster-wide")
+            run.wait_until(lambda: broker_values(run) == {"compression.zstd.level": "3", "compression.gzip.level": "-1",
+                                                          "message.max.bytes": "1048588"}, "static broker configs")
+        describe_configs(run, [(BROKER, "1", keys)], label="this broker again")
+        describe_configs(run, [(TOPIC, "dynamic", topic_keys)], label="the topic again")
+
+    brokers.compare(scenario)
+
+
+def test_incremental_alter_broker_configs_not_applied(brokers) -> None:  # type: ignore[no-untyped-def]
+    """A valid change of a key Kafka reconfigures at runtime but asyncbroker does not (the
+    cleaner's backoff): Kafka applies it, asyncbroker refuses it (KD-206). Put back on both."""
     def scenario(run: ScenarioRun) -> None:
         incremental_alter_configs(run, [(BROKER, "1", [("log.cleaner.backoff.ms", SET, "200")])], label="set")
         incremental_alter_configs(run, [(BROKER, "1", [("log.cleaner.backoff.ms", DELETE, None)])], label="delete")
@@ -398,3 +437,32 @@ def test_describe_broker_keys_of_features_not_built(brokers) -> None:  # type: i
         describe_configs(run, [(BROKER, "1", ("ssl.keystore.password", "sasl.enabled.mechanisms", "num.partitions"))])
 
     brokers.compare(scenario, known={"KD-208": {"0:.results[0].configs[names]"}})
+
+
+def test_alter_configs_broker_replaces_dynamic_set(brokers) -> None:  # type: ignore[no-untyped-def]
+    """AlterConfigs on this broker: the named keys become its whole dynamic set; an empty set
+    clears it. Put back at the end."""
+    def zstd_level(run: ScenarioRun) -> str | None:
+        entries = describe_configs(run, [(BROKER, "1", ("compression.zstd.level",))], record=False).results[0].configs
+        return entries[0].value
+
+    def scenario(run: ScenarioRun) -> None:
+        try:
+            alter_configs(run, [(BROKER, "1", {"compression.zstd.level": "4"})], label="set")
+            run.wait_until(lambda: zstd_level(run) == "4", "compression.zstd.level=4")
+            describe_configs(run, [(BROKER, "1", ("compression.zstd.level", "compression.lz4.level"))], label="after set")
+            alter_configs(run, [(BROKER, "1", {"compression.lz4.level": "5"})], label="replace")
+            run.wait_until(lambda: zstd_level(run) == "3", "compression.zstd.level back to 3")
+            describe_configs(run, [(BROKER, "1", ("compression.zstd.level", "compression.lz4.level"))],
+                             label="after replace")
+        finally:
+            alter_configs(run, [(BROKER, "1", {})], label="clear")
+        run.wait_until(lambda: _lz4_level(run) == "9", "compression.lz4.level back to 9")
+        describe_configs(run, [(BROKER, "1", ("compression.zstd.level", "compression.lz4.level"))], label="after clear")
+
+    brokers.compare(scenario)
+
+
+def _lz4_level(run: ScenarioRun) -> str | None:
+    entries = describe_configs(run, [(BROKER, "1", ("compression.lz4.level",))], record=False).results[0].configs
+    return entries[0].value
