@@ -80,8 +80,9 @@ def check_broker_changes(resource_name: str, node_id: int, changes: Sequence[tup
             continue
         definition = BROKER_CONFIG_KEYS[key]
         if op in (APPEND, SUBTRACT) and definition.type is not ConfigType.LIST:
+            # Kafka's broker-side wording (topics get "Can't APPEND to key ...").
             raise InvalidConfigurationError(
-                f"Can't {'APPEND' if op == APPEND else 'SUBTRACT'} to key {key} because its type is not LIST.")
+                f"Config value {'append' if op == APPEND else 'subtract'} is not allowed for config key: {key}")
         try:
             parsed = parse_value(definition, value)
             if definition.validator is not None:

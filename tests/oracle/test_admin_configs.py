@@ -257,6 +257,8 @@ def test_incremental_alter_broker_configs_validate_only(brokers) -> None:  # typ
             ("per-broker key", [("listener.security.protocol.map", SET, "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT")]),
             ("duplicate key", [("log.retention.ms", SET, "1"), ("log.retention.ms", DELETE, None)]),
             ("delete min.insync.replicas", [("min.insync.replicas", DELETE, None)]),
+            ("append to a long", [("log.retention.ms", APPEND, "5")]),
+            ("append to a list", [("log.cleanup.policy", APPEND, "compact")]),
         ]
         for label, ops in cases:
             for name in ("1", ""):
