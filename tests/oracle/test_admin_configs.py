@@ -317,6 +317,12 @@ def test_incremental_alter_broker_configs_not_applied(brokers) -> None:  # type:
         incremental_alter_configs(run, [(BROKER, "1", [("log.cleaner.backoff.ms", SET, "200")])], label="set")
         incremental_alter_configs(run, [(BROKER, "1", [("log.cleaner.backoff.ms", DELETE, None)])], label="delete")
 
+        def static_again() -> bool:
+            entries = describe_configs(run, [(BROKER, "1", ("log.cleaner.backoff.ms",))], record=False).results[0]
+            return int(entries.configs[0].config_source) == 4  # STATIC_BROKER_CONFIG, for the scenarios after
+
+        run.wait_until(static_again, "log.cleaner.backoff.ms back to its static value")
+
     brokers.compare(scenario, known={"KD-206": {"0:.responses[0].error_code", "0:.responses[0].error_message",
                                                 "1:.responses[0].error_code", "1:.responses[0].error_message"}})
 
