@@ -45,6 +45,7 @@ from wire.errors import (
     UnknownTopicOrPartitionError,
 )
 
+from asyncbroker.broker_config_changes import changed_layers, write_dynamic_configs
 from asyncbroker.config import (
     TOPIC_DEFAULT_SYNONYMS,
     ConfigEntry,
@@ -406,13 +407,12 @@ class TopicManager:
         """Apply checked dynamic broker config changes (this node's, or the cluster-wide
         defaults for resource ""): persist the layers, then push the new topic defaults to
         every log, each with its topic's overrides on top."""
-        from asyncbroker.broker_config_changes import changed_layers
-
         async with self._lock:
             broker_layer, cluster_layer = changed_layers(self.config, resource_name, changes)
             candidate = msgspec.structs.replace(self.config, dynamic_broker=broker_layer, dynamic_cluster=cluster_layer)
             defaults = candidate.log_config_defaults()  # cross-key rules: InvalidConfigurationError
-            await self._run_blocking(self._apply_defaults_blocking, broker_layer, cluster_layer, defaults)
+            await self._run_blocking(self._apply_defaults_blocking, broker_layer, cluster_layer, defaults,
+                                     list(self._topics.values()))
             # The config object is shared (broker, log jobs, handlers): its layers change in place.
             self.config.dynamic_broker, self.config.dynamic_cluster = broker_layer, cluster_layer
             self.defaults = defaults
@@ -420,12 +420,10 @@ class TopicManager:
             log.info("Dynamic broker configs now %s (this node), %s (cluster)", broker_layer, cluster_layer)
 
     def _apply_defaults_blocking(self, broker_layer: dict[str, str], cluster_layer: dict[str, str],
-                                 defaults: LogConfig) -> None:
-        from asyncbroker.broker_config_changes import write_dynamic_configs
-
+                                 defaults: LogConfig, topics: list[TopicMetadata]) -> None:
         write_dynamic_configs(self.config.log_dirs, broker_layer, cluster_layer)
         self.log_manager.default_config = defaults
-        for meta in self._topics.values():
+        for meta in topics:
             config = LogConfig.from_props(meta.configs, defaults) if meta.configs else defaults
             for tp in meta.topic_partitions():
                 partition_log = self.log_manager.get_log(tp)
