@@ -848,10 +848,10 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
 
     def synonyms(self, name: str) -> tuple[ConfigSynonym, ...]:
         """The values behind broker key `name`, as Kafka lists them: layer by layer (this
-        node's dynamic value, the cluster-wide dynamic default, the static value from the file, environment or
-        --override, the built-in default), each layer over the key's family
-        (log.retention.ms/.minutes/.hours), then everything before the first entry of `name`
-        itself dropped, so a family member's value never shows without the key's own."""
+        node's dynamic value, the cluster-wide dynamic default, the static value from the
+        file, environment or --override, the built-in default), each layer over the key's
+        family (log.retention.ms/.minutes/.hours), then everything before the first entry of
+        `name` itself dropped, so a family member's value never shows without the key's own."""
         family = BROKER_SYNONYMS.get(name, (name,))
         defaults = self.cluster_defaults()
         out: list[ConfigSynonym] = [ConfigSynonym(k, self.dynamic_broker[k], ConfigSource.DYNAMIC_BROKER_CONFIG)
