@@ -161,8 +161,12 @@ class Broker:
 
         from asyncbroker.topics import TopicManager
 
+        from asyncbroker.broker_config_changes import read_dynamic_configs
+
         config = self.config
         log_dirs = [Path(d) for d in config.log_dirs]
+        # Dynamic broker configs set before the last shutdown win over the static ones again.
+        config.dynamic_broker, config.dynamic_cluster = await self.run_blocking(read_dynamic_configs, log_dirs)
         self.log_manager = LogManager(
             log_dirs,
             config.log_config_defaults(),

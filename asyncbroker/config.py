@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from storage.log_config import TOPIC_CONFIG_KEYS, LogConfig
+from storage.log_config import TOPIC_CONFIG_KEYS, LogConfig, java_double, java_number, parse_java_double
 from wire.errors import InvalidConfigurationError
 
 LONG_MAX = 2**63 - 1
@@ -88,7 +88,7 @@ class AtLeast(msgspec.Struct, frozen=True):
     def __call__(self, key: str, value: Any) -> None:
         if value is not None and value < self.minimum:
             raise ConfigException(
-                key, f"Invalid value {value} for configuration {key}: Value must be at least {_num(self.minimum)}"
+                key, f"Invalid value {java_number(value)} for configuration {key}: Value must be at least {_num(self.minimum)}"
             )
 
 
@@ -97,11 +97,14 @@ class Between(msgspec.Struct, frozen=True):
     high: float
 
     def __call__(self, key: str, value: Any) -> None:
-        if value is not None and not (self.low <= value <= self.high):
+        # Kafka's Range names the bound that was crossed, the lower one first.
+        if value is not None and value < self.low:
             raise ConfigException(
-                key,
-                f"Invalid value {value} for configuration {key}: "
-                f"Value must be no less than {_num(self.low)} and no more than {_num(self.high)}",
+                key, f"Invalid value {java_number(value)} for configuration {key}: Value must be at least {_num(self.low)}"
+            )
+        if value is not None and value > self.high:
+            raise ConfigException(
+                key, f"Invalid value {java_number(value)} for configuration {key}: Value must be no more than {_num(self.high)}"
             )
 
 
@@ -143,6 +146,8 @@ class ConfigKey(msgspec.Struct, frozen=True):
     # Set when the key is accepted for compatibility with Kafka's server.properties
     # but has no effect on a single-node broker.
     inert: bool = False
+    # Kafka defines the key as internal: accepted, never listed by DescribeConfigs.
+    internal: bool = False
 
     @property
     def field(self) -> str:
@@ -154,8 +159,8 @@ class ConfigKey(msgspec.Struct, frozen=True):
 
 
 def _k(name: str, type_: ConfigType, default: Any, doc: str, validator: Validator | None = None,
-       inert: bool = False) -> ConfigKey:
-    return ConfigKey(name, type_, default, doc, validator, inert)
+       inert: bool = False, internal: bool = False) -> ConfigKey:
+    return ConfigKey(name, type_, default, doc, validator, inert, internal)
 
 
 B, S, I, L, D, LS, P = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG,
@@ -194,7 +199,7 @@ _KEYS: list[ConfigKey] = [
     _k("delete.topic.enable", B, True, "Whether DeleteTopics is allowed."),
     _k("message.max.bytes", I, 1048588, "Largest record batch accepted (broker default of max.message.bytes).", AtLeast(0)),
     _k("max.decompressed.message.bytes", I, 2147483639,
-       "Default max.decompressed.message.bytes (accepted and described; not enforced here)."),
+       "Default of the topic key max.decompressed.message.bytes; stored and described, not enforced yet.", AtLeast(1)),
     _k("fetch.max.bytes", I, 57671680, "Upper bound on the bytes returned by one Fetch.", AtLeast(1024)),
     _k("min.insync.replicas", I, 1, "Default of the topic key min.insync.replicas.", AtLeast(1)),
     _k("unclean.leader.election.enable", B, False, "Default of the topic key; no effect on a single node."),
@@ -219,7 +224,8 @@ _KEYS: list[ConfigKey] = [
     _k("offset.metadata.max.bytes", I, 4096, "Largest metadata string of a committed offset."),
     _k("producer.id.expiration.ms", I, 86400000,
        "Producer state of an idle producer id is dropped after this long.", AtLeast(1)),
-    _k("producer.id.expiration.check.interval.ms", I, 600000, "Period of the producer id expiration check.", AtLeast(1)),
+    _k("producer.id.expiration.check.interval.ms", I, 600000, "Period of the producer id expiration check.", AtLeast(1),
+       internal=True),
     _k("transactional.id.expiration.ms", I, 604800000, "Accepted for compatibility; there are no transactions.",
        AtLeast(1), inert=True),
     # -- log directories and background tasks
@@ -247,9 +253,9 @@ _KEYS: list[ConfigKey] = [
     _k("log.retention.hours", I, 168, "Default retention.ms, in hours."),
     _k("log.retention.bytes", L, -1, "Default retention.bytes: per-partition size bound; -1 for none."),
     _k("log.local.retention.ms", L, -2, "Default local.retention.ms (tiered storage; -2 follows retention.ms).", AtLeast(-2)),
+    _k("log.remote.copy.lag.bytes", L, -1, "Default remote.copy.lag.bytes (tiered storage, which asyncbroker has not).", AtLeast(-1)),
+    _k("log.remote.copy.lag.ms", L, 0, "Default remote.copy.lag.ms (tiered storage, which asyncbroker has not).", AtLeast(-1)),
     _k("log.local.retention.bytes", L, -2, "Default local.retention.bytes (tiered storage; -2 follows retention.bytes).", AtLeast(-2)),
-    _k("log.remote.copy.lag.ms", L, 0, "Default remote.copy.lag.ms (tiered storage; accepted, not used here)."),
-    _k("log.remote.copy.lag.bytes", L, -1, "Default remote.copy.lag.bytes (tiered storage; accepted, not used here)."),
     _k("log.cleanup.policy", LS, ["delete"], "Default cleanup.policy: delete, compact or both.", OneOf(("delete", "compact"))),
     _k("log.segment.delete.delay.ms", L, 60000, "Default file.delete.delay.ms: delay before a deleted segment's files are unlinked.", AtLeast(0)),
     _k("log.preallocate", B, False, "Default preallocate: create segment files at full size."),
@@ -310,16 +316,37 @@ TOPIC_DEFAULT_SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 
 
-# Broker keys that share a meaning, highest precedence first (Kafka's broker synonyms).
-BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    "log.retention.minutes": ("log.retention.minutes", "log.retention.hours"),
-    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
-    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-    "log.dirs": ("log.dirs", "log.dir"),
-    "node.id": ("node.id", "broker.id"),
-}
+# Broker keys that share a meaning, highest precedence first (Kafka's broker synonyms: each
+# key of a family lists the whole family).
+_SYNONYM_FAMILIES: tuple[tuple[str, ...], ...] = (
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+)
+BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {name: family for family in _SYNONYM_FAMILIES for name in family}
+
+# The broker keys Kafka 4.4 reconfigures at runtime (IncrementalAlterConfigs on a BROKER
+# resource): the broker defaults of topic keys, the cleaner's and thread pools' knobs. The
+# rest answer "Cannot update these configs dynamically". Found by asking Kafka 4.4 itself.
+DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset({
+    *(synonyms[0] for synonyms in TOPIC_DEFAULT_SYNONYMS.values()),
+    "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads",
+    "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir", "producer.id.expiration.ms",
+    "listeners", "listener.security.protocol.map",
+})
+# Dynamic keys that only a named broker may take, never the cluster-wide default ("").
+PER_BROKER_ONLY_KEYS: frozenset[str] = frozenset({"listeners", "listener.security.protocol.map"})
+# Kafka 4.4's KRaft controller writes min.insync.replicas as a cluster-wide dynamic default
+# when it formats a cluster with eligible leader replicas (the 4.x default), so DescribeConfigs
+# reports that key from DYNAMIC_DEFAULT_BROKER_CONFIG, for the broker and for every topic
+# without an override, and refuses to alter it per broker. A single node here behaves as that
+# cluster does: the default holds this broker's configured min.insync.replicas.
+CLUSTER_DEFAULT_KEYS: tuple[str, ...] = ("min.insync.replicas",)
+# Keys Kafka requires (no built-in default) that asyncbroker defaults for convenience: their
+# built-in default is not a DescribeConfigs layer.
+NO_KAFKA_DEFAULT: frozenset[str] = frozenset({"node.id"})
 
 
 class ConfigSynonym(msgspec.Struct, frozen=True):
@@ -365,8 +392,8 @@ def parse_value(key: ConfigKey, raw: str) -> Any:
                 raise ValueError
             return value
         if t is ConfigType.DOUBLE:
-            value_f = float(text)
-            if value_f != value_f:  # NaN
+            value_f = parse_java_double(text)  # Java's grammar: no "inf", "nan" or "1_0"
+            if value_f != value_f:  # NaN: no broker setting is meaningful as NaN
                 raise ValueError
             return value_f
         if t is ConfigType.LIST:
@@ -391,6 +418,8 @@ def format_value(value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
+    if isinstance(value, float):
+        return java_double(value)  # 1.7976931348623157E308, as Java prints it
     return str(value)
 
 
@@ -569,10 +598,10 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     log_retention_minutes: int | None = None
     log_retention_hours: int = 168
     log_retention_bytes: int = -1
+    log_remote_copy_lag_bytes: int = -1
+    log_remote_copy_lag_ms: int = 0
     log_local_retention_ms: int = -2
     log_local_retention_bytes: int = -2
-    log_remote_copy_lag_ms: int = 0
-    log_remote_copy_lag_bytes: int = -1
     log_cleanup_policy: list[str] = msgspec.field(default_factory=lambda: ["delete"])
     log_segment_delete_delay_ms: int = 60000
     log_preallocate: bool = False
@@ -593,6 +622,11 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     # The keys explicitly given (file, environment, overrides) with their raw
     # values: DescribeConfigs reports these as STATIC_BROKER_CONFIG.
     originals: dict[str, str] = msgspec.field(default_factory=dict)
+    # Dynamic broker configs (IncrementalAlterConfigs / AlterConfigs on a BROKER resource),
+    # raw values by key: this node's ("1") and the cluster-wide defaults (""). They win over
+    # the static values; asyncbroker.broker_config_changes keeps them and persists them.
+    dynamic_broker: dict[str, str] = msgspec.field(default_factory=dict)
+    dynamic_cluster: dict[str, str] = msgspec.field(default_factory=dict)
 
     # ---- loading
 
@@ -660,7 +694,13 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             values["log_dirs"] = [values.get("log_dir", "./data")]
         if "node_id" not in values and values.get("broker_id", -1) >= 0:
             values["node_id"] = values["broker_id"]
-        config = cls(**values, originals={k: props[k] for k in props})
+        originals = {k: props[k] for k in props}
+        if "broker.id" not in props and "node.id" in props:
+            # Kafka copies node.id into broker.id when it builds its config, so broker.id is
+            # then a static config with node.id's value.
+            values["broker_id"] = values["node_id"]
+            originals["broker.id"] = props["node.id"]
+        config = cls(**values, originals=originals)
         config._check()
         return config
 
@@ -771,6 +811,10 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         for topic_key, synonyms in TOPIC_DEFAULT_SYNONYMS.items():
             if topic_key not in TOPIC_CONFIG_KEYS:  # a key storage does not know: not a topic config here
                 continue
+            dynamic = self.dynamic_value(synonyms[0])
+            if dynamic is not None:
+                out[topic_key] = dynamic  # a dynamic value of the primary key wins over the family
+                continue
             value = resolved[topic_key] if topic_key in resolved else self.get(synonyms[0])
             text = format_value(value)
             if text is not None:
@@ -790,40 +834,73 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     def is_explicit(self, name: str) -> bool:
         return name in self.originals
 
+    def cluster_defaults(self) -> dict[str, str]:
+        """The cluster-wide dynamic defaults (the BROKER resource named ""): the ones Kafka's
+        controller writes itself (CLUSTER_DEFAULT_KEYS), then those set since."""
+        written = {name: format_value(self.get(name)) or "" for name in CLUSTER_DEFAULT_KEYS}
+        return {**written, **self.dynamic_cluster}
+
+    def dynamic_value(self, name: str) -> str | None:
+        """The raw dynamic value of a broker key: this node's, else the cluster-wide default."""
+        if name in self.dynamic_broker:
+            return self.dynamic_broker[name]
+        return self.cluster_defaults().get(name)
+
     def synonyms(self, name: str) -> tuple[ConfigSynonym, ...]:
-        """The broker keys behind `name` that have a value, as Kafka's ConfigHelper lists them:
-        every explicitly set one (STATIC_BROKER_CONFIG), then every non-null default
-        (DEFAULT_CONFIG, also for a key that is set), each group in synonym order; then the
-        entries before the first one of `name` itself are dropped (so `log.retention.ms`
-        left unset lists nothing, although log.retention.hours has a default)."""
-        keys = BROKER_SYNONYMS.get(name, (name,))
-        out = [ConfigSynonym(k, format_value(self.get(k)), ConfigSource.STATIC_BROKER_CONFIG)
-               for k in keys if self.is_explicit(k)]
+        """The values behind broker key `name`, as Kafka lists them: layer by layer (this
+        node's dynamic value, the cluster-wide dynamic default, the static value from the
+        file, environment or --override, the built-in default), each layer over the key's
+        family (log.retention.ms/.minutes/.hours), then everything before the first entry of
+        `name` itself dropped, so a family member's value never shows without the key's own."""
+        family = BROKER_SYNONYMS.get(name, (name,))
+        defaults = self.cluster_defaults()
+        out: list[ConfigSynonym] = [ConfigSynonym(k, self.dynamic_broker[k], ConfigSource.DYNAMIC_BROKER_CONFIG)
+                                    for k in family if k in self.dynamic_broker]
+        out += [ConfigSynonym(k, defaults[k], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) for k in family if k in defaults]
+        out += [ConfigSynonym(k, format_value(self.get(k)), ConfigSource.STATIC_BROKER_CONFIG)
+                for k in family if self.is_explicit(k)]
         out += [ConfigSynonym(k, format_value(BROKER_CONFIG_KEYS[k].default), ConfigSource.DEFAULT_CONFIG)
-                for k in keys if BROKER_CONFIG_KEYS[k].default is not None]
+                for k in family if BROKER_CONFIG_KEYS[k].default is not None and k not in NO_KAFKA_DEFAULT]
         while out and out[0].name != name:
             out.pop(0)
         return tuple(out)
 
     def describe(self, names: Sequence[str] | None = None) -> list[ConfigEntry]:
-        """DescribeConfigs for the BROKER resource: every key (or `names`), read-only
-        because nothing here is dynamically reconfigurable."""
+        """DescribeConfigs for this broker's BROKER resource: every key (or `names`); the keys
+        Kafka reconfigures at runtime are not read-only."""
         wanted = BROKER_CONFIG_KEYS if names is None else [n for n in names if n in BROKER_CONFIG_KEYS]
         entries: list[ConfigEntry] = []
         for name in sorted(wanted):
             key = BROKER_CONFIG_KEYS[name]
+            if key.internal:
+                continue
             synonyms = self.synonyms(name)
             entries.append(
                 ConfigEntry(
                     name=name,
-                    value=format_value(self.get(name)),
+                    value=self.dynamic_value(name) if self.dynamic_value(name) is not None
+                    else format_value(self.get(name)),
                     source=synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
-                    read_only=True,
+                    read_only=name not in DYNAMIC_BROKER_KEYS,
                     is_sensitive=key.type is ConfigType.PASSWORD,
                     synonyms=synonyms,
                     type=key.type,
                     documentation=key.doc,
                 )
             )
+        return entries
+
+    def describe_cluster_defaults(self, names: Sequence[str] | None = None) -> list[ConfigEntry]:
+        """DescribeConfigs for the BROKER resource "" (cluster-wide dynamic defaults)."""
+        entries: list[ConfigEntry] = []
+        for name, value in sorted(self.cluster_defaults().items()):
+            if names is not None and name not in names:
+                continue
+            key = BROKER_CONFIG_KEYS[name]
+            entries.append(ConfigEntry(
+                name=name, value=value, source=ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, read_only=False,
+                is_sensitive=False, synonyms=(ConfigSynonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),),
+                type=key.type, documentation=key.doc,
+            ))
         return entries
 

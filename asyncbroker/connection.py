@@ -226,8 +226,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if not spec.min_version <= header.api_version <= spec.max_version:
             if header.api_key == ApiKey.API_VERSIONS:
-                # KIP-511: answer with v0 and our ranges so the client can retry lower.
-                body = unsupported_api_versions_response(self._registry.supported_versions())
+                # KIP-511: answer with v0 and ApiVersions' own range (all Kafka lists) so the
+                # client can retry with a version we serve.
+                own = {ApiKey.API_VERSIONS: (spec.min_version, spec.max_version)}
+                body = unsupported_api_versions_response(own)
                 self._write_frame(encode_response_header(header.correlation_id, 0), [body], len(body))
                 return
             log.warning(

@@ -35,14 +35,17 @@ from wire.errors import (
     ErrorCode,
     InvalidConfigurationError,
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicError,
     KafkaError,
     TopicExistsError,
+    UnknownServerError,
     UnknownTopicOrPartitionError,
 )
 
+from asyncbroker.broker_config_changes import changed_layers, write_dynamic_configs
 from asyncbroker.config import (
     TOPIC_DEFAULT_SYNONYMS,
     ConfigEntry,
@@ -208,8 +211,8 @@ class TopicManager:
         if replication_factor > 1:
             raise InvalidReplicationFactorError(
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication "
-                f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered or some "
-                "brokers have all their log directories cordoned."
+                f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered "
+                "or some brokers have all their log directories cordoned."
             )
 
     def _validate_configs(self, configs: Mapping[str, str | None]) -> tuple[dict[str, str], LogConfig]:
@@ -219,7 +222,13 @@ class TopicManager:
                 raise InvalidConfigurationError(f"Null value not supported for topic configs: {key}")
             overrides[key] = value
         # Unknown keys and bad values raise InvalidConfigurationError naming the key.
-        return overrides, LogConfig.from_props(overrides, self.defaults)
+        log_config = LogConfig.from_props(overrides, self.defaults)
+        if log_config.remote_storage_enable:
+            # As a Kafka broker with remote.log.storage.system.enable=false: no tiered topics.
+            raise InvalidConfigurationError(
+                "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote "
+                "log storage.")
+        return overrides, log_config
 
     # ------------------------------------------------------------ mutations
 
@@ -287,8 +296,7 @@ class TopicManager:
         async with self._lock:
             meta = self._topics.get(name)
             if meta is None:
-                # Kafka answers with the error's default message
-                raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
+                raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
             self._check_deletion_enabled()
             # Gone from the table first: new requests stop seeing the topic at once.
             self._drop(name)
@@ -313,7 +321,7 @@ class TopicManager:
         if meta is None:
             from wire.errors import UnknownTopicIdError
 
-            raise UnknownTopicIdError("This server does not host this topic ID.")  # the error's default message, as Kafka
+            raise UnknownTopicIdError(f"Topic id {topic_id} not found.")
         return await self.delete_topic(meta.name)
 
     def _check_deletion_enabled(self) -> None:
@@ -326,18 +334,29 @@ class TopicManager:
                 self.log_manager.delete_log(tp)
         self.log_manager.set_topic_config(meta.name, {})
 
-    async def create_partitions(self, name: str, total: int, validate_only: bool = False) -> TopicMetadata:
-        """Grow a topic to `total` partitions (never shrink)."""
+    async def create_partitions(self, name: str, total: int, validate_only: bool = False,
+                                assignments: Sequence[Sequence[int]] | None = None) -> TopicMetadata:
+        """Grow a topic to `total` partitions (never shrink), optionally placing the new ones
+        by hand (`assignments`: one replica list per new partition). Checked in the order of
+        Kafka's controller, with its texts."""
         async with self._lock:
             meta = self._topics.get(name)
             if meta is None:
-                raise UnknownTopicOrPartitionError(f"Topic {name} not found.", wire_message=None)  # Kafka sends none
+                raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
+            if total == meta.partitions:
+                raise InvalidPartitionsError(f"Topic already has {meta.partitions} partition(s).")
             if total < meta.partitions:
                 raise InvalidPartitionsError(
                     f"The topic {name} currently has {meta.partitions} partition(s); {total} would not be an increase."
                 )
-            if total == meta.partitions:
-                raise InvalidPartitionsError(f"Topic already has {meta.partitions} partition(s).")
+            if assignments is not None:
+                if len(assignments) != total - meta.partitions:
+                    raise InvalidReplicaAssignmentError(
+                        f"Attempted to add {total - meta.partitions} additional partition(s), but only "
+                        f"{len(assignments)} assignment(s) were specified.")
+                for broker_ids in assignments:
+                    # Every existing partition here has one replica, on this node.
+                    check_manual_assignment(broker_ids, (self.config.node_id,), 1)
             _check_partition_limit(total - meta.partitions)
             if validate_only:
                 return msgspec.structs.replace(meta, partitions=total)
@@ -368,10 +387,11 @@ class TopicManager:
                 raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
             seen: set[str] = set()
             overrides = dict(meta.configs)
-            for key, op, value in ops:
+            for key, _, _ in ops:
                 if key in seen:
-                    raise InvalidRequestError(f"Error due to duplicate config keys: {key}")
+                    raise InvalidRequestError("Error due to duplicate config keys")
                 seen.add(key)
+            for key, op, value in ops:
                 overrides = self._apply_op(name, overrides, key, op, value)
             overrides, log_config = self._validate_configs(overrides)
             if validate_only or overrides == meta.configs:
@@ -383,15 +403,57 @@ class TopicManager:
             log.info("Updated configs of topic %s: %s", name, overrides)
             return updated
 
+    async def alter_broker_configs(self, resource_name: str, changes: Sequence[tuple[str, int, str | None]]) -> None:
+        """Apply checked dynamic broker config changes (this node's, or the cluster-wide
+        defaults for resource ""): persist the layers, then push the new topic defaults to
+        every log, each with its topic's overrides on top."""
+        async with self._lock:
+            broker_layer, cluster_layer = changed_layers(self.config, resource_name, changes)
+            candidate = msgspec.structs.replace(self.config, dynamic_broker=broker_layer, dynamic_cluster=cluster_layer)
+            defaults = candidate.log_config_defaults()  # cross-key rules: InvalidConfigurationError
+            await self._run_blocking(self._apply_defaults_blocking, broker_layer, cluster_layer, defaults,
+                                     list(self._topics.values()))
+            # The config object is shared (broker, log jobs, handlers): its layers change in place.
+            self.config.dynamic_broker, self.config.dynamic_cluster = broker_layer, cluster_layer
+            self.defaults = defaults
+            self._log_configs.clear()
+            log.info("Dynamic broker configs now %s (this node), %s (cluster)", broker_layer, cluster_layer)
+
+    def _apply_defaults_blocking(self, broker_layer: dict[str, str], cluster_layer: dict[str, str],
+                                 defaults: LogConfig, topics: list[TopicMetadata]) -> None:
+        write_dynamic_configs(self.config.log_dirs, broker_layer, cluster_layer)
+        self.log_manager.default_config = defaults
+        for meta in topics:
+            config = LogConfig.from_props(meta.configs, defaults) if meta.configs else defaults
+            for tp in meta.topic_partitions():
+                partition_log = self.log_manager.get_log(tp)
+                if partition_log is not None:
+                    partition_log.update_config(config)
+
+    async def replace_configs(self, name: str, configs: Sequence[tuple[str, str | None]],
+                              validate_only: bool = False) -> TopicMetadata:
+        """AlterConfigs: `configs` become the topic's whole override set (the keys it does not
+        name go back to their defaults)."""
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+        given = {key for key, _ in configs}
+        ops = [(key, int(AlterConfigOp.SET), value) for key, value in configs]
+        ops += [(key, int(AlterConfigOp.DELETE), None) for key in meta.configs if key not in given]
+        return await self.incremental_alter_configs(name, ops, validate_only)
+
     def _apply_op(self, name: str, overrides: dict[str, str], key: str, op: int,
                   value: str | None) -> dict[str, str]:
-        definition = TOPIC_CONFIG_KEYS.get(key)
-        if definition is None:
-            raise InvalidConfigurationError(f"Unknown topic config name: {key}")
         try:
             kind = AlterConfigOp(op)
         except ValueError:
-            raise InvalidRequestError(f"Unknown alter config operation {op} for {key}") from None
+            # Kafka fails on an unknown operation id as on a bug: UNKNOWN_SERVER_ERROR, no text.
+            raise UnknownServerError(f"Unknown alter config operation {op} for {key}") from None
+        definition = TOPIC_CONFIG_KEYS.get(key)
+        if definition is None:
+            if kind is AlterConfigOp.DELETE:
+                return dict(overrides)  # Kafka deletes a key it does not know without a word
+            raise InvalidConfigurationError(f"Unknown topic config name: {key}")
         if kind is not AlterConfigOp.DELETE and value is None:
             raise InvalidRequestError(f"Null value not supported for : {key}")
         result = dict(overrides)
@@ -408,7 +470,9 @@ class TopicManager:
             items = [item.strip() for item in current.split(",") if item.strip()]
             given = [item.strip() for item in (value or "").split(",") if item.strip()]
             if kind is AlterConfigOp.APPEND:
-                items += [item for item in given if item not in items]
+                for item in given:  # each item once, even when given twice (Kafka's APPEND)
+                    if item not in items:
+                        items.append(item)
             else:
                 items = [item for item in items if item not in given]
             result[key] = ",".join(items)
@@ -430,7 +494,7 @@ class TopicManager:
         its source and synonyms the way Kafka reports them."""
         meta = self._topics.get(name)
         if meta is None:
-            raise UnknownTopicOrPartitionError(f"Topic {name} not found.", wire_message="")  # Kafka sends ""
+            raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
         return self.describe_overrides(meta.configs, keys, self.log_config(name))
 
     def describe_overrides(
@@ -451,9 +515,11 @@ class TopicManager:
             synonyms: list[ConfigSynonym] = []
             if key in overrides:
                 synonyms.append(ConfigSynonym(key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-            broker_keys = TOPIC_DEFAULT_SYNONYMS.get(key, ())
-            if broker_keys:  # Kafka lists the synonyms of the first (the topic key's own broker key)
-                synonyms.extend(self.config.synonyms(broker_keys[0]))
+            # Kafka lists the synonyms of the topic key's primary broker key (log.retention.ms),
+            # so a default that log.retention.hours supplies shows none.
+            primary = TOPIC_DEFAULT_SYNONYMS.get(key, ())[:1]
+            for broker_key in primary:
+                synonyms.extend(self.config.synonyms(broker_key))
             entries.append(
                 ConfigEntry(
                     name=key,
@@ -467,6 +533,28 @@ class TopicManager:
                 )
             )
         return entries
+
+
+def check_manual_assignment(broker_ids: Sequence[int], registered: Collection[int],
+                            replication_factor: int | None) -> None:
+    """One partition's manual replica list, checked as Kafka's controller does (its order of
+    checks and its texts): not empty, only registered brokers, none twice, and as many
+    replicas as the partitions before it."""
+    if not broker_ids:
+        raise InvalidReplicaAssignmentError("The manual partition assignment includes an empty replica list.")
+    previous: int | None = None
+    for broker_id in sorted(broker_ids):
+        if broker_id not in registered:
+            raise InvalidReplicaAssignmentError(
+                f"The manual partition assignment includes broker {broker_id}, but no such broker is registered.")
+        if broker_id == previous:
+            raise InvalidReplicaAssignmentError(
+                f"The manual partition assignment includes the broker {previous} more than once.")
+        previous = broker_id
+    if replication_factor is not None and replication_factor != len(broker_ids):
+        raise InvalidReplicaAssignmentError(
+            f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), but this is "
+            f"not consistent with previous partitions, which have {replication_factor} replica(s).")
 
 
 def _partition_count(info: Any) -> int:

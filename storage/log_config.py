@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import random
+import re
+from decimal import Decimal
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -26,42 +28,88 @@ class ConfigKey:
     field: str
 
 
-def _at_least(lo: float) -> Callable[[Any], str | None]:
+def java_number(value: Any) -> str:
+    """A parsed value as Java's toString prints it in Kafka's ConfigException messages
+    ("Invalid value 2.0 ...", "Invalid value 9.9999999999E10 ..."), since clients show them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return java_double(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def java_double(x: float) -> str:
+    """Double.toString: plain between 1e-3 and 1e7, else d.dddE<n>, shortest digits either way."""
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0.0" if str(x).startswith("-") else "0.0"
+    if 1e-3 <= abs(x) < 1e7:
+        text = repr(x)
+        return text if "." in text else text + ".0"
+    sign, digits, exponent = Decimal(repr(x)).normalize().as_tuple()
+    mantissa = str(digits[0]) + "." + ("".join(map(str, digits[1:])) or "0")
+    return f"{'-' if sign else ''}{mantissa}E{len(digits) - 1 + int(exponent)}"
+
+
+def _at_least(lo: int) -> Callable[[Any], str | None]:
     return lambda v: None if v >= lo else f"Value must be at least {lo}"
 
 
-def _between(lo: float, hi: float) -> Callable[[Any], str | None]:
-    """Kafka's Range.between: its message names the bound that was crossed."""
-    # NaN passes Kafka's comparisons; it is refused here so no ratio or level is ever NaN.
-    return lambda v: (f"Value must be at least {lo}" if v < lo or v != v
-                      else f"Value must be no more than {hi}" if v > hi else None)
+def _between(lo: int, hi: int) -> Callable[[Any], str | None]:
+    """Kafka's Range.between: the lower bound is checked (and named) first."""
+    def check(v: Any) -> str | None:
+        if v < lo:
+            return f"Value must be at least {lo}"
+        if v > hi:
+            return f"Value must be no more than {hi}"
+        return None
+
+    return check
 
 
 def _one_of(*choices: str) -> Callable[[Any], str | None]:
     return lambda v: None if v in choices else f"String must be one of: {', '.join(choices)}"
 
 
-def _list_of(*choices: str) -> Callable[[Any], "str | tuple[str, str] | None"]:
-    """Kafka's ValidList of ValidStrings: the first item not among `choices` is the invalid value."""
-    def check(v: tuple[str, ...]) -> tuple[str, str] | None:
-        bad = [x for x in v if x not in choices]
-        return (bad[0], f"String must be one of: {', '.join(choices)}") if bad else None
+class _ItemProblem(Exception):
+    """A list validator that names one item (Kafka's ValidList reports the bad item, not the list)."""
+
+    def __init__(self, item: str, message: str) -> None:
+        super().__init__(message)
+        self.item = item
+        self.message = message
+
+
+def _list_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(v: tuple[str, ...]) -> str | None:
+        for item in v:
+            if item not in choices:
+                raise _ItemProblem(item, f"String must be one of: {', '.join(choices)}")
+        return None
 
     return check
 
 
 def _gzip_level(v: int) -> str | None:
-    return None if v == -1 or 1 <= v <= 9 else "Value must be in [1,...,9] or -1"
+    return None if v == -1 or 1 <= v <= 9 else "Value must be between 1 and 9 or equal to -1"
 
 
-def _throttled_replicas(v: tuple[str, ...]) -> str | None:
-    if v == ("*",) or not v:
-        return None
-    for item in v:
-        parts = item.split(":")
-        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-            return "Value must be '*' or a list of partitionId:brokerId pairs"
-    return None
+_REPLICA = re.compile(r"\s*\d+\s*:\s*\d+\s*")
+
+
+def _throttled_replicas(name: str) -> Callable[[Any], str | None]:
+    def check(v: tuple[str, ...]) -> str | None:
+        if v == ("*",) or all(_REPLICA.fullmatch(item) for item in v):
+            return None
+        return (f"{name} must be the literal '*' or a list of replicas in the following format: "
+                "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+    return check
 
 
 _KEYS: list[ConfigKey] = []
@@ -72,6 +120,8 @@ def _key(name: str, type_: str, default: Any, validator: Callable[[Any], str | N
     _KEYS.append(ConfigKey(name, type_, default, validator, doc, broker_key, name.replace(".", "_")))
 
 
+# Documentation is written here (never Kafka's text); a key whose behaviour is not built says
+# what asyncbroker does with it, so a user reading DescribeConfigs is not misled.
 _key("cleanup.policy", "list", ("delete",), _list_of("compact", "delete"), "log.cleanup.policy",
      "Reclamation policy: delete old segments, compact by key, or both.")
 _key("compression.type", "string", "producer",
@@ -84,27 +134,31 @@ _key("compression.zstd.level", "int", 3, _between(-131072, 22), "compression.zst
 _key("delete.retention.ms", "long", 86_400_000, _at_least(0), "log.cleaner.delete.retention.ms",
      "How long tombstones and markers survive after entering the clean section.")
 _key("errors.deadletterqueue.group.enable", "boolean", False, None, None,
-     "Whether share groups may write to a dead-letter queue topic (accepted and described; no share groups here).")
+     "Whether groups may send records they cannot process to a dead-letter queue on this topic. "
+     "Accepted and stored; asyncbroker has no dead-letter queues, so it changes nothing here.")
 _key("file.delete.delay.ms", "long", 60_000, _at_least(0), "log.segment.delete.delay.ms",
      "Delay between renaming a file to .deleted and unlinking it.")
 _key("flush.messages", "long", LONG_MAX, _at_least(1), "log.flush.interval.messages",
      "fsync after this many appended messages.")
 _key("flush.ms", "long", LONG_MAX, _at_least(0), "log.flush.interval.ms",
      "fsync when the oldest unflushed data is older than this.")
-_key("follower.replication.throttled.replicas", "list", (), _throttled_replicas,
-     "follower.replication.throttled.replicas", "Replicas throttled on the follower side.")
+_key("follower.replication.throttled.replicas", "list", (), _throttled_replicas("follower.replication.throttled.replicas"),
+     "follower.replication.throttled.replicas",
+     "Replicas throttled on the follower side. Accepted and stored; a single node has no followers.")
 _key("index.interval.bytes", "int", 4096, _at_least(0), "log.index.interval.bytes",
      "Bytes of log between two sparse index entries.")
-_key("leader.replication.throttled.replicas", "list", (), _throttled_replicas,
-     "leader.replication.throttled.replicas", "Replicas throttled on the leader side.")
+_key("leader.replication.throttled.replicas", "list", (), _throttled_replicas("leader.replication.throttled.replicas"),
+     "leader.replication.throttled.replicas",
+     "Replicas throttled on the leader side. Accepted and stored; a single node replicates to no one.")
 _key("local.retention.bytes", "long", -2, _at_least(-2), "log.local.retention.bytes",
      "Local retention size for tiered topics; -2 means retention.bytes.")
 _key("local.retention.ms", "long", -2, _at_least(-2), "log.local.retention.ms",
      "Local retention time for tiered topics; -2 means retention.ms.")
 _key("max.compaction.lag.ms", "long", LONG_MAX, _at_least(1), "log.cleaner.max.compaction.lag.ms",
      "Longest a record may stay uncompacted.")
-_key("max.decompressed.message.bytes", "int", 2_147_483_639, _between(1, 2_147_483_639), "max.decompressed.message.bytes",
-     "Largest decompressed record of a compressed batch (accepted and described; not enforced here).")
+_key("max.decompressed.message.bytes", "int", 2_147_483_639, _at_least(1), "max.decompressed.message.bytes",
+     "Largest size a compressed batch may reach once decompressed. Accepted and stored; asyncbroker "
+     "decompresses only batches it must inspect and does not enforce this bound yet.")
 _key("max.message.bytes", "int", 1_048_588, _at_least(0), "message.max.bytes",
      "Largest record batch the topic accepts.")
 _key("message.timestamp.after.max.ms", "long", 3_600_000, _at_least(0), "log.message.timestamp.after.max.ms",
@@ -122,13 +176,17 @@ _key("min.insync.replicas", "int", 1, _at_least(1), "min.insync.replicas",
 _key("preallocate", "boolean", False, None, "log.preallocate",
      "Preallocate the segment file to segment.bytes on creation.")
 _key("remote.copy.lag.bytes", "long", -1, _at_least(-1), "log.remote.copy.lag.bytes",
-     "Tiered storage copy lag in bytes (accepted and described; no tiered storage here).")
+     "How many bytes a tiered topic's local log may run ahead of remote storage before its segments "
+     "are copied. Accepted and stored; asyncbroker has no remote storage.")
 _key("remote.copy.lag.ms", "long", 0, _at_least(-1), "log.remote.copy.lag.ms",
-     "Tiered storage copy lag in ms (accepted and described; no tiered storage here).")
-_key("remote.log.copy.disable", "boolean", False, None, None, "Stop copying segments to remote storage.")
+     "How long a tiered topic's closed segments may wait before they are copied to remote storage. "
+     "Accepted and stored; asyncbroker has no remote storage.")
+_key("remote.log.copy.disable", "boolean", False, None, None,
+     "Stop copying segments to remote storage. Accepted and stored; asyncbroker has no remote storage.")
 _key("remote.log.delete.on.disable", "boolean", False, None, None,
-     "Delete remote data when remote storage is disabled.")
-_key("remote.storage.enable", "boolean", False, None, None, "Tiered storage for the topic.")
+     "Delete remote data when remote storage is disabled. Accepted and stored; asyncbroker has no remote storage.")
+_key("remote.storage.enable", "boolean", False, None, None,
+     "Tiered storage for the topic. Accepted and stored; asyncbroker keeps every segment local.")
 _key("retention.bytes", "long", -1, None, "log.retention.bytes", "Largest size of the log before old segments go.")
 _key("retention.ms", "long", 604_800_000, _at_least(-1), "log.retention.ms",
      "Age after which old segments are deleted; -1 keeps them forever.")
@@ -141,14 +199,20 @@ _key("segment.jitter.ms", "long", 0, _at_least(0), "log.roll.jitter.ms",
 _key("segment.ms", "long", 604_800_000, _at_least(1), "log.roll.ms",
      "Age at which a non-empty active segment rolls.")
 _key("unclean.leader.election.enable", "boolean", False, None, "unclean.leader.election.enable",
-     "Allow an out-of-sync replica to become leader.")
+     "Allow an out-of-sync replica to become leader. Accepted and stored; a single node's replica is always in sync.")
 
 TOPIC_CONFIG_KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
 """Kafka key -> its definition (type, default, validator, doc, broker key, python field)."""
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+class _NotParsable(ValueError):
+    """The text is not a value of the key's type (Kafka names the raw text, untrimmed)."""
+
 
 def _parse(key: ConfigKey, raw: Any) -> Any:
-    """Parse a property value into the key's type; ValueError on a bad value."""
+    """Parse a property value into the key's type as Kafka's ConfigDef.parseType does."""
     if not isinstance(raw, str):
         if key.type == "list" and isinstance(raw, (list, tuple)):
             return tuple(str(x).strip() for x in raw)
@@ -161,33 +225,35 @@ def _parse(key: ConfigKey, raw: Any) -> Any:
         raw = str(raw)
     text = raw.strip()
     if key.type in ("long", "int"):
-        # Kafka's ConfigDef.parseType: anything Long/Integer.parseInt refuses, overflow included.
-        not_a_number = ValueError(f"Not a number of type {key.type.upper()}")
-        if not text.lstrip("+-").isdigit() or text.count("-") + text.count("+") > 1:
-            raise not_a_number
-        value = int(text)
-        lo, hi = (-(2**63), LONG_MAX) if key.type == "long" else (-(2**31), INT_MAX)
-        if not lo <= value <= hi:
-            raise not_a_number
-        return value
+        bits = 63 if key.type == "long" else 31
+        if not _INTEGER.fullmatch(text) or not -(2**bits) <= int(text) < 2**bits:
+            raise _NotParsable(f"Not a number of type {key.type.upper()}")
+        return int(text)
     if key.type == "double":
-        # Java's Double.parseDouble: no "_" separators, and NaN/Infinity only spelt so.
-        python_only = "_" in text or (text.lstrip("+-").lower() in ("nan", "inf", "infinity")
-                                      and text.lstrip("+-") not in ("NaN", "Infinity"))
-        try:
-            if python_only:
-                raise ValueError(text)
-            return float(text)
-        except ValueError:
-            raise ValueError("Not a number of type DOUBLE") from None
+        return parse_java_double(text)
     if key.type == "boolean":
         lowered = text.lower()
         if lowered not in ("true", "false"):
-            raise ValueError("Expected value to be either true or false")
+            raise _NotParsable("Expected value to be either true or false")
         return lowered == "true"
     if key.type == "list":
         return tuple(x.strip() for x in text.split(",") if x.strip())
     return text
+
+
+_JAVA_DECIMAL = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)")
+_JAVA_HEX = re.compile(r"[+-]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?")
+
+
+def parse_java_double(text: str) -> float:
+    """Double.parseDouble's grammar, which Kafka's DOUBLE configs use: "NaN" and "Infinity"
+    spelled so, decimal and hexadecimal forms with an optional f/d suffix; not Python's
+    "nan", "inf" or "1_0"."""
+    if _JAVA_DECIMAL.fullmatch(text):
+        return float(text.rstrip("fFdD") if not text.endswith("Infinity") else text.replace("Infinity", "inf"))
+    if _JAVA_HEX.fullmatch(text):
+        return float.fromhex(text.rstrip("fFdD"))
+    raise _NotParsable("Not a number of type DOUBLE")
 
 
 def _format(key: ConfigKey, value: Any) -> str:
@@ -256,12 +322,6 @@ class LogConfig(msgspec.Struct, frozen=True):
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
 
-    @property
-    def checks_record_timestamps(self) -> bool:
-        """message.timestamp.before.max.ms is set (not "forever") on a CreateTime topic: the
-        validator then reads every record's timestamp, not just the batch header."""
-        return not self.log_append_time and self.message_timestamp_before_max_ms < LONG_MAX
-
     def random_segment_jitter(self) -> int:
         """A per-segment jitter in [0, min(segment.jitter.ms, segment.ms)) that staggers time-based rolls."""
         bound = min(self.segment_jitter_ms, self.segment_ms)
@@ -327,7 +387,9 @@ class LogConfig(msgspec.Struct, frozen=True):
                 f"conflict topic config setting min.compaction.lag.ms ({self.min_compaction_lag_ms}) > "
                 f"max.compaction.lag.ms ({self.max_compaction_lag_ms})"
             )
-        if self.delete and self.retention_ms != -1 and 0 <= self.local_retention_ms and self.local_retention_ms > self.retention_ms:
+        # Kafka relates local to total retention only for tiered topics.
+        if (self.remote_storage_enable and self.delete and self.retention_ms != -1 and 0 <= self.local_retention_ms
+                and self.local_retention_ms > self.retention_ms):
             raise InvalidConfigurationError(
                 f"Invalid value {self.local_retention_ms} for configuration local.retention.ms: "
                 f"Value must not be more than retention.ms property value: {self.retention_ms}"
@@ -342,17 +404,20 @@ def _int_prop(props: Mapping[str, Any], name: str) -> int:
 
 
 def _parse_and_validate(key: ConfigKey, raw: Any, shown: str | None = None) -> Any:
+    """Kafka's ConfigException text: a value that does not parse is named as given, a value
+    that parses but breaks its validator is named as parsed (Java's toString)."""
     name = shown or key.name
     try:
         value = _parse(key, raw)
-    except ValueError as exc:
+    except _NotParsable as exc:
         raise InvalidConfigurationError(f"Invalid value {raw} for configuration {name}: {exc}") from None
     if key.validator is not None:
-        problem = key.validator(value)
-        if isinstance(problem, tuple):  # (the invalid item of a list, why)
-            raise InvalidConfigurationError(f"Invalid value {problem[0]} for configuration {name}: {problem[1]}")
+        try:
+            problem = key.validator(value)
+        except _ItemProblem as item:
+            raise InvalidConfigurationError(
+                f"Invalid value {item.item} for configuration {name}: {item.message}") from None
         if problem is not None:
-            # Kafka names the parsed value (a double 2 shows as 2.0), not the text it was given.
-            shown = repr(value) if key.type == "double" else raw
-            raise InvalidConfigurationError(f"Invalid value {shown} for configuration {name}: {problem}")
+            raise InvalidConfigurationError(
+                f"Invalid value {java_number(value)} for configuration {name}: {problem}")
     return value

@@ -11,8 +11,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def validate_topic_name(name: str) -> None:
-    """Raise InvalidTopicError unless `name` is a legal Kafka topic name (Kafka's Topic.validate
-    and its messages, as the controller answers CreateTopics)."""
+    """Raise InvalidTopicError unless `name` is a legal Kafka topic name."""
+    # The messages are Kafka's (its controller's topic-name check), which clients show.
     if not name:
         raise InvalidTopicError("Topic name is invalid: the empty string is not allowed")
     if name in (".", ".."):

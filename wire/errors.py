@@ -196,6 +196,13 @@ _RETRIABLE: frozenset[ErrorCode] = frozenset(
 
 _AS_MESSAGE = object()
 
+# Kafka's Errors.INVALID_REQUEST default text, sent when a request is refused as a whole
+# (an unknown config resource type, for instance) rather than with a specific message.
+INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or the message was "
+    "sent to an incompatible broker. See the broker logs for more details."
+)
+
 
 class KafkaError(Exception):
     """Base of every typed error; subclasses fix `error_code`."""

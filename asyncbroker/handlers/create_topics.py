@@ -7,20 +7,16 @@ live in TopicManager; this module adds the request-level rules Kafka applies
 """
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from typing import Any
 
-from wire.errors import (
-    InvalidReplicaAssignmentError,
-    InvalidReplicationFactorError,
-    InvalidRequestError,
-    KafkaError,
-)
+from wire.errors import InvalidReplicaAssignmentError, InvalidRequestError, KafkaError
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.response_builder import ResponseBuilder
-from asyncbroker.topics import ZERO_UUID
+from asyncbroker.topics import ZERO_UUID, check_manual_assignment
 
 API_KEY = ApiKey.CREATE_TOPICS
 MIN_VERSION = 2
@@ -28,27 +24,19 @@ MAX_VERSION = 7
 
 
 def _partitions_from_assignments(broker: Any, topic: Any) -> int:
-    """Manual assignment: partitions 0..n-1, each on exactly this node."""
-    if topic.num_partitions != -1 or topic.replication_factor != -1:
+    """Manual assignment: partitions 0..n-1 (in any order), each on registered brokers only."""
+    if topic.replication_factor != -1:
         raise InvalidRequestError(
-            "Both numPartitions or replicationFactor and replicasAssignments were set. "
-            "Both cannot be used at the same time."
-        )
-    indexes = sorted(a.partition_index for a in topic.assignments)
-    if indexes != list(range(len(indexes))):
-        raise InvalidReplicaAssignmentError("Partitions should be a consecutive 0-based integer sequence")
-    for a in topic.assignments:
-        if not a.broker_ids:
-            raise InvalidReplicaAssignmentError("The manual partition assignment includes an empty replica list.")
-        if len(a.broker_ids) > 1:
-            raise InvalidReplicationFactorError(
-                f"Unable to replicate the partition {len(a.broker_ids)} time(s): only 1 broker(s) are registered."
-            )
-        if a.broker_ids[0] != broker.node_id:
-            raise InvalidReplicaAssignmentError(
-                f"The manual partition assignment includes broker {a.broker_ids[0]}, but no such broker is registered."
-            )
-    return len(indexes)
+            "A manual partition assignment was specified, but replication factor was not set to -1.")
+    if topic.num_partitions != -1:
+        raise InvalidRequestError("A manual partition assignment was specified, but numPartitions was not set to -1.")
+    replication_factor: int | None = None
+    for expected, a in enumerate(sorted(topic.assignments, key=lambda a: a.partition_index)):
+        if a.partition_index != expected:
+            raise InvalidReplicaAssignmentError("partitions should be a consecutive 0-based integer sequence")
+        check_manual_assignment(a.broker_ids, (broker.node_id,), replication_factor)
+        replication_factor = len(a.broker_ids)
+    return len(topic.assignments)
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -56,9 +44,9 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     counts = Counter(t.name for t in request.topics)
     results = []
     for topic in request.topics:
+        if counts[topic.name] > 1:
+            continue  # answered once, after the others, as Kafka's controller does
         try:
-            if counts[topic.name] > 1:
-                raise InvalidRequestError("Found multiple entries for this topic.")
             num_partitions = topic.num_partitions
             if topic.assignments:
                 num_partitions = _partitions_from_assignments(broker, topic)
@@ -101,7 +89,8 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             rb.entity(
                 "CreatableTopicResult",
                 name=meta.name,
-                topic_id=meta.topic_id,
+                # Kafka assigns an id even when it only validates (a fresh one each time).
+                topic_id=meta.topic_id if meta.topic_id != ZERO_UUID else uuid.uuid4(),
                 error_code=0,
                 error_message=None,
                 topic_config_error_code=0,
@@ -110,6 +99,12 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 configs=configs,
             )
         )
+    for name in dict.fromkeys(t.name for t in request.topics if counts[t.name] > 1):
+        results.append(rb.entity(
+            "CreatableTopicResult", name=name, topic_id=ZERO_UUID, error_code=InvalidRequestError.error_code,
+            error_message="Duplicate topic name.", topic_config_error_code=0, num_partitions=-1,
+            replication_factor=-1, configs=(),
+        ))
     return rb.entity("CreateTopicsResponse", throttle_time=0, topics=tuple(results))
 
 

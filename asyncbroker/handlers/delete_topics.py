@@ -9,7 +9,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from wire.errors import ErrorCode, InvalidRequestError, KafkaError
+from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError, UnknownTopicOrPartitionError
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for, error_message_for
@@ -21,48 +21,54 @@ MIN_VERSION = 1
 MAX_VERSION = 6
 
 
+# Kafka answers unknown names and ids with its errors' default texts.
+_UNKNOWN_TOPIC = "This server does not host this topic-partition."
+_UNKNOWN_TOPIC_ID = "This server does not host this topic ID."
+
+
 async def handle(broker: Any, header: Any, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
     if header.api_version >= 6:
         wanted: list[tuple[str | None, uuid.UUID | None]] = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    names = Counter(n for n, i in wanted if n)
-    ids = Counter(i for n, i in wanted if i is not None and i != ZERO_UUID)
+    names = Counter(n for n, i in wanted if n is not None and (i is None or i == ZERO_UUID))
+    ids = Counter(i for n, i in wanted if n is None and i is not None and i != ZERO_UUID)
     results = []
+
+    def result(name: str | None, topic_id: uuid.UUID | None, code: int, message: str | None) -> None:
+        results.append(rb.entity("DeletableTopicResult", name=name, topic_id=topic_id or ZERO_UUID,
+                                 error_code=code, error_message=message))
+
+    # A name or id given twice is answered once, as Kafka's controller does.
+    for name in (n for n, c in names.items() if c > 1):
+        result(name, None, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+    for topic_id in (i for i, c in ids.items() if c > 1):
+        result(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
     for name, topic_id in wanted:
         by_id = topic_id is not None and topic_id != ZERO_UUID
+        if name is None and not by_id:
+            result(None, None, ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
+            continue
+        if name is not None and by_id:
+            result(name, topic_id, ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+            continue
+        if (ids[topic_id] if by_id else names[name]) > 1:
+            continue
         try:
-            if name and by_id:
-                raise InvalidRequestError("You may not specify both topic name and topic id.")
-            if by_id and ids[topic_id] > 1:
-                raise InvalidRequestError("Duplicate topic id.")
-            if not by_id and names[name] > 1:
-                raise InvalidRequestError("Duplicate topic name.")
             if by_id:
                 meta = await broker.topics.delete_topic_by_id(topic_id)
             else:
                 meta = await broker.topics.delete_topic(name or "")
-            results.append(
-                rb.entity(
-                    "DeletableTopicResult",
-                    name=meta.name,
-                    topic_id=meta.topic_id,
-                    error_code=ErrorCode.NONE,
-                    error_message=None,
-                )
-            )
+            result(meta.name, meta.topic_id, ErrorCode.NONE, None)
         except KafkaError as exc:
             code = error_code_for(exc)
+            message = error_message_for(exc)
             if isinstance(exc, TopicDeletionDisabledError) and header.api_version < 3:
                 code = ErrorCode.INVALID_REQUEST  # TOPIC_DELETION_DISABLED is unknown to v0-v2 clients
-            results.append(
-                rb.entity(
-                    "DeletableTopicResult",
-                    name=name if name or not by_id else None,
-                    topic_id=topic_id if topic_id is not None else ZERO_UUID,
-                    error_code=code,
-                    error_message=error_message_for(exc),
-                )
-            )
+            elif isinstance(exc, UnknownTopicIdError):
+                message = _UNKNOWN_TOPIC_ID
+            elif isinstance(exc, UnknownTopicOrPartitionError):
+                message = _UNKNOWN_TOPIC
+            result(None if by_id else name, topic_id, code, message)
     return rb.entity("DeleteTopicsResponse", throttle_time=0, responses=tuple(results))

@@ -10,7 +10,7 @@ from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 MIN_VERSION = 0
-MAX_VERSION = 1
+MAX_VERSION = 2
 
 ENDPOINT_TYPE_BROKER = 1
 ENDPOINT_TYPE_CONTROLLER = 2
@@ -39,6 +39,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 host=broker.advertised_host,
                 port=broker.advertised_port,
                 rack=None,
+                is_fenced=False,  # v2: a serving single node is never fenced
             ),
         )
     return rb.entity(
@@ -46,9 +47,9 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         throttle_time=0,
         error_code=code,
         error_message=message,
-        endpoint_type=endpoint_type,
+        endpoint_type=ENDPOINT_TYPE_BROKER,  # the type of the endpoint that answers, as Kafka echoes it
         cluster_id=broker.cluster_id or "",
-        controller_id=broker.node_id,
+        controller_id=broker.node_id if code == ErrorCode.NONE else -1,
         brokers=brokers,
         cluster_authorized_operations=(
             _ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else _OPERATIONS_OMITTED

@@ -1,20 +1,32 @@
-"""DescribeConfigs (API 32): topic configs and this broker's configs.
+"""DescribeConfigs (API 32): topic configs, this broker's configs, the cluster-wide defaults.
 
-A topic key reports its override as DYNAMIC_TOPIC_CONFIG, else the broker key
-that supplies its default (STATIC_BROKER_CONFIG when set in server.properties,
-the environment or --override; DEFAULT_CONFIG otherwise), with the synonyms
-chain when include_synonyms is set and the documentation when asked (v3+),
-as Kafka answers. Broker configs are all read-only: none is reconfigurable at
-runtime here.
+A topic key reports its override as DYNAMIC_TOPIC_CONFIG, else the layers of
+the broker key that supplies its default (the cluster-wide dynamic default,
+STATIC_BROKER_CONFIG when set in server.properties, the environment or
+--override, DEFAULT_CONFIG), with the synonyms when include_synonyms is set
+and the documentation when asked (v3+), as Kafka answers. Broker keys Kafka
+reconfigures at runtime are described as not read-only.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from storage.topic_name import validate_topic_name
-from wire.errors import ErrorCode, InvalidRequestError, KafkaError
+from wire.errors import (
+    INVALID_REQUEST_MESSAGE,
+    ErrorCode,
+    InvalidRequestError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
 from wire.messages import ApiKey
 
+from asyncbroker.broker_config_changes import (
+    DESCRIBE_MISMATCH,
+    DESCRIBE_NOT_AN_INT,
+    LOGGER_MISMATCH,
+    check_broker_id,
+)
 from asyncbroker.config import ConfigEntry, ConfigResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.response_builder import ResponseBuilder
@@ -28,16 +40,18 @@ def describe_resource(broker: Any, resource_type: int, name: str, keys: tuple[st
     """The config entries of one resource; typed KafkaErrors for a bad resource."""
     if resource_type == ConfigResourceType.TOPIC:
         validate_topic_name(name)
+        if broker.topics.get(name) is None:
+            raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
         return broker.topics.describe_configs(name, keys)
     if resource_type == ConfigResourceType.BROKER:
         if name == "":
-            return []  # cluster-wide dynamic defaults: there are none
-        if name != str(broker.node_id):
-            raise InvalidRequestError(
-                f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}"
-            )
+            return broker.config.describe_cluster_defaults(keys)
+        check_broker_id(name, broker.node_id, DESCRIBE_MISMATCH, DESCRIBE_NOT_AN_INT)
         return broker.config.describe(keys)
-    raise InvalidRequestError(f"Unsupported resource type {resource_type} for DescribeConfigs")
+    if resource_type == ConfigResourceType.BROKER_LOGGER:
+        check_broker_id(name, broker.node_id, LOGGER_MISMATCH, DESCRIBE_NOT_AN_INT)
+        raise InvalidRequestError("BROKER_LOGGER resources are not served by asyncbroker")
+    raise InvalidRequestError(INVALID_REQUEST_MESSAGE)
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -48,12 +62,14 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     for resource in request.resources:
         keys = resource.configuration_keys
         try:
-            # null lists every key; a list (even an empty one) filters, as in Kafka.
+            # null and an empty list both mean every key, as in Kafka.
             entries = describe_resource(broker, resource.resource_type, resource.resource_name,
-                                        None if keys is None else tuple(keys))
-            code, message = ErrorCode.NONE, None
+                                        tuple(keys) or None if keys is not None else None)
+            code, message = ErrorCode.NONE, ""  # Kafka sends "" rather than null here
         except KafkaError as exc:
-            entries, code, message = [], error_code_for(exc), error_message_for(exc)
+            entries, code = [], error_code_for(exc)
+            # Kafka names no reason for an unknown topic here: its text is "".
+            message = "" if isinstance(exc, UnknownTopicOrPartitionError) else error_message_for(exc)
         configs = tuple(
             rb.entity(
                 "DescribeConfigsResourceResult",

@@ -18,7 +18,7 @@ from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_LOG_DIRS
 MIN_VERSION = 1
-MAX_VERSION = 4
+MAX_VERSION = 5
 
 
 def _disk_usage(dirs: list[str]) -> dict[str, tuple[int, int]]:
@@ -77,6 +77,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 topics=topic_entities,
                 total_bytes=total,
                 usable_bytes=free,
+                is_cordoned=False,  # v5: asyncbroker has no log-dir cordoning; every dir takes new partitions
             )
         )
     return rb.entity("DescribeLogDirsResponse", throttle_time=0, error_code=ErrorCode.NONE, results=tuple(results))

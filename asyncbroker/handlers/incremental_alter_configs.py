@@ -1,9 +1,9 @@
-"""IncrementalAlterConfigs (API 44): SET / DELETE / APPEND / SUBTRACT topic configs.
+"""IncrementalAlterConfigs (API 44): SET / DELETE / APPEND / SUBTRACT topic and broker configs.
 
-Changes apply without a restart (TopicManager calls `update_config` on every
-partition's Log) and persist in storage's override store. Broker configs are
-static here, so altering a BROKER resource is refused like a non-dynamic key
-in Kafka.
+Topic changes apply without a restart (TopicManager calls `update_config` on
+every partition's Log) and persist in storage's override store. Broker changes
+are checked as Kafka checks them (asyncbroker.broker_config_changes); those to
+topic defaults apply at once, to every log, and persist.
 """
 from __future__ import annotations
 
@@ -11,10 +11,16 @@ from collections import Counter
 from typing import Any
 
 from storage.topic_name import validate_topic_name
-from wire.errors import ErrorCode, InvalidConfigurationError, InvalidRequestError, KafkaError
+from wire.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownServerError
 from wire.messages import ApiKey
 
-from asyncbroker.config import BROKER_CONFIG_KEYS, ConfigResourceType
+from asyncbroker.broker_config_changes import (
+    ALTER_MISMATCH,
+    ALTER_NOT_AN_INT,
+    check_broker_changes,
+    check_broker_id,
+)
+from asyncbroker.config import ConfigResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.response_builder import ResponseBuilder
 
@@ -26,22 +32,24 @@ MAX_VERSION = 1
 async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
     ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
     if resource.resource_type == ConfigResourceType.TOPIC:
+        if resource.resource_name == "":
+            raise InvalidRequestError("Default topic resources are not allowed.")
         validate_topic_name(resource.resource_name)
         await broker.topics.incremental_alter_configs(resource.resource_name, ops, validate_only)
         if not validate_only and getattr(broker, "cleaner", None) is not None:
             broker.cleaner.wake()  # e.g. cleanup.policy=compact or a lower dirty ratio: look now
         return
     if resource.resource_type == ConfigResourceType.BROKER:
-        if resource.resource_name not in ("", str(broker.node_id)):
-            raise InvalidRequestError(
-                f"Unexpected broker id, expected {broker.node_id} or empty string, but received {resource.resource_name}"
-            )
-        unknown = sorted(name for name, _, _ in ops if name not in BROKER_CONFIG_KEYS)
-        if unknown:
-            raise InvalidConfigurationError(f"Unknown broker config(s): {', '.join(unknown)}")
-        names = ", ".join(sorted(name for name, _, _ in ops))
-        raise InvalidRequestError(f"Cannot update these configs dynamically: {names}")
-    raise InvalidRequestError(f"Unsupported resource type {resource.resource_type} for IncrementalAlterConfigs")
+        if len({name for name, _, _ in ops}) != len(ops):
+            raise InvalidRequestError("Error due to duplicate config keys")
+        check_broker_changes(resource.resource_name, broker.node_id, ops, validate_only)
+        if not validate_only:
+            await broker.topics.alter_broker_configs(resource.resource_name, ops)
+        return
+    if resource.resource_type == ConfigResourceType.BROKER_LOGGER:
+        check_broker_id(resource.resource_name, broker.node_id, ALTER_MISMATCH, ALTER_NOT_AN_INT)
+        raise InvalidRequestError("BROKER_LOGGER resources are not served by asyncbroker")
+    raise InvalidRequestError(f"Unknown resource type {resource.resource_type}")
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -51,11 +59,13 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     for resource in request.resources:
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
-                raise InvalidRequestError("Error due to duplicate resources in the request")
+                raise InvalidRequestError("Each resource must appear at most once.")
             await _alter(broker, resource, request.validate_only)
             code, message = ErrorCode.NONE, None
         except KafkaError as exc:
-            code, message = error_code_for(exc), error_message_for(exc)
+            code = error_code_for(exc)
+            # Kafka sends no text with UNKNOWN_SERVER_ERROR (an unknown operation id).
+            message = None if isinstance(exc, UnknownServerError) else error_message_for(exc)
         responses.append(
             rb.entity(
                 "AlterConfigsResourceResponse",

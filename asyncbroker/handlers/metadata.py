@@ -3,7 +3,9 @@
 On one node this broker is every partition's leader, the controller and the
 only replica: leader epoch 0, replicas = isr = [node id]. Topics that do not
 exist are created here when auto.create.topics.enable is on and the client
-allows it (v4+), as Kafka does; invalid names answer INVALID_TOPIC_EXCEPTION.
+allows it (v4+), as Kafka does, and reported UNKNOWN_TOPIC_OR_PARTITION by the
+request that created them (Kafka 4.4's answer while its controller creates the
+topic); invalid names answer INVALID_TOPIC_EXCEPTION.
 """
 
 from __future__ import annotations
@@ -17,18 +19,19 @@ from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
-from asyncbroker.handlers.describe_cluster import _ALL_CLUSTER_OPERATIONS
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.METADATA
 MIN_VERSION = 0
-MAX_VERSION = 12
+MAX_VERSION = 13
 
 # "Not requested" for authorized-operations fields (Integer.MIN_VALUE).
 _AUTHORIZED_OPS_OMITTED = -(2**31)
-# Kafka's AclOperation ids that apply to a TOPIC (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
-# DESCRIBE_CONFIGS, ALTER_CONFIGS); with no authorizer every one is allowed, as Kafka reports.
-_ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+# Without an authorizer every operation is allowed; Kafka reports the AclOperation ids that
+# apply to a TOPIC (READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS)
+# and to the CLUSTER resource, as bit sets.
+_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -55,15 +58,42 @@ def _partition_entities(version: int, node: int, partitions: int) -> tuple[Any, 
     )
 
 
+def _has_id(topic: Any) -> bool:
+    topic_id = getattr(topic, "topic_id", None)
+    return topic_id is not None and topic_id != _ZERO_UUID
+
+
+def _refusal(version: int, requested: Any) -> ErrorCode | None:
+    """The error with which Kafka refuses a whole Metadata request: topic ids before v12
+    (INVALID_REQUEST), an entry with neither name nor id (its lookup fails: UNKNOWN_SERVER_ERROR)."""
+    for t in requested or ():
+        if version < 12 and (t.name is None or _has_id(t)):
+            return ErrorCode.INVALID_REQUEST
+        if t.name is None and not _has_id(t):
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+    return None
+
+
+def _error_response(b: ResponseBuilder, requested: Any, error: ErrorCode) -> Any:
+    """Kafka's answer to a refused Metadata request: no brokers, no cluster, and every
+    requested entry echoed with the error."""
+    topics = tuple(
+        b.entity("MetadataResponseTopic", error_code=error, name=t.name or "",
+                 topic_id=getattr(t, "topic_id", None) or _ZERO_UUID, is_internal=False, partitions=(),
+                 topic_authorized_operations=_AUTHORIZED_OPS_OMITTED)
+        for t in requested
+    )
+    return b.entity("MetadataResponse", throttle_time=0, brokers=(), cluster_id=None, controller_id=-1,
+                    topics=topics, cluster_authorized_operations=_AUTHORIZED_OPS_OMITTED, error_code=error)
+
+
 async def handle(broker: Any, header: Any, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     node = broker.node_id
     topics_out: list[Any] = []
-    topic_ops = (_ALL_TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False)
+    topic_ops = (_TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False)
                  else _AUTHORIZED_OPS_OMITTED)
-    cluster_ops = (_ALL_CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False)
-                   else _AUTHORIZED_OPS_OMITTED)
 
     def topic_entity(name: str | None, topic_id: uuid.UUID | None, error: int, partitions: int) -> Any:
         parts = _partition_entities(version, node, partitions)
@@ -78,6 +108,13 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         )
 
     requested = request.topics
+    refused = _refusal(version, requested)
+    if refused is not None:
+        return _error_response(b, requested, refused)
+    if version >= 12 and any(_has_id(t) for t in requested or ()):
+        # Kafka resolves a request that names topics by id through the ids alone: entries
+        # given by name next to them get no answer.
+        requested = [t for t in requested if _has_id(t)]
     # v0: an empty list means all topics; v1+: null means all topics.
     if requested is None or (version == 0 and not requested):
         for meta in sorted(broker.topics.all(), key=lambda m: m.name):
@@ -98,8 +135,12 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             if meta is None:
                 try:
                     validate_topic_name(name)
-                    if allow_auto:
-                        meta = await broker.auto_create_topic(name)
+                    if allow_auto and await broker.auto_create_topic(name) is not None:
+                        # Kafka 4.4 answers the request that triggers the creation with
+                        # UNKNOWN_TOPIC_OR_PARTITION and serves the topic from the next one on
+                        # (clients retry); answering the same keeps clients on Kafka's path.
+                        topics_out.append(topic_entity(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0))
+                        continue
                 except KafkaError as exc:
                     topics_out.append(topic_entity(name, None, error_code_for(exc), 0))
                     continue
@@ -121,5 +162,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         cluster_id=broker.cluster_id,
         controller_id=node,
         topics=tuple(topics_out),
-        cluster_authorized_operations=cluster_ops,
+        cluster_authorized_operations=(_CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False)
+                                       else _AUTHORIZED_OPS_OMITTED),
+        error_code=ErrorCode.NONE,  # v13+: a request-level error; none on a served request
     )

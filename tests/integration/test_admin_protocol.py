@@ -27,6 +27,7 @@ pytestmark = pytest.mark.timeout(90)
 CREATE_TOPICS, DELETE_TOPICS, OFFSET_FOR_LEADER_EPOCH = 19, 20, 23
 DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, CREATE_PARTITIONS = 32, 35, 37
 INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CLUSTER, METADATA, API_VERSIONS = 44, 60, 3, 18
+ALTER_CONFIGS = 33
 ZERO = uuid.UUID(int=0)
 TIMEOUT = datetime.timedelta(seconds=10)
 
@@ -76,8 +77,9 @@ def test_api_versions_advertise_admin_ranges(client: RawClient) -> None:
     assert ranges[CREATE_PARTITIONS] == (0, 3)
     assert ranges[DESCRIBE_CONFIGS] == (1, 4)
     assert ranges[INCREMENTAL_ALTER_CONFIGS] == (0, 1)
-    assert ranges[DESCRIBE_CLUSTER] == (0, 1)
-    assert ranges[DESCRIBE_LOG_DIRS] == (1, 4)
+    assert ranges[DESCRIBE_CLUSTER] == (0, 2)
+    assert ranges[DESCRIBE_LOG_DIRS] == (1, 5)
+    assert ranges[ALTER_CONFIGS] == (0, 2)
     assert ranges[OFFSET_FOR_LEADER_EPOCH] == (2, 4)
 
 
@@ -110,7 +112,9 @@ def test_create_topics_errors(client: RawClient) -> None:
                 assignments=(), configs=())
     resp = client.request(req(CREATE_TOPICS, 7, "CreateTopicsRequest", topics=(topic, topic), timeout=TIMEOUT,
                               validate_only=False))
-    assert [t.error_code for t in resp.topics] == [ErrorCode.INVALID_REQUEST] * 2
+    # Kafka answers a name given twice once.
+    assert [(t.name, t.error_code, t.error_message) for t in resp.topics] == [
+        ("twice", ErrorCode.INVALID_REQUEST, "Duplicate topic name.")]
 
 
 def test_create_topics_manual_assignment(client: RawClient, broker: BrokerProcess) -> None:
@@ -180,11 +184,10 @@ def test_describe_configs_every_version(client: RawClient, version: int) -> None
     configs = {c.name: c for c in result.configs}
     seg = configs["segment.ms"]
     assert seg.value == "60000" and seg.config_source == 1 and not seg.read_only
-    # As Kafka 4.4: the broker synonyms start at log.roll.ms, which is unset, so none follows.
+    # Kafka lists log.roll.ms's synonyms only (log.roll.hours only after log.roll.ms's own value).
     assert [s.name for s in seg.synonyms] == ["segment.ms"]
     ret = configs["retention.ms"]
-    # DEFAULT_CONFIG although log.retention.hours is set, as Kafka 4.4 answers (no synonym from log.retention.ms)
-    assert ret.value == str(48 * 3600000) and ret.config_source == 5 and ret.synonyms == ()
+    assert ret.value == str(48 * 3600000) and ret.config_source == 5  # DEFAULT_CONFIG, as Kafka says
     if version >= 3:
         assert seg.config_type == 5 and seg.documentation  # LONG
     # without include_synonyms: no synonyms

@@ -94,7 +94,7 @@ def test_too_new_api_versions_gets_v0_error_answer(asyncbroker_bootstrap: str) -
         c.send_raw(struct.pack(">i", len(body)) + body)
         frame = c.recv_frame()
     correlation, error = struct.unpack_from(">ih", frame, 0)
-    assert (correlation, error) == (42, 35)  # UNSUPPORTED_VERSION, with our ranges after it
+    assert (correlation, error) == (42, 35)  # UNSUPPORTED_VERSION, with ApiVersions' own range after it
 
 
 def test_corrupt_crc_is_corrupt_message(asyncbroker_bootstrap: str, topic_name: str) -> None:

@@ -11,18 +11,24 @@ from kio.schema.metadata.v12 import request as meta12
 from kio.schema.produce.v9 import request as produce9
 
 from raw_client import RawClient
+from wait_for import wait_until
 from wire.records import Record, build_batch
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def create_topic(bootstrap: str, topic: str) -> None:
+    """Auto-create through Metadata as a client does: the creating request answers
+    UNKNOWN_TOPIC_OR_PARTITION (as Kafka 4.4 does), a retry sees the topic."""
     with RawClient(bootstrap) as c:
-        resp = c.request(meta12.MetadataRequest(
-            topics=(meta12.MetadataRequestTopic(topic_id=None, name=topic),),
-            allow_auto_topic_creation=True, include_topic_authorized_operations=False,
-        ))
-        assert resp.topics[0].error_code == 0
+        def served() -> bool:
+            resp = c.request(meta12.MetadataRequest(
+                topics=(meta12.MetadataRequestTopic(topic_id=None, name=topic),),
+                allow_auto_topic_creation=True, include_topic_authorized_operations=False,
+            ))
+            return resp.topics[0].error_code == 0
+
+        wait_until(served, 10, message=f"{topic} to be auto-created")
 
 
 def fetch_request(topic: str, offset: int, max_wait_ms: int, min_bytes: int = 1) -> fetch12.FetchRequest:

@@ -214,10 +214,16 @@ class _PortTaken(Exception):
 
 
 def _kafka_uuid() -> str:
-    """A random Kafka Uuid in its base64url form, as StorageTool random-uuid prints it."""
+    """A random Kafka Uuid in its base64url form, as StorageTool random-uuid prints it.
+
+    Like Kafka's Uuid.randomUuid, never one starting with '-': StorageTool would read
+    `-t -xyz...` as an option and refuse to format (1 session in 64 failed so)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _metadata_answers(port: int) -> bool:

@@ -311,9 +311,47 @@ def _sort_delete_records(answer: dict[str, Any]) -> None:
         t["partitions"].sort(key=lambda p: p["partition_index"])
 
 
+def _name_key(entry: dict[str, Any]) -> tuple[bool, str, str]:
+    """Entries by name, the nameless ones (by topic id) after them by their symbolic id."""
+    name = entry.get("name")
+    return (name is None, name or "", str(entry.get("topic_id")))
+
+
+def _sort_metadata(answer: dict[str, Any]) -> None:
+    """Kafka answers Metadata for a requested set of names from a hash set: the order of
+    its topics carries no meaning (clients index them by name or id)."""
+    answer["topics"].sort(key=_name_key)
+
+
+def _sort_delete_topics(answer: dict[str, Any]) -> None:
+    """Kafka resolves DeleteTopics' names and ids through hash maps before answering."""
+    answer["responses"].sort(key=_name_key)
+
+
+def _sort_describe_configs(answer: dict[str, Any]) -> None:
+    """Kafka lists a resource's configs from a hash map (a Properties object): the order of
+    the entries carries no meaning. Synonyms keep their order, which is their precedence."""
+    for result in answer["results"]:
+        result["configs"].sort(key=lambda c: c["name"])
+
+
+def _sort_create_partitions(answer: dict[str, Any]) -> None:
+    """Kafka's controller answers CreatePartitions topic by topic from a hash map."""
+    answer["results"].sort(key=lambda r: r["name"])
+
+
+def _sort_describe_log_dirs(answer: dict[str, Any]) -> None:
+    """Kafka lists a log dir's topics and partitions from hash maps."""
+    for result in answer["results"]:
+        result["topics"].sort(key=lambda t: t["name"])
+        for topic in result["topics"]:
+            topic["partitions"].sort(key=lambda p: p["partition_index"])
+
+
 # API key -> how to put the unordered collections of its answer in a canonical order.
 UNORDERED: dict[int, Callable[[dict[str, Any]], None]] = {
-    0: _sort_produce, 2: _sort_list_offsets, 21: _sort_delete_records,
+    0: _sort_produce, 2: _sort_list_offsets, 3: _sort_metadata, 20: _sort_delete_topics,
+    21: _sort_delete_records, 32: _sort_describe_configs, 35: _sort_describe_log_dirs, 37: _sort_create_partitions,
 }
 
 

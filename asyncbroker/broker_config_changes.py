@@ -1,0 +1,158 @@
+"""Changes to broker configs (BROKER resources of IncrementalAlterConfigs and AlterConfigs):
+checked as Kafka 4.4 checks them, kept as dynamic layers of the KafkaConfig, persisted.
+
+The resource is this node ("1") or the cluster-wide default (""). Kafka refuses
+keys it cannot reconfigure at runtime, values that do not parse or validate,
+per-broker keys at the cluster level and, with eligible leader replicas on,
+a per-broker min.insync.replicas; keys it does not know are custom configs and
+pass. The texts and codes are Kafka's.
+
+asyncbroker applies the dynamic keys that are topic defaults (log.retention.ms,
+message.max.bytes, log.cleanup.policy, ..., and the cluster's
+min.insync.replicas): TopicManager pushes the new defaults to every log. The
+other keys Kafka reconfigures (cleaner and thread pool sizes, listeners,
+producer.id.expiration.ms) and custom keys are validated but not applied: such
+a change is refused with BrokerConfigNotAppliedError unless it only validates.
+The layers live in asyncbroker-broker-configs.json in every log dir, beside
+storage's topic config overrides, and are read back at startup.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from storage.atomic_file import write_atomically
+from wire.errors import InvalidConfigurationError, InvalidRequestError
+
+from asyncbroker.config import (
+    BROKER_CONFIG_KEYS,
+    CLUSTER_DEFAULT_KEYS,
+    DYNAMIC_BROKER_KEYS,
+    PER_BROKER_ONLY_KEYS,
+    TOPIC_DEFAULT_SYNONYMS,
+    ConfigException,
+    ConfigType,
+    KafkaConfig,
+    format_value,
+    parse_value,
+)
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # AlterConfigOp ids
+BROKER_CONFIGS_FILE = "asyncbroker-broker-configs.json"
+# The dynamic keys asyncbroker applies at runtime: the broker defaults of topic keys.
+APPLIED_KEYS: frozenset[str] = frozenset(
+    {synonyms[0] for synonyms in TOPIC_DEFAULT_SYNONYMS.values()} | set(CLUSTER_DEFAULT_KEYS))
+
+
+class BrokerConfigNotAppliedError(InvalidRequestError):
+    """A valid dynamic broker config change that asyncbroker does not apply at runtime."""
+
+
+# Kafka's texts for a BROKER resource naming another node, which differ from API to API.
+ALTER_MISMATCH = "Unexpected broker id, expected {node}, but received {name}"
+DESCRIBE_MISMATCH = "Unexpected broker id, expected {node} or empty string, but received {name}"
+LOGGER_MISMATCH = "Unexpected broker id, expected {node} but received {name}"
+ALTER_NOT_AN_INT = "Node id must be an integer, but it is: {name}"
+DESCRIBE_NOT_AN_INT = "Broker id must be an integer, but it is: {name}"
+
+
+def check_broker_id(name: str, node_id: int, mismatch: str, not_an_int: str) -> None:
+    """A BROKER resource names this node by its id; anything else gets Kafka's error."""
+    if not re.fullmatch(r"-?[0-9]+", name):
+        raise InvalidRequestError(not_an_int.format(name=name))
+    if int(name) != node_id:
+        raise InvalidRequestError(mismatch.format(node=node_id, name=name))
+
+
+def check_broker_changes(resource_name: str, node_id: int, changes: Sequence[tuple[str, int, str | None]],
+                         validate_only: bool) -> None:
+    """Raise Kafka's error for the first problem of these (key, op, value) changes."""
+    if resource_name != "":
+        check_broker_id(resource_name, node_id, ALTER_MISMATCH, ALTER_NOT_AN_INT)
+    names = [key for key, _, _ in changes]
+    static = [key for key in names if key in BROKER_CONFIG_KEYS and key not in DYNAMIC_BROKER_KEYS]
+    if static:
+        raise InvalidRequestError(f"Cannot update these configs dynamically: [{', '.join(static)}]")
+    for key, op, value in changes:
+        if op == DELETE or key not in BROKER_CONFIG_KEYS or value is None:
+            continue
+        definition = BROKER_CONFIG_KEYS[key]
+        if op in (APPEND, SUBTRACT) and definition.type is not ConfigType.LIST:
+            # Kafka's broker-side wording (topics get "Can't APPEND to key ...").
+            raise InvalidConfigurationError(
+                f"Config value {'append' if op == APPEND else 'subtract'} is not allowed for config key: {key}")
+        try:
+            parsed = parse_value(definition, value)
+            if definition.validator is not None:
+                definition.validator(key, parsed)
+        except ConfigException as exc:
+            raise InvalidRequestError(str(exc)) from None
+    if resource_name == "":
+        cluster_level = [key for key in names if key in PER_BROKER_ONLY_KEYS]
+        if cluster_level:
+            raise InvalidRequestError(
+                "Cannot update these configs at default cluster level, broker id must be specified: "
+                f"[{', '.join(cluster_level)}]")
+    elif "min.insync.replicas" in names:
+        # Kafka's controller: with eligible leader replicas, only the cluster default may change...
+        raise InvalidConfigurationError("Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+    if resource_name == "" and any(key == "min.insync.replicas" and op == DELETE for key, op, _ in changes):
+        # ... and it may not go away.
+        raise InvalidConfigurationError("Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+    not_applied = [key for key in names if key not in APPLIED_KEYS]
+    if not validate_only and not_applied:
+        raise BrokerConfigNotAppliedError(
+            "asyncbroker does not change these broker configs at runtime; set them in server.properties: "
+            f"[{', '.join(not_applied)}]")
+
+
+def changed_layers(config: KafkaConfig, resource_name: str, changes: Sequence[tuple[str, int, str | None]]
+                   ) -> tuple[dict[str, str], dict[str, str]]:
+    """The dynamic layers (this node's, the cluster's) once `changes` are applied to the one
+    `resource_name` names; checked changes only (check_broker_changes)."""
+    layer = dict(config.dynamic_broker if resource_name else config.dynamic_cluster)
+    for key, op, value in changes:
+        if op == SET:
+            layer[key] = value or ""
+        elif op == DELETE:
+            layer.pop(key, None)
+        else:
+            current = layer.get(key)
+            if current is None:
+                current = config.dynamic_value(key) or format_value(config.get(key)) or ""
+            items = [item.strip() for item in current.split(",") if item.strip()]
+            given = [item.strip() for item in (value or "").split(",") if item.strip()]
+            if op == APPEND:
+                items += [item for item in dict.fromkeys(given) if item not in items]
+            else:
+                items = [item for item in items if item not in given]
+            layer[key] = ",".join(items)
+    if resource_name:
+        return layer, dict(config.dynamic_cluster)
+    return dict(config.dynamic_broker), layer
+
+
+def read_dynamic_configs(log_dirs: Sequence[str | Path]) -> tuple[dict[str, str], dict[str, str]]:
+    """The persisted layers (the newest copy among the log dirs); none when never written."""
+    newest, found = -1.0, ({}, {})
+    for d in log_dirs:
+        path = Path(d) / BROKER_CONFIGS_FILE
+        try:
+            mtime = path.stat().st_mtime
+            data = json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):
+            continue
+        if mtime > newest:
+            newest = mtime
+            found = ({str(k): str(v) for k, v in data.get("broker", {}).items()},
+                     {str(k): str(v) for k, v in data.get("cluster", {}).items()})
+    return found
+
+
+def write_dynamic_configs(log_dirs: Sequence[str | Path], broker: dict[str, str], cluster: dict[str, str]) -> None:
+    """Persist the layers in every log dir, atomically (blocking: run it on the executor)."""
+    data = json.dumps({"broker": broker, "cluster": cluster}, sort_keys=True, indent=1).encode()
+    for d in log_dirs:
+        write_atomically(Path(d) / BROKER_CONFIGS_FILE, data)

@@ -1,0 +1,75 @@
+"""AlterConfigs (API 33): replace a topic's or the broker's whole set of config overrides.
+
+The older form of IncrementalAlterConfigs, still sent by older AdminClients and
+kafka-configs.sh's --add-config on old paths: each resource's configs become
+its complete override set (keys not listed go back to their defaults). The
+checks are IncrementalAlterConfigs' (TopicManager, broker_config_changes).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from storage.topic_name import validate_topic_name
+from wire.errors import ErrorCode, InvalidRequestError, KafkaError
+from wire.messages import ApiKey
+
+from asyncbroker.broker_config_changes import (
+    ALTER_MISMATCH,
+    ALTER_NOT_AN_INT,
+    check_broker_changes,
+    check_broker_id,
+)
+from asyncbroker.config import ConfigResourceType
+from asyncbroker.handlers import error_code_for, error_message_for
+from asyncbroker.response_builder import ResponseBuilder
+from asyncbroker.topics import AlterConfigOp
+
+API_KEY = ApiKey.ALTER_CONFIGS
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+
+async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
+    configs = [(c.name, c.value) for c in resource.configs]
+    if resource.resource_type == ConfigResourceType.TOPIC:
+        if resource.resource_name == "":
+            raise InvalidRequestError("Default topic resources are not allowed.")
+        validate_topic_name(resource.resource_name)
+        await broker.topics.replace_configs(resource.resource_name, configs, validate_only)
+        if not validate_only and getattr(broker, "cleaner", None) is not None:
+            broker.cleaner.wake()
+        return
+    if resource.resource_type == ConfigResourceType.BROKER:
+        if len({name for name, _ in configs}) != len(configs):
+            raise InvalidRequestError("Error due to duplicate config keys")
+        ops = [(name, int(AlterConfigOp.SET), value) for name, value in configs]
+        # The resource's whole set is replaced: the dynamic values it does not name go.
+        given = {name for name, _ in configs}
+        current = broker.config.cluster_defaults() if resource.resource_name == "" else broker.config.dynamic_broker
+        ops += [(name, int(AlterConfigOp.DELETE), None) for name in sorted(current) if name not in given]
+        check_broker_changes(resource.resource_name, broker.node_id, ops, validate_only)
+        if not validate_only:
+            await broker.topics.alter_broker_configs(resource.resource_name, ops)
+        return
+    if resource.resource_type == ConfigResourceType.BROKER_LOGGER:
+        check_broker_id(resource.resource_name, broker.node_id, ALTER_MISMATCH, ALTER_NOT_AN_INT)
+        raise InvalidRequestError("BROKER_LOGGER resources are not served by asyncbroker")
+    raise InvalidRequestError(f"Unknown resource type {resource.resource_type}")
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    rb = ResponseBuilder(API_KEY, header.api_version)
+    counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    responses = []
+    for resource in request.resources:
+        try:
+            if counts[(resource.resource_type, resource.resource_name)] > 1:
+                raise InvalidRequestError("Each resource must appear at most once.")
+            await _alter(broker, resource, request.validate_only)
+            code, message = ErrorCode.NONE, None
+        except KafkaError as exc:
+            code, message = error_code_for(exc), error_message_for(exc)
+        responses.append(rb.entity("AlterConfigsResourceResponse", error_code=code, error_message=message,
+                                   resource_type=resource.resource_type, resource_name=resource.resource_name))
+    return rb.entity("AlterConfigsResponse", throttle_time=0, responses=tuple(responses))

@@ -1,0 +1,195 @@
+"""Differential scenarios: ApiVersions, Metadata and DescribeCluster, compared with Kafka 4.4."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from admin_steps import api_versions, create_topics, creatable, describe_cluster, find_coordinator, \
+    metadata_all, metadata_topics
+from differential import ScenarioRun
+from steps import create_topic, wait_for_leaders
+
+pytestmark = pytest.mark.timeout(180)
+
+# -- ApiVersions -------------------------------------------------------------------------
+
+# APIs Kafka 4.4 serves that asyncbroker does not (KD-200): security, transactions, quotas,
+# KRaft, reassignment, share and streams groups, ...
+NOT_SERVED = (
+    "sasl_handshake", "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "write_txn_markers",
+    "txn_offset_commit", "describe_acls", "create_acls", "delete_acls", "alter_replica_log_dirs",
+    "sasl_authenticate", "create_delegation_token", "renew_delegation_token", "expire_delegation_token",
+    "describe_delegation_token", "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments",
+    "describe_client_quotas", "alter_client_quotas", "describe_user_scram_credentials",
+    "alter_user_scram_credentials", "describe_quorum", "update_features", "describe_producers",
+    "unregister_broker", "describe_transactions", "list_transactions", "consumer_group_heartbeat",
+    "consumer_group_describe", "list_config_resources", "describe_topic_partitions", "share_group_heartbeat",
+    "share_group_describe", "share_fetch", "share_acknowledge", "add_raft_voter", "remove_raft_voter",
+    "initialize_share_group_state", "read_share_group_state", "write_share_group_state",
+    "delete_share_group_state", "read_share_group_state_summary", "streams_group_heartbeat",
+    "streams_group_describe", "describe_share_group_offsets", "alter_share_group_offsets",
+    "delete_share_group_offsets",
+)
+# Versions kio (the protocol library) has no schema for, so asyncbroker cannot decode them
+# (KD-201): Produce v0-2, ApiVersions v5 and two APIs newer than kio.
+NO_SCHEMA = ("produce", "api_versions", "api-93", "api-94")
+# Versions kio knows that the handler of another area does not serve yet (KD-202).
+NOT_YET_SERVED = ("fetch", "list_offsets", "offset_commit", "offset_fetch", "describe_groups", "delete_groups")
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_api_versions(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        api_versions(run, version)
+
+    known = {
+        "KD-200": {f"0:.api_keys.{name}" for name in NOT_SERVED},
+        "KD-201": {f"0:.api_keys.{name}" for name in NO_SCHEMA},
+        "KD-202": {f"0:.api_keys.{name}" for name in NOT_YET_SERVED},
+    }
+    if version >= 3:
+        known["KD-203"] = {"0:.supported_features[names]", "0:.finalized_features_epoch",
+                           "0:.finalized_features[names]"}
+    brokers.compare(scenario, known=known)
+
+
+# -- Metadata ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", range(0, 14))
+def test_metadata_named_unknown_and_invalid_topics(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    """Existing, unknown, invalid, too long and empty names in one request, no auto-creation
+    (v0-v3 cannot turn it off, so they ask only for the existing topic)."""
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "m", partitions=3, record=False)
+        if version < 4:
+            metadata_topics(run, ["m"], version=version)
+        else:
+            metadata_topics(run, ["m", "absent", "=bad name!", "=" + "x" * 250, "=", "=.."], version=version)
+
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize("version", [1, 3, 4, 7, 9, 12, 13])
+def test_metadata_auto_creates_topics(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    """auto.create.topics.enable is on in both: the request that creates the topic answers
+    UNKNOWN_TOPIC_OR_PARTITION, later ones see the topic (v0-v3 always allow it)."""
+    def scenario(run: ScenarioRun) -> None:
+        metadata_topics(run, ["auto"], version=version, auto_create=True, label="creating request")
+        wait_for_leaders(run, "auto", 1)
+        metadata_topics(run, ["auto"], version=version, auto_create=True, label="after creation")
+        # An invalid name is never created.
+        metadata_topics(run, ["=bad name"], version=version, auto_create=True, label="invalid name")
+
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize("version", [4, 8, 12, 13])
+def test_metadata_without_auto_creation_creates_nothing(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        metadata_topics(run, ["manual"], version=version, auto_create=False)
+        create_topic(run, "other", record=False)  # a later condition, so the first request had its chance
+        metadata_topics(run, ["manual", "other"], version=version, auto_create=False)
+
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize("version", [0, 1, 5, 9, 10, 12, 13])
+def test_metadata_all_topics(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "all-a", partitions=2, record=False)
+        create_topic(run, "all-b", partitions=1, record=False)
+        metadata_all(run, version)
+
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize("version", range(8, 14))
+def test_metadata_authorized_operations(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    """No authorizer: every operation allowed, as bit sets, only when asked (cluster ones v8-v10)."""
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "ops", record=False)
+        metadata_topics(run, ["ops", "absent"], version=version, topic_ops=True, cluster_ops=True)
+        metadata_topics(run, ["ops"], version=version, topic_ops=False, cluster_ops=True)
+        metadata_topics(run, ["ops"], version=version, topic_ops=True, cluster_ops=False)
+        metadata_all(run, version, cluster_ops=True, topic_ops=True)
+
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize("version", [10, 11, 12, 13])
+def test_metadata_by_topic_id(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "by-id", partitions=2, record=False)
+        metadata_topics(run, [run.topic_id("by-id")], version=version, label="known id")
+        metadata_topics(run, [uuid.UUID(int=0x1234)], version=version, label="unknown id")
+        metadata_topics(run, [None], version=version, label="neither name nor id")
+
+    brokers.compare(scenario)
+
+
+def test_metadata_internal_topic(brokers) -> None:  # type: ignore[no-untyped-def]
+    """__consumer_offsets (created by FindCoordinator when missing) is flagged internal."""
+    def scenario(run: ScenarioRun) -> None:
+        find_coordinator(run, "g")
+        run.wait_until(lambda: _offsets_topic_ready(run), "__consumer_offsets")
+        for version in (1, 9, 12):
+            metadata_topics(run, ["=__consumer_offsets"], version=version)
+
+    brokers.compare(scenario)
+
+
+def _offsets_topic_ready(run: ScenarioRun) -> bool:
+    t = metadata_topics(run, ["=__consumer_offsets"], record=False).topics[0]
+    return t.error_code.value == 0 and all(p.leader_id >= 0 for p in t.partitions) and len(t.partitions) == 50
+
+
+def test_metadata_after_create_topics_with_assignment_and_configs(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        create_topics(run, [creatable(run, "assigned", -1, assignments=[[1], [1], [1]]),
+                            creatable(run, "compacted", 2, configs={"cleanup.policy": "compact"})], label="create")
+        metadata_topics(run, ["assigned", "compacted"], version=12)
+
+    brokers.compare(scenario)
+
+
+# -- DescribeCluster ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_describe_cluster(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        describe_cluster(run, version, cluster_ops=True, label="with operations")
+        describe_cluster(run, version, cluster_ops=False, label="without operations")
+        describe_cluster(run, version, endpoint_type=2, label="controller endpoint")
+        describe_cluster(run, version, endpoint_type=3, label="unknown endpoint type")
+        describe_cluster(run, version, fenced=True, label="fenced brokers too")
+
+    brokers.compare(scenario)
+
+
+def test_versions_a_broker_does_not_serve(brokers) -> None:  # type: ignore[no-untyped-def]
+    """An ApiVersions version too new gets a v0 answer with UNSUPPORTED_VERSION and
+    ApiVersions' own range only (KIP-511); any other API at a version or key the broker does
+    not serve closes the connection."""
+    import struct
+
+    from kio.schema.index import api_key_map
+
+    from wire.messages import decode_response
+
+    def scenario(run: ScenarioRun) -> None:
+        conn = run.connect()
+        conn.send_raw(18, 99, b"\x00")
+        frame = conn._recv_exact(struct.unpack(">i", conn._recv_exact(4))[0])
+        answer = decode_response(18, 0, frame[4:])
+        run.note("ApiVersions v99", {"error_code": answer.error_code, "api_keys": {
+            api_key_map[a.api_key]: f"{a.min_version}..{a.max_version}" for a in answer.api_keys}})
+        for api_key, version in ((3, 14), (19, 99), (250, 0)):
+            conn = run.connect()
+            conn.send_raw(api_key, version, b"\x00")
+            run.note(f"api {api_key} v{version}: connection closed", conn.closed_by_peer(5.0))
+
+    brokers.compare(scenario, known={"KD-201": {"0:.api_keys.api_versions"}})
