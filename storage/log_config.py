@@ -322,6 +322,12 @@ class LogConfig(msgspec.Struct, frozen=True):
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
 
+    @property
+    def checks_record_timestamps(self) -> bool:
+        """message.timestamp.before.max.ms is set (not "forever") on a CreateTime topic: the
+        validator then reads every record's timestamp, not just the batch header."""
+        return not self.log_append_time and self.message_timestamp_before_max_ms < LONG_MAX
+
     def random_segment_jitter(self) -> int:
         """A per-segment jitter in [0, min(segment.jitter.ms, segment.ms)) that staggers time-based rolls."""
         bound = min(self.segment_jitter_ms, self.segment_ms)
