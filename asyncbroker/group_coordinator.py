@@ -381,8 +381,7 @@ class GroupCoordinator:
         api_version: int = 9,
     ) -> JoinGroupResult:
         await self.ensure_loaded()
-        if not group_id:
-            raise InvalidGroupIdError(f"Group id {group_id!r} is invalid")
+        _require_group_id(group_id)
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
             raise InvalidSessionTimeoutError(
                 f"The session timeout {session_timeout_ms} is not within [{self.min_session_timeout_ms}, "
@@ -660,6 +659,7 @@ class GroupCoordinator:
                          protocol_type: str | None, protocol_name: str | None,
                          assignments: dict[str, bytes]) -> SyncGroupResult:
         await self.ensure_loaded()
+        _require_group_id(group_id)
         group = self._member_group(group_id, generation_id, member_id, group_instance_id)
         if protocol_type is not None and protocol_type != group.protocol_type:
             raise InconsistentGroupProtocolError(f"Protocol type {protocol_type} does not match {group.protocol_type}")
@@ -734,6 +734,7 @@ class GroupCoordinator:
     async def heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
                         group_instance_id: str | None) -> None:
         await self.ensure_loaded()
+        _require_group_id(group_id)
         group = self._member_group(group_id, generation_id, member_id, group_instance_id)
         member = group.members[member_id]
         if group.is_in_state(_S.EMPTY):
@@ -749,7 +750,8 @@ class GroupCoordinator:
         await self.ensure_loaded()
         group = self.groups.get(group_id)
         if group is None:
-            raise UnknownMemberIdError(f"Group {group_id} does not exist")
+            # Kafka answers each member of an unknown group (the empty id included) on its own.
+            return [ErrorCode.UNKNOWN_MEMBER_ID for _ in members]
         if group.is_in_state(_S.DEAD):
             raise CoordinatorNotAvailableError(f"Group {group_id} is being removed")
         results: list[int] = []
@@ -846,8 +848,7 @@ class GroupCoordinator:
     ) -> dict[TopicPartitionKey, int]:
         """Commit (topic, partition, offset, leader epoch, metadata) items; an error code per partition."""
         await self.ensure_loaded()
-        if not group_id:
-            raise InvalidGroupIdError("Group id must not be empty")
+        # The empty group id is valid here, as in Kafka: simple consumers of old commit to it.
         group = self.groups.get(group_id)
         if group is None:
             if generation_id < 0:
@@ -915,6 +916,7 @@ class GroupCoordinator:
     async def delete_offsets(self, group_id: str, partitions: Sequence[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """OffsetDelete: remove committed offsets of topics the group does not consume."""
         await self.ensure_loaded()
+        _require_group_id(group_id)
         group = self.groups.get(group_id)
         if group is None or group.is_in_state(_S.DEAD):
             raise GroupIdNotFoundError(f"Group {group_id} does not exist")
@@ -963,10 +965,11 @@ class GroupCoordinator:
         if group is None or group.is_in_state(_S.DEAD):
             return DescribedGroup(group_id, _S.DEAD.value, "", "", [])
         stable = group.is_in_state(_S.STABLE)
+        # Kafka shows the protocol metadata only while Stable, but always the assignment a
+        # member holds (during a rebalance: the previous generation's, until it is replaced).
         members = [
             DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                            m.metadata(group.protocol_name) if stable else b"",
-                            m.assignment if stable else b"")
+                            m.metadata(group.protocol_name) if stable else b"", m.assignment)
             for m in group.members.values()
         ]
         return DescribedGroup(group.group_id, group.state.value, group.protocol_type or "",
@@ -1110,6 +1113,13 @@ class _JoinArgs(msgspec.Struct, frozen=True):
     protocols: list[tuple[str, bytes]]
     reason: str
     api_version: int
+
+
+def _require_group_id(group_id: str) -> None:
+    """Kafka's check before the group APIs that need a real group (JoinGroup, SyncGroup,
+    Heartbeat, OffsetDelete); offsets and admin APIs accept the empty id."""
+    if not group_id:
+        raise InvalidGroupIdError(f"Group id {group_id!r} is invalid")
 
 
 def _log_load_failure(fut: asyncio.Future[None]) -> None:

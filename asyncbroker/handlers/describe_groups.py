@@ -1,6 +1,6 @@
 """DescribeGroups (key 15): state, protocol and members of groups.
 
-Member metadata and assignments are reported only for a Stable group, as
+Member metadata is reported only for a Stable group (assignments always), as
 Kafka does; an unknown group is described as Dead with no error (v0-v5).
 """
 
