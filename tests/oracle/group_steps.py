@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import struct
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -332,11 +333,31 @@ def delete_groups(run: ScenarioRun, groups: Iterable[str], *, version: int = 2, 
     return call(run, DELETE_GROUPS, version, label=label, groups_names=tuple(g if raw else group_id(run, g) for g in groups))
 
 
+_PRODUCER_IDS: weakref.WeakKeyDictionary[ScenarioRun, dict[int, str]] = weakref.WeakKeyDictionary()
+
+
 def init_producer_id(run: ScenarioRun, *, version: int = 5, transactional_id: str | None = None,
                      producer_id: int = -1, producer_epoch: int = -1, timeout_ms: int = 60_000,
                      label: str | None = None, record: bool = True) -> Any:
-    return call(run, INIT_PRODUCER_ID, version, label=label, record=record, transactional_id=transactional_id,
-                transaction_timeout=timeout_ms, producer_id=producer_id, producer_epoch=producer_epoch)
+    """InitProducerId, recorded with the producer id named by its order of appearance in the
+    run: Kafka's controller hands out ids in blocks from 0, asyncbroker derives them from the
+    clock (unique across restarts without a quorum), so only their identity is comparable."""
+    pending = send(run, INIT_PRODUCER_ID, version, label=label, record=False, transactional_id=transactional_id,
+                   transaction_timeout=timeout_ms, producer_id=producer_id, producer_epoch=producer_epoch)
+    response = pending.answer()
+    if record:
+        names = _PRODUCER_IDS.setdefault(run, {})
+        shown: Any = response.producer_id
+        if shown >= 0:
+            shown = names.setdefault(shown, f"<producer id {len(names) + 1}>")
+        run.record(pending.label, pending.request, dataclasses.replace(response, producer_id=shown))
+    return response
+
+
+def wait_for_producer_ids(run: ScenarioRun) -> None:
+    """Kafka answers COORDINATOR_LOAD_IN_PROGRESS until its broker has a block of producer
+    ids from the controller (the first request of a session); wait for one, unrecorded."""
+    run.wait_until(lambda: init_producer_id(run, record=False).error_code.value == NONE, "producer ids")
 
 
 # -- answers whose collections Kafka builds from hash maps --------------------------------
@@ -349,9 +370,17 @@ def _sort_join_group(answer: dict[str, Any]) -> None:
 
 
 def _sort_describe_groups(answer: dict[str, Any]) -> None:
-    """DescribeGroups lists a group's members from the same hash map."""
+    """DescribeGroups lists a group's members from the same hash map, and answers the groups
+    shard by shard of __consumer_offsets (the hash of a group id, which holds the run's
+    suffix), so neither order can match between two runs."""
+    answer["groups"].sort(key=lambda g: g["group_id"])
     for g in answer["groups"]:
         g["members"].sort(key=lambda m: m["member_id"])
+
+
+def _sort_delete_groups(answer: dict[str, Any]) -> None:
+    """DeleteGroups answers shard by shard too (see _sort_describe_groups)."""
+    answer["results"].sort(key=lambda r: r["group_id"])
 
 
 def _sort_list_groups(answer: dict[str, Any]) -> None:
@@ -360,7 +389,8 @@ def _sort_list_groups(answer: dict[str, Any]) -> None:
 
 
 def _sort_offset_fetch(answer: dict[str, Any]) -> None:
-    """OffsetFetch for all of a group's offsets walks a hash map of topics and partitions."""
+    """OffsetFetch for all of a group's offsets walks a hash map of topics and partitions
+    (the groups of the v8+ form come in the request's order)."""
     for holder in answer.get("groups") or [answer]:
         topics = holder.get("topics") or []
         topics.sort(key=lambda t: t["name"])
@@ -369,4 +399,5 @@ def _sort_offset_fetch(answer: dict[str, Any]) -> None:
 
 
 UNORDERED.update({JOIN_GROUP: _sort_join_group, DESCRIBE_GROUPS: _sort_describe_groups,
-                  LIST_GROUPS: _sort_list_groups, OFFSET_FETCH: _sort_offset_fetch})
+                  LIST_GROUPS: _sort_list_groups, OFFSET_FETCH: _sort_offset_fetch,
+                  DELETE_GROUPS: _sort_delete_groups})
