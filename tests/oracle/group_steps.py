@@ -401,3 +401,17 @@ def _sort_offset_fetch(answer: dict[str, Any]) -> None:
 UNORDERED.update({JOIN_GROUP: _sort_join_group, DESCRIBE_GROUPS: _sort_describe_groups,
                   LIST_GROUPS: _sort_list_groups, OFFSET_FETCH: _sort_offset_fetch,
                   DELETE_GROUPS: _sort_delete_groups})
+
+
+# -- waiting for the coordinators (unrecorded) ----------------------------------------
+
+
+def wait_for_coordinator(run: ScenarioRun, key_type: int = 0) -> None:
+    """Kafka answers COORDINATOR_NOT_AVAILABLE while it creates and loads __consumer_offsets
+    (key type 0) or __transaction_state (1) on the first lookup of a session: wait until it
+    names a coordinator, unrecorded, so scenarios compare steady-state answers."""
+    def ready() -> bool:
+        r = find_coordinator(run, ["ready"], key_type=key_type, record=False)
+        return r.coordinators[0].error_code.value == NONE
+
+    run.wait_until(ready, f"the coordinator for key type {key_type}")
