@@ -774,9 +774,10 @@ class GroupCoordinator:
     async def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None, str | None]]) -> list[int]:
         """(member id, group instance id, reason) per leaving member; an error code each."""
         await self.ensure_loaded()
+        _require_group_id(group_id)
         group = self.groups.get(group_id)
         if group is None:
-            # Kafka answers each member of an unknown group (the empty id included) on its own.
+            # Kafka answers each member of an unknown group on its own.
             return [ErrorCode.UNKNOWN_MEMBER_ID for _ in members]
         if group.is_in_state(_S.DEAD):
             raise CoordinatorNotAvailableError(f"Group {group_id} is being removed")
@@ -1143,7 +1144,7 @@ class _JoinArgs(msgspec.Struct, frozen=True):
 
 def _require_group_id(group_id: str) -> None:
     """Kafka's check before the group APIs that need a real group (JoinGroup, SyncGroup,
-    Heartbeat, OffsetDelete); offsets and admin APIs accept the empty id."""
+    Heartbeat, LeaveGroup, OffsetDelete); offsets and admin APIs accept the empty id."""
     if not group_id:
         raise InvalidGroupIdError(f"Group id {group_id!r} is invalid")
 

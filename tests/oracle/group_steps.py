@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from jvm.kafka_jvm import ORACLE_SETTINGS
 from differential import UNORDERED, Connection, ScenarioRun, entity, request_class_name
 
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
@@ -415,3 +416,34 @@ def wait_for_coordinator(run: ScenarioRun, key_type: int = 0) -> None:
         return r.coordinators[0].error_code.value == NONE
 
     run.wait_until(ready, f"the coordinator for key type {key_type}")
+    if key_type == 0:
+        # Then Kafka loads each shard (partition) of __consumer_offsets, answering
+        # NOT_COORDINATOR for its groups until then: describe one group of every shard.
+        def loaded() -> bool:
+            r = call(run, DESCRIBE_GROUPS, 5, record=False, groups=_SHARD_PROBES, include_authorized_operations=False)
+            return all(g.error_code.value == NONE for g in r.groups)
+
+        run.wait_until(loaded, "the group coordinator's shards")
+
+
+def _java_hash(s: str) -> int:
+    """Java's String.hashCode, which Kafka's partitionFor(groupId) takes."""
+    h = 0
+    for unit in s.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _shard_probes(partitions: int) -> tuple[str, ...]:
+    """A group id for each partition of __consumer_offsets (Utils.abs(hash) % partitions)."""
+    found: dict[int, str] = {}
+    i = 0
+    while len(found) < partitions:
+        name = f"shard-probe-{i}"
+        h = _java_hash(name)
+        found.setdefault((0 if h == -(1 << 31) else abs(h)) % partitions, name)
+        i += 1
+    return tuple(found[p] for p in range(partitions))
+
+
+_SHARD_PROBES = _shard_probes(int(ORACLE_SETTINGS["offsets.topic.num.partitions"]))
