@@ -330,8 +330,9 @@ def list_groups(run: ScenarioRun, *, version: int = 5, states: Sequence[str] = (
 
 
 def delete_groups(run: ScenarioRun, groups: Iterable[str], *, version: int = 2, raw: bool = False,
-                  label: str | None = None) -> Any:
-    return call(run, DELETE_GROUPS, version, label=label, groups_names=tuple(g if raw else group_id(run, g) for g in groups))
+                  label: str | None = None, record: bool = True) -> Any:
+    return call(run, DELETE_GROUPS, version, label=label, record=record,
+                groups_names=tuple(g if raw else group_id(run, g) for g in groups))
 
 
 _PRODUCER_IDS: weakref.WeakKeyDictionary[ScenarioRun, dict[int, str]] = weakref.WeakKeyDictionary()
