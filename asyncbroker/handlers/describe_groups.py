@@ -1,7 +1,8 @@
 """DescribeGroups (key 15): state, protocol and members of groups.
 
 Member metadata is reported only for a Stable group (assignments always), as
-Kafka does; an unknown group is described as Dead with no error (v0-v5).
+Kafka does; an unknown group is described as Dead, with no error before v6
+and with GROUP_ID_NOT_FOUND and a message from v6 (KIP-1043).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 MIN_VERSION = 0
-MAX_VERSION = 5
+MAX_VERSION = 6
 
 # "Not requested" for authorized operations (Integer.MIN_VALUE).
 _AUTHORIZED_OPS_OMITTED = -(2**31)
@@ -42,7 +43,10 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                      member_assignment=m.assignment)
             for m in d.members
         )
-        out.append(b.entity("DescribedGroup", error_code=ErrorCode.NONE, group_id=d.group_id,
+        error, message = ErrorCode.NONE, None
+        if header.api_version >= 6 and d.state == "Dead":
+            error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+        out.append(b.entity("DescribedGroup", error_code=error, error_message=message, group_id=d.group_id,
                             group_state=d.state, protocol_type=d.protocol_type, protocol_data=d.protocol_data,
                             members=members, authorized_operations=_AUTHORIZED_OPS_OMITTED))
     return b.entity("DescribeGroupsResponse", throttle_time=0, groups=tuple(out))

@@ -1,4 +1,4 @@
-"""Differential scenarios: group administration (DescribeGroups v0-v5, ListGroups v0-v5 with
+"""Differential scenarios: group administration (DescribeGroups v0-v6, ListGroups v0-v5 with
 states_filter (v4) and types_filter (v5), DeleteGroups v0-v2) over live, empty, dead and
 unknown groups, and the versions of the group APIs each broker serves; compared with Kafka 4.4."""
 
@@ -35,12 +35,14 @@ def some_groups(run: ScenarioRun) -> gs.Member:
 def describe_version(version: int):  # type: ignore[no-untyped-def]
     def scenario(run: ScenarioRun) -> None:
         some_groups(run)
-        gs.describe_groups(run, ["live", "empty", "connect", "left", "unknown", "live"], version=version)
+        gs.describe_groups(run, ["live", "empty", "connect", "left", "unknown", "live", ""], version=version)
         gs.describe_groups(run, [], version=version)
+        gs.delete_groups(run, ["left"])
+        gs.describe_groups(run, ["left"], version=version)
     return scenario
 
 
-@pytest.mark.parametrize("version", range(0, 6))
+@pytest.mark.parametrize("version", range(0, 7))
 def test_describe_groups(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(describe_version(version))
 
@@ -130,4 +132,4 @@ def group_api_versions(run: ScenarioRun) -> None:
 
 
 def test_group_api_versions(brokers) -> None:  # type: ignore[no-untyped-def]
-    brokers.compare(group_api_versions, known={"KD-302": {"0:.8[1]", "0:.9[1]", "0:.15[1]", "0:.42[1]"}})
+    brokers.compare(group_api_versions, known={"KD-302": {"0:.8[1]", "0:.9[1]", "0:.42[1]"}})
