@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import struct
+import uuid
 import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -269,6 +270,7 @@ def commit(run: ScenarioRun, group: str, offsets: dict[str, PartitionOffsets], *
                                      committed_offset=offset, committed_leader_epoch=epoch,
                                      commit_timestamp=-1, committed_metadata=meta))
         topics.append(entity(OFFSET_COMMIT, version, "OffsetCommitRequestTopic", name=run.topic(symbol),
+                             topic_id=_topic_id(run, symbol) if version >= 10 else None,
                              partitions=tuple(partitions)))
     return call(run, OFFSET_COMMIT, version, label=label, conn=conn,
                 group_id=group_id(run, group) if raw_group is None else raw_group,
@@ -284,7 +286,8 @@ def fetch_offsets(run: ScenarioRun, requests: Sequence[tuple[str, dict[str, Sequ
     def topics(spec: dict[str, Sequence[int]] | None, cls: str) -> Any:
         if spec is None:
             return None
-        return tuple(entity(OFFSET_FETCH, version, cls, name=run.topic(t), partition_indexes=tuple(ps))
+        return tuple(entity(OFFSET_FETCH, version, cls, name=run.topic(t),
+                            topic_id=_topic_id(run, t) if version >= 10 else None, partition_indexes=tuple(ps))
                      for t, ps in spec.items())
 
     def gid(g: str) -> str:
@@ -298,6 +301,20 @@ def fetch_offsets(run: ScenarioRun, requests: Sequence[tuple[str, dict[str, Sequ
     ((g, spec),) = requests
     return call(run, OFFSET_FETCH, version, label=label, group_id=gid(g),
                 topics=topics(spec, "OffsetFetchRequestTopic"), require_stable=require_stable)
+
+
+UNKNOWN_TOPIC_ID = uuid.UUID("6a8f9f4e-0b7e-4c5e-9d1b-0c3e2f1a4b5c")
+
+
+def _topic_id(run: ScenarioRun, symbol: str) -> uuid.UUID:
+    """The topic id of a symbolic topic (v10 offset APIs); "unknown" stands for an id no
+    topic has, "zero" for the zero id."""
+    if symbol == "unknown":
+        run.topic_ids.setdefault(UNKNOWN_TOPIC_ID, "unknown")
+        return UNKNOWN_TOPIC_ID
+    if symbol == "zero":
+        return uuid.UUID(int=0)
+    return run.topic_id(symbol)
 
 
 def delete_offsets(run: ScenarioRun, group: str, topics: dict[str, Sequence[int]], *, label: str | None = None) -> Any:
@@ -395,7 +412,7 @@ def _sort_offset_fetch(answer: dict[str, Any]) -> None:
     (the groups of the v8+ form come in the request's order)."""
     for holder in answer.get("groups") or [answer]:
         topics = holder.get("topics") or []
-        topics.sort(key=lambda t: t["name"])
+        topics.sort(key=lambda t: str(t.get("name", t.get("topic_id"))))
         for t in topics:
             t["partitions"].sort(key=lambda p: p["partition_index"])
 

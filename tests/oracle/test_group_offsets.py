@@ -1,5 +1,5 @@
-"""Differential scenarios: committed offsets (OffsetCommit v2-v9, OffsetFetch v1-v9,
-OffsetDelete v0), for simple consumers (generation -1) and live group members, compared
+"""Differential scenarios: committed offsets (OffsetCommit v2-v10, OffsetFetch v1-v10,
+OffsetDelete v0; v10 names topics by id), for simple consumers (generation -1) and live group members, compared
 with Kafka 4.4."""
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ def simple_commit(version: int):  # type: ignore[no-untyped-def]
         topics(run)
         gs.commit(run, "g", {"t": {0: 10, 1: (20, 5, "meta"), 2: (30, -1, None)}, "u": {0: 0}}, version=version)
         gs.commit(run, "g", {"unknown": {0: 1}, "t": {7: 1, -1: 2, 0: 11}}, version=version)
+        # Refused partitions are answered first, then the committed ones merged in.
+        gs.commit(run, "g", {"t": {0: 11, 7: 1, 1: 21}, "u": {0: 1}, "unknown": {0: 1}}, version=version)
         gs.commit(run, "g", {"t": {0: (12, 1, "x" * 4097)}}, version=version)
         gs.commit(run, "g", {"t": {0: (12, 1, "x" * 4096)}}, version=version)
         gs.commit(run, "g", {"t": {1: -5}}, version=version)
@@ -46,7 +48,7 @@ def simple_commit(version: int):  # type: ignore[no-untyped-def]
     return scenario
 
 
-@pytest.mark.parametrize("version", range(2, 10))
+@pytest.mark.parametrize("version", range(2, 11))
 def test_simple_commit(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(simple_commit(version))
 
@@ -59,7 +61,7 @@ def member_commits(run: ScenarioRun) -> None:
     ca, cb = run.connect("c1"), run.connect("c2")
     first = gs.form_group(run, "g")
     gen, m1 = first.generation, first.member_id
-    for version in (2, 5, 9):
+    for version in (2, 5, 9, 10):
         gs.commit(run, "g", {"t": {0: version}}, version=version, generation=gen, member_id=m1)
         gs.commit(run, "g", {"t": {0: 1}}, version=version, generation=gen + 1, member_id=m1)
         gs.commit(run, "g", {"t": {0: 1}}, version=version, generation=gen, member_id="stranger")
@@ -90,6 +92,8 @@ def fetch_version(version: int):  # type: ignore[no-untyped-def]
         topics(run)
         gs.commit(run, "g", {"t": {0: 10, 1: (20, 5, "meta")}, "u": {0: 3}})
         gs.fetch_offsets(run, [("g", {"t": [0, 1, 2, 9], "u": [0], "unknown": [0]})], version=version)
+        if version >= 10:
+            gs.fetch_offsets(run, [("g", {"zero": [0], "t": [1]})], version=version)
         gs.fetch_offsets(run, [("unknown", {"t": [0]})], version=version)
         gs.fetch_offsets(run, [("g", {})], version=version)
         gs.fetch_offsets(run, [("", {"t": [0]})], version=version)
@@ -102,7 +106,7 @@ def fetch_version(version: int):  # type: ignore[no-untyped-def]
     return scenario
 
 
-@pytest.mark.parametrize("version", range(1, 10))
+@pytest.mark.parametrize("version", range(1, 11))
 def test_offset_fetch(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(fetch_version(version))
 
@@ -120,7 +124,7 @@ def fetch_several_groups(version: int):  # type: ignore[no-untyped-def]
     return scenario
 
 
-@pytest.mark.parametrize("version", [8, 9])
+@pytest.mark.parametrize("version", [8, 9, 10])
 def test_offset_fetch_several_groups(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(fetch_several_groups(version))
 
