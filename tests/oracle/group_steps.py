@@ -251,6 +251,16 @@ def wait_for_state(run: ScenarioRun, group: str, state: str, timeout: float = 30
     run.wait_until(lambda: group_state(run, group) == state, f"group {group} in state {state}", timeout)
 
 
+def wait_for_members(run: ScenarioRun, group: str, count: int, timeout: float = 30.0) -> None:
+    """Wait until the group has `count` members (joins parked on several connections have
+    all arrived), unrecorded."""
+    def arrived() -> bool:
+        r = call(run, DESCRIBE_GROUPS, 5, record=False, groups=(run.group(group),), include_authorized_operations=False)
+        return len(r.groups[0].members) == count
+
+    run.wait_until(arrived, f"{count} members in group {group}", timeout)
+
+
 # -- offsets ------------------------------------------------------------------------
 
 PartitionOffsets = dict[int, int | tuple[int, int, str | None]]
