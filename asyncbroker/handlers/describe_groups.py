@@ -22,6 +22,9 @@ MAX_VERSION = 6
 
 # "Not requested" for authorized operations (Integer.MIN_VALUE).
 _AUTHORIZED_OPS_OMITTED = -(2**31)
+# Without an authorizer every operation Kafka defines on a group is allowed: the bits of
+# AclOperation READ (3), DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11).
+_GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -46,7 +49,10 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         error, message = ErrorCode.NONE, None
         if header.api_version >= 6 and d.state == "Dead":
             error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+        # Asked for (v3+), the operations are reported for every group answered without error.
+        operations = (_GROUP_OPERATIONS if getattr(request, "include_authorized_operations", False)
+                      and error == ErrorCode.NONE else _AUTHORIZED_OPS_OMITTED)
         out.append(b.entity("DescribedGroup", error_code=error, error_message=message, group_id=d.group_id,
                             group_state=d.state, protocol_type=d.protocol_type, protocol_data=d.protocol_data,
-                            members=members, authorized_operations=_AUTHORIZED_OPS_OMITTED))
+                            members=members, authorized_operations=operations))
     return b.entity("DescribeGroupsResponse", throttle_time=0, groups=tuple(out))

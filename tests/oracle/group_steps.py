@@ -338,9 +338,9 @@ def delete_offsets(run: ScenarioRun, group: str, topics: dict[str, Sequence[int]
 
 
 def describe_groups(run: ScenarioRun, groups: Iterable[str], *, version: int = 5, raw: bool = False,
-                    label: str | None = None) -> Any:
-    return call(run, DESCRIBE_GROUPS, version, label=label,
-                groups=tuple(g if raw else group_id(run, g) for g in groups), include_authorized_operations=False)
+                    label: str | None = None, authorized_operations: bool = False) -> Any:
+    return call(run, DESCRIBE_GROUPS, version, label=label, groups=tuple(g if raw else group_id(run, g) for g in groups),
+                include_authorized_operations=authorized_operations)
 
 
 def list_groups(run: ScenarioRun, *, version: int = 5, states: Sequence[str] = (), types: Sequence[str] = (),

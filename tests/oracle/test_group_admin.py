@@ -37,6 +37,8 @@ def describe_version(version: int):  # type: ignore[no-untyped-def]
         some_groups(run)
         gs.describe_groups(run, ["live", "empty", "connect", "left", "unknown", "live", ""], version=version)
         gs.describe_groups(run, [], version=version)
+        if version >= 3:
+            gs.describe_groups(run, ["live", "unknown"], version=version, authorized_operations=True)
         gs.delete_groups(run, ["left"])
         gs.describe_groups(run, ["left"], version=version)
     return scenario
