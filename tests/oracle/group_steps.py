@@ -290,7 +290,7 @@ def commit(run: ScenarioRun, group: str, offsets: dict[str, PartitionOffsets], *
 
 def fetch_offsets(run: ScenarioRun, requests: Sequence[tuple[str, dict[str, Sequence[int]] | None]], *,
                   version: int = 9, require_stable: bool = False, label: str | None = None,
-                  raw_groups: bool = False) -> Any:
+                  raw_groups: bool = False, member_id: str | None = None, member_epoch: int = -1) -> Any:
     """OffsetFetch for [(group, {topic symbol: partitions} or None for all)]; one group
     before v8, any number from v8."""
     def topics(spec: dict[str, Sequence[int]] | None, cls: str) -> Any:
@@ -304,8 +304,8 @@ def fetch_offsets(run: ScenarioRun, requests: Sequence[tuple[str, dict[str, Sequ
         return g if raw_groups else group_id(run, g)
 
     if version >= 8:
-        groups = tuple(entity(OFFSET_FETCH, version, "OffsetFetchRequestGroup", group_id=gid(g), member_id=None,
-                              member_epoch=-1, topics=topics(spec, "OffsetFetchRequestTopics"))
+        groups = tuple(entity(OFFSET_FETCH, version, "OffsetFetchRequestGroup", group_id=gid(g), member_id=member_id,
+                              member_epoch=member_epoch, topics=topics(spec, "OffsetFetchRequestTopics"))
                        for g, spec in requests)
         return call(run, OFFSET_FETCH, version, label=label, groups=groups, require_stable=require_stable)
     ((g, spec),) = requests

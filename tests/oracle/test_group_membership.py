@@ -87,6 +87,8 @@ def join_errors(version: int):  # type: ignore[no-untyped-def]
         for session in (gs.MIN_SESSION_MS - 1, gs.MAX_SESSION_MS + 1, 0, -1):
             gs.join(run, "g", version=version, session_ms=session)
         gs.join(run, "g", version=version, session_ms=gs.MIN_SESSION_MS, member_id="stranger")
+        if version >= 5:
+            gs.join(run, "g", version=version, member_id="stranger", instance_id="i")
         gs.join(run, "", version=version)
         gs.join(run, "", version=version, member_id="x", session_ms=1)
         gs.join(run, "g", version=version, protocol_type="")

@@ -121,6 +121,12 @@ def fetch_several_groups(version: int):  # type: ignore[no-untyped-def]
                                ("b", {"u": [0], "unknown": [1]})], version=version)
         gs.fetch_offsets(run, [("a", None)], version=version, require_stable=True)
         gs.fetch_offsets(run, [], version=version)
+        if version >= 9:
+            # The member id and epoch (KIP-848) are not checked for classic groups.
+            member = gs.form_group(run, "live")
+            for member_id, epoch in ((member.member_id, member.generation), ("x", 5), (None, 3)):
+                gs.fetch_offsets(run, [("live", {"t": [0]}), ("a", None)], version=version,
+                                 member_id=member_id, member_epoch=epoch)
     return scenario
 
 
