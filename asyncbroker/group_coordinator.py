@@ -19,9 +19,10 @@ The rebalance protocol follows Kafka's classic group coordinator:
   not sync within the rebalance timeout are removed and the group rebalances.
 - Heartbeats keep a member alive for its session timeout; a member that
   stops is removed and the group rebalances. Static members
-  (`group.instance.id`) keep their place across restarts: a rejoin with a
-  new member id replaces the old one (fencing it) without a rebalance when
-  nothing changed.
+  (`group.instance.id`) keep their place across restarts: a rejoin without
+  a member id replaces the old one (fencing it) without a rebalance unless
+  the group's selected protocol changes, and a static member that sits out
+  a rebalance keeps its place (a member that rejoined leads instead).
 - OffsetCommit / OffsetFetch / OffsetDelete / DeleteGroups, with offsets
   of empty groups expiring after `offsets.retention.minutes` and empty groups
   without offsets removed, both with tombstones.
