@@ -79,8 +79,7 @@ class CallbackConsumer(threading.Thread):
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             self.error = exc
         finally:
-            # Stop recording before close(): leaving revokes everything, which is not the subject.
-            self.recording = False
+            self.recording = False  # closing revokes everything
             consumer.close()
 
     def stop(self) -> None:
@@ -146,8 +145,12 @@ def cooperative_callbacks(bootstrap: str) -> dict[str, list[tuple[str, list[tupl
 
             wait_until(settled, "the partitions to be split two and two in a Stable group")
         finally:
+            # Both stop recording before either leaves: a member leaving rebalances the other,
+            # which is not the subject.
+            first.recording = second.recording = False
             second.stop()
     finally:
+        first.recording = False
         first.stop()
     return {"first": first.events, "second": second.events}
 
