@@ -235,6 +235,20 @@ class ClassicGroup:
         self.static_members[group_instance_id] = new_member_id
         return new
 
+    def maybe_elect_new_joined_leader(self) -> bool:
+        """Keep a leader that rejoined, or hand leadership to the first member that did;
+        False when no member is awaiting its join answer (or there is no leader)."""
+        leader = self.members.get(self.leader_id) if self.leader_id is not None else None
+        if leader is None:
+            return False
+        if leader.is_awaiting_join:
+            return True
+        for member in self.members.values():
+            if member.is_awaiting_join:
+                self.leader_id = member.member_id
+                return True
+        return False
+
     def has_all_members_joined(self) -> bool:
         return len(self.members) == self.num_awaiting_join and not self.pending_join_members
 

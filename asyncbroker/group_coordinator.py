@@ -19,9 +19,10 @@ The rebalance protocol follows Kafka's classic group coordinator:
   not sync within the rebalance timeout are removed and the group rebalances.
 - Heartbeats keep a member alive for its session timeout; a member that
   stops is removed and the group rebalances. Static members
-  (`group.instance.id`) keep their place across restarts: a rejoin with a
-  new member id replaces the old one (fencing it) without a rebalance when
-  nothing changed.
+  (`group.instance.id`) keep their place across restarts: a rejoin without
+  a member id replaces the old one (fencing it) without a rebalance unless
+  the group's selected protocol changes, and a static member that sits out
+  a rebalance keeps its place (a member that rejoined leads instead).
 - OffsetCommit / OffsetFetch / OffsetDelete / DeleteGroups, with offsets
   of empty groups expiring after `offsets.retention.minutes` and empty groups
   without offsets removed, both with tombstones.
@@ -381,8 +382,7 @@ class GroupCoordinator:
         api_version: int = 9,
     ) -> JoinGroupResult:
         await self.ensure_loaded()
-        if not group_id:
-            raise InvalidGroupIdError(f"Group id {group_id!r} is invalid")
+        _require_group_id(group_id)
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
             raise InvalidSessionTimeoutError(
                 f"The session timeout {session_timeout_ms} is not within [{self.min_session_timeout_ms}, "
@@ -511,33 +511,49 @@ class GroupCoordinator:
         fut: asyncio.Future[JoinGroupResult],
     ) -> None:
         old = group.members[old_member_id]
-        unchanged = old.matches(a.protocols)
+        current_leader = group.leader_id or ""
         # Fence whoever still waits under the old id.
         self._complete_join(group, old, JoinGroupResult(error=ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id))
         self._complete_sync(old, SyncGroupResult(error=ErrorCode.FENCED_INSTANCE_ID))
         self._cancel("heartbeat", group.group_id, old_member_id)
+        # The member keeps its client id and host: Kafka replaces only the member id.
         member = group.replace_static_member(a.group_instance_id or "", old_member_id, new_member_id)
-        member.client_id, member.client_host = a.client_id, a.client_host
         self._complete_and_schedule_next_heartbeat(group, member)
         state = group.state
-        if state is _S.STABLE and unchanged:
-            log.info("Static member %s of group %s with unchanged protocols rejoined as %s; no rebalance",
-                     a.group_instance_id, group.group_id, new_member_id)
+        if state is _S.STABLE:
+            group.update_member(member, a.protocols, a.rebalance_timeout_ms, a.session_timeout_ms, None)
+            if group.select_protocol() != group.protocol_name:
+                group.update_member(member, a.protocols, a.rebalance_timeout_ms, a.session_timeout_ms, fut)
+                self._prepare_rebalance(group, f"Group's selectedProtocol will change because static member "
+                                               f"{new_member_id} with instance id {a.group_instance_id} joined "
+                                               f"with change of protocol; client reason: {a.reason or 'not provided'}")
+                return
+            # The selected protocol stays: no rebalance, even if the member's metadata changed
+            # (Kafka keeps the assignment and only persists the new member id).
+            log.info("Static member %s of group %s rejoined as %s without changing the selected protocol; "
+                     "no rebalance", a.group_instance_id, group.group_id, new_member_id)
             generation = group.generation_id
-            member.rebalance_timeout_ms, member.session_timeout_ms = a.rebalance_timeout_ms, a.session_timeout_ms
             try:
                 await self._store_group(group, group.assignments())
             except Exception as exc:  # noqa: BLE001 - reported in the response
-                fut.set_result(JoinGroupResult(error=_storage_error_code(exc), member_id=UNKNOWN_MEMBER_ID))
+                fut.set_result(JoinGroupResult(error=_storage_error_code(exc), generation_id=group.generation_id,
+                                               protocol_type=group.protocol_type,
+                                               protocol_name=group.protocol_name, leader=current_leader,
+                                               member_id=UNKNOWN_MEMBER_ID))
                 return
             if group.generation_id != generation or not group.has_member(new_member_id):
                 fut.set_result(JoinGroupResult(error=ErrorCode.REBALANCE_IN_PROGRESS, member_id=new_member_id))
                 return
-            is_leader = group.is_leader(new_member_id)
-            # v9+ lets the leader skip assigning again: the assignment is unchanged.
-            fut.set_result(self._join_result(group, member, include_members=is_leader,
-                                             skip_assignment=is_leader and a.api_version >= 9))
-        elif state in (_S.STABLE, _S.COMPLETING_REBALANCE, _S.PREPARING_REBALANCE):
+            if a.api_version >= 9:
+                # KIP-814: a static leader learns it leads but may skip assigning again.
+                is_leader = group.is_leader(new_member_id)
+                fut.set_result(self._join_result(group, member, include_members=is_leader, skip_assignment=is_leader))
+            else:
+                # Older clients would reassign if told they lead: they see the leader as it was.
+                result = self._join_result(group, member, include_members=False)
+                result.leader = current_leader
+                fut.set_result(result)
+        elif state in (_S.COMPLETING_REBALANCE, _S.PREPARING_REBALANCE):
             self._update_member_then_rebalance_or_complete_join(group, member, a, fut)
         else:
             fut.set_result(JoinGroupResult(error=ErrorCode.UNKNOWN_MEMBER_ID, member_id=new_member_id))
@@ -586,11 +602,21 @@ class GroupCoordinator:
         if not group.is_in_state(_S.PREPARING_REBALANCE) or self.groups.get(group.group_id) is not group:
             return
         self._cancel("join", group.group_id)
+        # Dynamic members that did not rejoin in time are removed; static members keep their
+        # place (KIP-345) until their session expires.
         for member in group.not_yet_rejoined_members():
+            if member.is_static:
+                continue
             log.info("Group %s removes member %s: it did not rejoin before the rebalance timeout",
                      group.group_id, member.member_id)
             self._cancel("heartbeat", group.group_id, member.member_id)
             group.remove(member.member_id)
+        if group.members and not group.maybe_elect_new_joined_leader():
+            # Only static members that have not rejoined are left: wait for them (or for their
+            # sessions to expire) another rebalance timeout.
+            log.error("Group %s could not complete rebalance because no members rejoined.", group.group_id)
+            self._schedule("join", group.group_id, "", group.rebalance_timeout_ms(), self._complete_join_phase, group)
+            return
         now = self._now()
         group.init_next_generation(now)
         if group.is_in_state(_S.EMPTY):
@@ -660,6 +686,7 @@ class GroupCoordinator:
                          protocol_type: str | None, protocol_name: str | None,
                          assignments: dict[str, bytes]) -> SyncGroupResult:
         await self.ensure_loaded()
+        _require_group_id(group_id)
         group = self._member_group(group_id, generation_id, member_id, group_instance_id)
         if protocol_type is not None and protocol_type != group.protocol_type:
             raise InconsistentGroupProtocolError(f"Protocol type {protocol_type} does not match {group.protocol_type}")
@@ -734,6 +761,7 @@ class GroupCoordinator:
     async def heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
                         group_instance_id: str | None) -> None:
         await self.ensure_loaded()
+        _require_group_id(group_id)
         group = self._member_group(group_id, generation_id, member_id, group_instance_id)
         member = group.members[member_id]
         if group.is_in_state(_S.EMPTY):
@@ -747,9 +775,11 @@ class GroupCoordinator:
     async def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None, str | None]]) -> list[int]:
         """(member id, group instance id, reason) per leaving member; an error code each."""
         await self.ensure_loaded()
+        _require_group_id(group_id)
         group = self.groups.get(group_id)
         if group is None:
-            raise UnknownMemberIdError(f"Group {group_id} does not exist")
+            # Kafka answers each member of an unknown group on its own.
+            return [ErrorCode.UNKNOWN_MEMBER_ID for _ in members]
         if group.is_in_state(_S.DEAD):
             raise CoordinatorNotAvailableError(f"Group {group_id} is being removed")
         results: list[int] = []
@@ -846,8 +876,7 @@ class GroupCoordinator:
     ) -> dict[TopicPartitionKey, int]:
         """Commit (topic, partition, offset, leader epoch, metadata) items; an error code per partition."""
         await self.ensure_loaded()
-        if not group_id:
-            raise InvalidGroupIdError("Group id must not be empty")
+        # The empty group id is valid here, as in Kafka: simple consumers of old commit to it.
         group = self.groups.get(group_id)
         if group is None:
             if generation_id < 0:
@@ -915,6 +944,7 @@ class GroupCoordinator:
     async def delete_offsets(self, group_id: str, partitions: Sequence[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """OffsetDelete: remove committed offsets of topics the group does not consume."""
         await self.ensure_loaded()
+        _require_group_id(group_id)
         group = self.groups.get(group_id)
         if group is None or group.is_in_state(_S.DEAD):
             raise GroupIdNotFoundError(f"Group {group_id} does not exist")
@@ -963,10 +993,11 @@ class GroupCoordinator:
         if group is None or group.is_in_state(_S.DEAD):
             return DescribedGroup(group_id, _S.DEAD.value, "", "", [])
         stable = group.is_in_state(_S.STABLE)
+        # Kafka shows the protocol metadata only while Stable, but always the assignment a
+        # member holds (during a rebalance: the previous generation's, until it is replaced).
         members = [
             DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                            m.metadata(group.protocol_name) if stable else b"",
-                            m.assignment if stable else b"")
+                            m.metadata(group.protocol_name) if stable else b"", m.assignment)
             for m in group.members.values()
         ]
         return DescribedGroup(group.group_id, group.state.value, group.protocol_type or "",
@@ -1110,6 +1141,13 @@ class _JoinArgs(msgspec.Struct, frozen=True):
     protocols: list[tuple[str, bytes]]
     reason: str
     api_version: int
+
+
+def _require_group_id(group_id: str) -> None:
+    """Kafka's check before the group APIs that need a real group (JoinGroup, SyncGroup,
+    Heartbeat, LeaveGroup, OffsetDelete); offsets and admin APIs accept the empty id."""
+    if not group_id:
+        raise InvalidGroupIdError(f"Group id {group_id!r} is invalid")
 
 
 def _log_load_failure(fut: asyncio.Future[None]) -> None:

@@ -1,9 +1,8 @@
 """DescribeGroups (key 15): state, protocol and members of groups.
 
-Member metadata and assignments are reported only for a Stable group, as
-Kafka does; an unknown group is described as Dead with no error (v0-v5), and
-from v6 (KIP-1043) answered GROUP_ID_NOT_FOUND, "Group <id> not found.", as
-kafka-clients 4.x expects (its AdminClient turns it into GroupIdNotFoundException).
+Member metadata is reported only for a Stable group (assignments always), as
+Kafka does; an unknown group is described as Dead, with no error before v6
+and with GROUP_ID_NOT_FOUND and a message from v6 (KIP-1043).
 """
 
 from __future__ import annotations
@@ -23,6 +22,9 @@ MAX_VERSION = 6
 
 # "Not requested" for authorized operations (Integer.MIN_VALUE).
 _AUTHORIZED_OPS_OMITTED = -(2**31)
+# Without an authorizer every operation Kafka defines on a group is allowed: the bits of
+# AclOperation READ (3), DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11).
+_GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -38,20 +40,19 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         return b.entity("DescribeGroupsResponse", throttle_time=0, groups=tuple(out))
     for group_id in request.groups:
         d = coordinator.describe_group(group_id)
-        if d.state == "Dead" and header.api_version >= 6:
-            # Kafka's DescribeGroupsResponse.groupError: empty state and protocol fields.
-            out.append(b.entity("DescribedGroup", error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                                error_message=f"Group {group_id} not found.", group_id=group_id, group_state="",
-                                protocol_type="", protocol_data="", members=(),
-                                authorized_operations=_AUTHORIZED_OPS_OMITTED))
-            continue
         members = tuple(
             b.entity("DescribedGroupMember", member_id=m.member_id, group_instance_id=m.group_instance_id,
                      client_id=m.client_id, client_host=m.client_host, member_metadata=m.metadata,
                      member_assignment=m.assignment)
             for m in d.members
         )
-        out.append(b.entity("DescribedGroup", error_code=ErrorCode.NONE, group_id=d.group_id,
+        error, message = ErrorCode.NONE, None
+        if header.api_version >= 6 and d.state == "Dead":
+            error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+        # Asked for (v3+), the operations are reported for every group answered without error.
+        operations = (_GROUP_OPERATIONS if getattr(request, "include_authorized_operations", False)
+                      and error == ErrorCode.NONE else _AUTHORIZED_OPS_OMITTED)
+        out.append(b.entity("DescribedGroup", error_code=error, error_message=message, group_id=d.group_id,
                             group_state=d.state, protocol_type=d.protocol_type, protocol_data=d.protocol_data,
-                            members=members, authorized_operations=_AUTHORIZED_OPS_OMITTED))
+                            members=members, authorized_operations=operations))
     return b.entity("DescribeGroupsResponse", throttle_time=0, groups=tuple(out))

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from wire.error_messages import default_message, message_or_name
 from wire.errors import ErrorCode
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import group_coordinator_for
-from asyncbroker.handlers import error_code_for, error_message_for
+from asyncbroker.handlers import error_code_for
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.FIND_COORDINATOR
@@ -24,6 +25,7 @@ MAX_VERSION = 6
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -31,7 +33,6 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, version)
     key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
     error: int = ErrorCode.NONE
-    message: str | None = None
     if key_type == GROUP_KEY_TYPE:
         try:
             coordinator = await group_coordinator_for(broker)
@@ -40,12 +41,17 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             error = error_code_for(exc)
             if error not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            message = error_message_for(exc)
+    elif key_type == SHARE_KEY_TYPE:
+        # No share coordinator here (share groups, KIP-932, are not built): Kafka's answer
+        # for a share key it cannot serve.
+        error = ErrorCode.INVALID_REQUEST
     elif key_type != TRANSACTION_KEY_TYPE:
-        error, message = ErrorCode.INVALID_REQUEST, f"Unsupported key type {key_type}"
+        # Kafka fails the whole request on a key type it does not know: every key gets
+        # INVALID_REQUEST with the error's default message.
+        error = ErrorCode.INVALID_REQUEST
+    ok = error == ErrorCode.NONE
 
-    def fields(key: str | None) -> dict[str, Any]:
-        ok = error == ErrorCode.NONE
+    def fields(key: str | None, message: str | None) -> dict[str, Any]:
         return dict(
             key=key, error_code=error, error_message=message,
             node_id=broker.node_id if ok else -1,
@@ -54,6 +60,11 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         )
 
     if version >= 4:
-        coordinators = tuple(b.entity("Coordinator", **fields(k)) for k in request.coordinator_keys)
+        # Per-key answers carry no message (""), except when the request failed as a whole.
+        known = key_type in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, SHARE_KEY_TYPE)
+        message = "" if known else default_message(error)
+        coordinators = tuple(b.entity("Coordinator", **fields(k, message)) for k in request.coordinator_keys)
         return b.entity("FindCoordinatorResponse", throttle_time=0, coordinators=coordinators)
-    return b.entity("FindCoordinatorResponse", throttle_time=0, **fields(None))
+    # Before v4 the message is Kafka's Errors.message(): the default text, "NONE" on success.
+    return b.entity("FindCoordinatorResponse", throttle_time=0,
+                    **fields(None, message_or_name(error, ErrorCode(error).name)))

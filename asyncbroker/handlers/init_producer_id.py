@@ -4,9 +4,13 @@ Idempotence is on by default in the Java client (3.0+) and kafka-python
 3.x, so without this API they refuse to produce. A single node needs no
 controller-allocated id blocks: ids come from `Broker.allocate_producer_id`
 (wall-clock based, so they stay unique across restarts). Storage's producer
-state then deduplicates and orders by sequence number. Transactions need a
-transaction coordinator, which this broker does not have: a transactional
-id is refused.
+state then deduplicates and orders by sequence number.
+
+Without a transactional id Kafka hands out a fresh producer id with epoch 0
+on every request: a producer id and epoch sent along (KIP-360, v3+) are only
+checked for being both set or both unset, never bumped. Transactions need a
+transaction coordinator, which this broker does not have: a transactional id
+is refused.
 """
 
 from __future__ import annotations
@@ -23,24 +27,26 @@ API_KEY = ApiKey.INIT_PRODUCER_ID
 MIN_VERSION = 0
 MAX_VERSION = 5
 
-MAX_EPOCH = 32767
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
 
 log = logging.getLogger(__name__)
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
+    pid = getattr(request, "producer_id", NO_PRODUCER_ID)
+    epoch = getattr(request, "producer_epoch", NO_PRODUCER_EPOCH)
+    if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH) or request.transactional_id == "":
+        # Kafka refuses a producer id without an epoch (or the reverse), and an empty
+        # transactional id, before anything else.
+        return b.entity("InitProducerIdResponse", throttle_time=0, error_code=ErrorCode.INVALID_REQUEST,
+                        producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
     if request.transactional_id is not None:
         log.warning("Refusing InitProducerId for transactional id %r: transactions are not supported",
                     request.transactional_id)
-        return b.entity("InitProducerIdResponse", throttle_time=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                        producer_id=-1, producer_epoch=-1)
-    pid = getattr(request, "producer_id", -1)
-    epoch = getattr(request, "producer_epoch", -1)
-    if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
-        # KIP-360: an idempotent producer bumps its epoch to recover from errors.
-        new_pid, new_epoch = pid, epoch + 1
-    else:
-        new_pid, new_epoch = broker.allocate_producer_id(), 0
+        return b.entity("InitProducerIdResponse", throttle_time=0,
+                        error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
     return b.entity("InitProducerIdResponse", throttle_time=0, error_code=ErrorCode.NONE,
-                    producer_id=new_pid, producer_epoch=new_epoch)
+                    producer_id=broker.allocate_producer_id(), producer_epoch=0)

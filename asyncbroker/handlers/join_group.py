@@ -24,6 +24,8 @@ MAX_VERSION = 9
 async def handle(broker: Any, header: Any, request: Any) -> Any:
     version = header.api_version
     session_timeout = millis(request.session_timeout)
+    # v0 has no rebalance timeout: the session timeout stands in for it (from v1 the value is
+    # taken as sent, as Kafka does).
     rebalance_timeout = millis(getattr(request, "rebalance_timeout", request.session_timeout))
     instance_id = getattr(request, "group_instance_id", None)
     try:
@@ -35,7 +37,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             client_id=header.client_id or "",
             client_host=CLIENT_HOST.get(),
             session_timeout_ms=session_timeout,
-            rebalance_timeout_ms=rebalance_timeout if rebalance_timeout > 0 else session_timeout,
+            rebalance_timeout_ms=rebalance_timeout,
             protocol_type=request.protocol_type,
             protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
             require_known_member_id=version >= 4 and instance_id is None,

@@ -1,13 +1,17 @@
 """OffsetCommit (key 8): store a group's consumed positions in `__consumer_offsets`.
 
 Partitions of topics this broker does not have are UNKNOWN_TOPIC_OR_PARTITION
-(as Kafka checks against its metadata); group/member problems apply to every
-partition of the request.
+(as Kafka checks against its metadata; v10 names topics by id, and an unknown
+id is UNKNOWN_TOPIC_ID); group/member problems apply to every partition of
+the request. The answer lists those refused partitions first, in request
+order, then the coordinator's, merged into the topics already listed: the
+order in which Kafka's broker builds it.
 """
 
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any
 
 from wire.errors import ErrorCode
@@ -19,26 +23,40 @@ from asyncbroker.handlers import error_code_for
 
 API_KEY = ApiKey.OFFSET_COMMIT
 MIN_VERSION = 2
-MAX_VERSION = 9
+MAX_VERSION = 10
+
+TopicKey = str | uuid.UUID  # a name, or (v10) an id
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
     version = header.api_version
-    errors: dict[tuple[str, int], int] = {}
+    answered: dict[TopicKey, list[tuple[int, int]]] = {}
     items: list[tuple[str, int, int, int, str | None]] = []
+    keys: dict[tuple[str, int], TopicKey] = {}
     for t in request.topics:
-        meta = broker.topics.get(t.name)
+        key: TopicKey
+        if version >= 10:
+            key = t.topic_id if t.topic_id is not None else uuid.UUID(int=0)
+            meta = broker.topics.by_id(key)
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
+        else:
+            key = t.name
+            meta = broker.topics.get(t.name)
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         for p in t.partitions:
-            if meta is None or not 0 <= p.partition_index < meta.partitions:
-                errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if meta is None:
+                answered.setdefault(key, []).append((p.partition_index, missing))
+            elif not 0 <= p.partition_index < meta.partitions:
+                answered.setdefault(key, []).append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
-                items.append((t.name, p.partition_index, p.committed_offset,
+                keys[(meta.name, p.partition_index)] = key
+                items.append((meta.name, p.partition_index, p.committed_offset,
                               getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
     if items:
         retention = getattr(request, "retention_time", None)
         try:
             coordinator = await group_coordinator_for(broker)
-            errors.update(await coordinator.commit_offsets(
+            results = await coordinator.commit_offsets(
                 group_id=request.group_id,
                 member_id=request.member_id,
                 group_instance_id=getattr(request, "group_instance_id", None),
@@ -46,15 +64,14 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 retention_time_ms=millis(retention) if retention is not None else -1,
                 offsets=items,
                 api_version=version,
-            ))
+            )
         except Exception as exc:  # noqa: BLE001 - mapped at the boundary
             code = error_code_for(exc)
-            for topic, partition, *_ in items:
-                errors[(topic, partition)] = code
-    body = encode_offset_commit_response(version, [
-        (t.name, [(p.partition_index, errors.get((t.name, p.partition_index), ErrorCode.NONE)) for p in t.partitions])
-        for t in request.topics
-    ])
+            results = {(topic, partition): code for topic, partition, *_ in items}
+        for topic, partition, *_ in items:
+            answered.setdefault(keys[(topic, partition)], []).append(
+                (partition, results.get((topic, partition), ErrorCode.NONE)))
+    body = encode_offset_commit_response(version, list(answered.items()))
     return EncodedResponse([body], len(body))
 
 
@@ -70,18 +87,22 @@ def _uvarint(n: int) -> bytes:
 _PARTITION = struct.Struct(">ih")
 
 
-def encode_offset_commit_response(version: int, topics: list[tuple[str, list[tuple[int, int]]]]) -> bytes:
-    """OffsetCommitResponse v2-v9 body, written directly: consumers commit often and
-    building kio entities for this tiny answer costs more than the rest of the request."""
+def encode_offset_commit_response(version: int, topics: list[tuple[TopicKey, list[tuple[int, int]]]]) -> bytes:
+    """OffsetCommitResponse v2-v10 body, written directly: consumers commit often and
+    building kio entities for this tiny answer costs more than the rest of the request.
+    Topics are names, or ids from v10."""
     out = bytearray()
     flexible = version >= 8
     if version >= 3:
         out += b"\x00\x00\x00\x00"  # throttle_time_ms
     out += _uvarint(len(topics) + 1) if flexible else struct.pack(">i", len(topics))
-    for name, partitions in topics:
-        raw = name.encode("utf-8")
-        out += _uvarint(len(raw) + 1) if flexible else struct.pack(">h", len(raw))
-        out += raw
+    for key, partitions in topics:
+        if isinstance(key, uuid.UUID):
+            out += key.bytes
+        else:
+            raw = key.encode("utf-8")
+            out += _uvarint(len(raw) + 1) if flexible else struct.pack(">h", len(raw))
+            out += raw
         out += _uvarint(len(partitions) + 1) if flexible else struct.pack(">i", len(partitions))
         for index, error in partitions:
             out += _PARTITION.pack(index, error)

@@ -19,27 +19,30 @@ MAX_VERSION = 0
 async def handle(broker: Any, header: Any, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     top: int = ErrorCode.NONE
-    results: dict[tuple[str, int], int] = {}
+    # Kafka's order: partitions of unknown topics (or unknown partitions) first, in request
+    # order, then the coordinator's answers merged in (a topic seen before keeps its place).
+    answered: dict[str, list[tuple[int, int]]] = {}
     wanted: list[tuple[str, int]] = []
     for t in request.topics:
         meta = broker.topics.get(t.name)
         for p in t.partitions:
             if meta is None or not 0 <= p.partition_index < meta.partitions:
-                results[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                answered.setdefault(t.name, []).append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 wanted.append((t.name, p.partition_index))
     try:
         coordinator = await group_coordinator_for(broker)
-        results.update(await coordinator.delete_offsets(request.group_id, wanted))
+        results = await coordinator.delete_offsets(request.group_id, wanted)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         top = error_code_for(exc)
     topics: tuple[Any, ...] = ()
     if top == ErrorCode.NONE:
+        for tp in wanted:
+            answered.setdefault(tp[0], []).append((tp[1], results.get(tp, ErrorCode.NONE)))
         topics = tuple(
-            b.entity("OffsetDeleteResponseTopic", name=t.name, partitions=tuple(
-                b.entity("OffsetDeleteResponsePartition", partition_index=p.partition_index,
-                         error_code=results.get((t.name, p.partition_index), ErrorCode.NONE))
-                for p in t.partitions))
-            for t in request.topics
+            b.entity("OffsetDeleteResponseTopic", name=name, partitions=tuple(
+                b.entity("OffsetDeleteResponsePartition", partition_index=index, error_code=code)
+                for index, code in partitions))
+            for name, partitions in answered.items()
         )
     return b.entity("OffsetDeleteResponse", error_code=top, throttle_time=0, topics=topics)

@@ -1,13 +1,15 @@
 """OffsetFetch (key 9): a group's committed offsets (all of them when topics is null).
 
-v8+ asks for several groups at once. Offsets never committed read -1 with
-no error, as in Kafka; there are no transactional offsets here, so
-require_stable never finds a pending commit.
+v8+ asks for several groups at once; v10 names topics by id (an unknown id
+is UNKNOWN_TOPIC_ID). Offsets never committed read -1 with no error, as in
+Kafka; there are no transactional offsets here, so require_stable never
+finds a pending commit.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from typing import Any, NamedTuple
 
 from wire.errors import ErrorCode
 from wire.messages import ApiKey
@@ -17,8 +19,9 @@ from asyncbroker.handlers import error_code_for
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.OFFSET_FETCH
+ZERO_UUID = uuid.UUID(int=0)
 MIN_VERSION = 1
-MAX_VERSION = 9
+MAX_VERSION = 10
 
 
 def _fetch(coordinator: Any, group_id: str, topics: Any) -> tuple[int, list[FetchedOffset]]:
@@ -34,6 +37,42 @@ def _by_topic(rows: list[FetchedOffset]) -> dict[str, list[FetchedOffset]]:
     for row in rows:
         out.setdefault(row.topic, []).append(row)
     return out
+
+
+class _NamedTopic(NamedTuple):
+    name: str
+    partition_indexes: Any
+
+
+def _fetch_by_id(broker: Any, group: Any, result: Any) -> tuple[int, dict[Any, list[FetchedOffset]]]:
+    """v10 names topics by id: resolve them, answer unknown ids with UNKNOWN_TOPIC_ID in
+    their place in the request, and key the answer by id."""
+    if group.topics is None:
+        error, rows = result(group.group_id, None)
+        out: dict[Any, list[FetchedOffset]] = {}
+        for name, parts in _by_topic(rows).items():
+            meta = broker.topics.get(name)
+            if meta is not None:  # offsets of a topic that is gone have no id to show
+                out[meta.topic_id] = parts
+        return error, out
+    known = []
+    for t in group.topics:
+        meta = broker.topics.by_id(t.topic_id or ZERO_UUID)
+        if meta is not None:
+            known.append(_NamedTopic(meta.name, t.partition_indexes))
+    error, rows = result(group.group_id, known)
+    if error != ErrorCode.NONE:
+        return error, {}
+    fetched = _by_topic(rows)
+    out = {}
+    for t in group.topics:
+        topic_id = t.topic_id or ZERO_UUID
+        meta = broker.topics.by_id(topic_id)
+        if meta is None:
+            out[t.topic_id] = [FetchedOffset("", p, -1, -1, "", ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partition_indexes]
+        else:
+            out[t.topic_id] = fetched.get(meta.name, [])
+    return error, out
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -54,14 +93,18 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     if version >= 8:
         groups = []
         for g in request.groups:
-            error, rows = result(g.group_id, g.topics)
+            if version >= 10:
+                error, by_topic = _fetch_by_id(broker, g, result)
+            else:
+                error, rows = result(g.group_id, g.topics)
+                by_topic = _by_topic(rows)
             topics = tuple(
-                b.entity("OffsetFetchResponseTopics", name=name, partitions=tuple(
+                b.entity("OffsetFetchResponseTopics", name=key, topic_id=key, partitions=tuple(
                     b.entity("OffsetFetchResponsePartitions", partition_index=r.partition,
                              committed_offset=r.offset, committed_leader_epoch=r.leader_epoch,
                              metadata=r.metadata, error_code=r.error)
                     for r in parts))
-                for name, parts in _by_topic(rows).items()
+                for key, parts in by_topic.items()
             )
             groups.append(b.entity("OffsetFetchResponseGroup", group_id=g.group_id, topics=topics, error_code=error))
         return b.entity("OffsetFetchResponse", throttle_time=0, groups=tuple(groups))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wire.errors import ErrorCode
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import SyncGroupResult, group_coordinator_for
@@ -16,6 +17,12 @@ MAX_VERSION = 5
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
+    b = ResponseBuilder(API_KEY, header.api_version)
+    if header.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        # From v5 the protocol type and name are mandatory: Kafka refuses the request before
+        # looking at the group.
+        return b.entity("SyncGroupResponse", throttle_time=0, error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                        protocol_type=None, protocol_name=None, assignment=b"")
     try:
         coordinator = await group_coordinator_for(broker)
         result = await coordinator.sync_group(
@@ -29,7 +36,6 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         )
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         result = SyncGroupResult(error=error_code_for(exc))
-    b = ResponseBuilder(API_KEY, header.api_version)
     return b.entity("SyncGroupResponse", throttle_time=0, error_code=result.error,
                     protocol_type=result.protocol_type, protocol_name=result.protocol_name,
                     assignment=result.assignment)

@@ -107,9 +107,12 @@ def test_duplicate_out_of_order_and_fenced_batches_on_a_raw_connection() -> None
         err, _ = produce(c, "raw-idem", idempotent_batch(pid, epoch, 10))
         assert err == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
         assert produce(c, "raw-idem", idempotent_batch(pid, epoch, 6)) == (ErrorCode.NONE, 6)
-        # Bumping the epoch (KIP-360) fences the old one; the new epoch starts at 0.
-        same_pid, new_epoch = init_producer_id(c, pid, epoch)
-        assert (same_pid, new_epoch) == (pid, epoch + 1)
+        # A higher epoch of a known producer (KIP-360) restarts its sequence at 0 and fences
+        # the old epoch. (InitProducerId without a transactional id never bumps, as in Kafka 4.4:
+        # a producer that sends its id and epoch gets a new id with epoch 0.)
+        new_pid, new_pid_epoch = init_producer_id(c, pid, epoch)
+        assert new_pid != pid and new_pid_epoch == 0
+        new_epoch = epoch + 1
         err, _ = produce(c, "raw-idem", idempotent_batch(pid, new_epoch, 5))
         assert err == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
         assert produce(c, "raw-idem", idempotent_batch(pid, new_epoch, 0)) == (ErrorCode.NONE, 9)

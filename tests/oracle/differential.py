@@ -14,6 +14,7 @@ Normalised, because they must differ between two brokers:
 - listener host and port;
 - throttle times;
 - LogAppendTime stamps (and the batch CRC that covers them);
+- values the broker generates that a scenario names with `run.alias` (member ids);
 - anything a scenario names in `normalise=` for one step, with its reason.
 
 Everything else is compared, error messages included: clients show them to
@@ -238,6 +239,8 @@ class Normaliser:
         self.suffix = topic_suffix
         self.topic_ids = topic_ids  # id -> symbolic name, learned from answers
         self._pattern = re.compile(re.escape(topic_suffix))
+        # Values a broker generates (member ids, ...) -> the symbolic name a scenario gave them.
+        self.aliases: dict[str, str] = {}
 
     def __call__(self, value: Any, key: str | None = None) -> Any:
         if key in _NORMALISED_KEYS and value is not None:
@@ -261,9 +264,12 @@ class Normaliser:
         if isinstance(value, datetime.datetime):
             return int(value.timestamp() * 1000)
         if isinstance(value, str):
+            for generated, symbol in self.aliases.items():
+                value = value.replace(generated, symbol)
             return self._pattern.sub("", value)
         if isinstance(value, (bytes, bytearray, memoryview)):
-            return _bytes(bytes(value))
+            # Opaque bytes can carry topic names too (consumer protocol metadata).
+            return _bytes(bytes(value).replace(self.suffix.encode(), b""))
         return value
 
     def learn_topic_ids(self, value: Any) -> None:
@@ -386,6 +392,12 @@ class ScenarioRun:
 
     def group(self, symbol: str) -> str:
         return f"{symbol}{self.suffix}"
+
+    def alias(self, generated: str, symbol: str) -> None:
+        """Show a value the broker generated (a member id) as `symbol` in the transcript,
+        wherever it appears, error messages included: two brokers never generate the same."""
+        if generated:
+            self.normalise.aliases.setdefault(generated, symbol)
 
     def topic_id(self, symbol: str) -> uuid.UUID:
         for tid, name in self.topic_ids.items():

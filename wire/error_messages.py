@@ -1,0 +1,46 @@
+"""Kafka's default error messages: the text `Errors.<CODE>.message()` returns.
+
+Kafka sends these where a response carries an error message but the broker
+had nothing more specific to say (an error answered for the request as a
+whole, FindCoordinator before v4, ...), and clients show them to users, so
+they are part of the contract. kio generates its ErrorCode enum from Kafka's
+Errors.java and keeps each message as the docstring of its member; those
+docstrings are read here from kio's source instead of being copied.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+
+from kio.schema import errors as _kio_errors
+
+
+@functools.cache
+def _messages() -> dict[int, str]:
+    tree = ast.parse(inspect.getsource(_kio_errors))
+    (enum_class,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ErrorCode"]
+    out: dict[int, str] = {}
+    body = enum_class.body
+    for node, following in zip(body, body[1:]):
+        # `name = code, retriable` followed by its docstring.
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple)
+                and isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)):
+            code = ast.literal_eval(node.value.elts[0])
+            out[int(code)] = following.value.value
+    return out
+
+
+def default_message(code: int) -> str | None:
+    """The message Kafka's Errors enum gives `code`: None for NONE (Kafka's is null)."""
+    if code == 0:
+        return None
+    return _messages().get(int(code))
+
+
+def message_or_name(code: int, name: str) -> str:
+    """`Errors.message()`: the default message, or the constant's name when it has none
+    (NONE reads "NONE" where Kafka writes error.message() into a response)."""
+    return default_message(code) or name
