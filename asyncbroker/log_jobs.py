@@ -35,6 +35,7 @@ has become due (`-delete` directories, `.deleted` segment files). Together a tes
 """
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -116,6 +117,8 @@ class LogJobs:
         s.schedule(LOG_START_OFFSET_CHECKPOINT, self._blocking(lm.checkpoint_log_start_offsets),
                    delay_ms=initial, period_ms=c.log_flush_start_offset_checkpoint_interval_ms)
         s.schedule(DELETE_LOGS, self._delete_logs, delay_ms=initial, period_ms=None)
+        loop = asyncio.get_running_loop()
+        lm.deletion_listener = lambda: loop.call_soon_threadsafe(s.wake, DELETE_LOGS)
         # ReplicaManager's task in Kafka: no initial task delay, just the interval.
         hw_interval = c.replica_high_watermark_checkpoint_interval_ms
         s.schedule(HIGH_WATERMARK_CHECKPOINT, self._blocking(lm.checkpoint_high_watermarks),
@@ -129,6 +132,7 @@ class LogJobs:
 
     async def stop(self) -> None:
         """Cancel the jobs and wait for a pass already on a thread to finish."""
+        self.log_manager.deletion_listener = None
         await self.scheduler.shutdown()
 
     def _blocking(self, fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -264,8 +268,12 @@ class LogJobs:
         return self._next_delete_delay_ms()
 
     def _next_delete_delay_ms(self) -> int:
-        """Kafka's nextDeleteDelayMs: time left until the oldest `-delete` entry is due, or a
-        whole file.delete.delay.ms when none is waiting (storage's LogManager knows the entries)."""
+        """Kafka's nextDeleteDelayMs: time left until the oldest `-delete` entry is due (storage's
+        LogManager knows the entries). With none waiting, sleep until a deletion wakes the job,
+        as Kafka's deleteLogs blocks on its queue: a timer of file.delete.delay.ms would spin
+        when that delay is 0."""
+        if not self.log_manager.pending_deletes():
+            return NEVER_MS
         return max(0, int(self.log_manager.next_delete_delay_ms()))
 
 

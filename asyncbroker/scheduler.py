@@ -101,6 +101,12 @@ class Scheduler:
     def job_names(self) -> list[str]:
         return sorted(self._jobs)
 
+    def wake(self, name: str) -> None:
+        """End job `name`'s current sleep now (a self-rescheduling job waiting for an event)."""
+        job = self._jobs.get(name)
+        if job is not None:
+            job.wake.set()
+
     async def run_now(self, name: str) -> Any:
         """Wake job `name` now and return the result of its next run (raising its error)."""
         job = self._jobs.get(name)

@@ -77,6 +77,9 @@ class LogManager:
         self._checkpoint_lock = threading.Lock()  # one writer per checkpoint file at a time
         self._dir_locks: dict[Path, int] = {}
         self._logs_to_delete: list[tuple[Path, int]] = []
+        # Called (from whichever thread deleted the log) when a directory joins _logs_to_delete:
+        # the delete-logs job sleeps until then, as Kafka's blocks on its queue.
+        self.deletion_listener: Callable[[], None] | None = None
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._flusher: ThreadPoolExecutor | None = None
         self._started = False
@@ -341,7 +344,9 @@ class LogManager:
             self._logs_to_delete.append((target, self.clock.milliseconds()))
             if parent not in self._offline_dirs:
                 self._checkpoint_dir(parent)
-            return log
+        if self.deletion_listener is not None:
+            self.deletion_listener()
+        return log
 
     def delete_logs(self) -> int:
         """Unlink `-delete` directories whose file.delete.delay.ms has passed."""

@@ -3,6 +3,7 @@ deletion, config changes, the clock lever. Time comes from an AdjustableClock ov
 so `retention.ms=7d` is one `advance_clock` call."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import shutil
 from collections.abc import AsyncIterator
@@ -20,7 +21,8 @@ from wire.records import Record, build_batch
 
 from asyncbroker.adjustable_clock import AdjustableClock
 from asyncbroker.config import KafkaConfig
-from asyncbroker.log_jobs import LogJobs, RetentionRun
+from asyncbroker.log_jobs import DELETE_LOGS, LogJobs, RetentionRun
+from asyncbroker.scheduler import NEVER_MS
 from asyncbroker.topics import AlterConfigOp, TopicManager
 
 START_MS = 1_700_000_000_000
@@ -313,6 +315,30 @@ async def test_delete_logs_reschedules_itself_to_the_next_due_directory(env: Env
     assert env.jobs._next_delete_delay_ms() == env.log_manager.file_delete_delay_ms
     env.clock.advance(40_000)
     assert env.jobs._next_delete_delay_ms() == env.log_manager.file_delete_delay_ms - 40_000
+
+
+async def test_delete_logs_sleeps_until_a_deletion_when_none_is_waiting(tmp_path: Path) -> None:
+    # file.delete.delay.ms=0: a timer of that length would spin; Kafka's job blocks on its queue.
+    e = Env(tmp_path, ["log.segment.delete.delay.ms=0", "log.initial.task.delay.ms=0"])
+    e.jobs.start()
+    try:
+        job = e.jobs.scheduler.job(DELETE_LOGS)
+        deadline = asyncio.get_running_loop().time() + 10
+        while job.runs == 0:  # the job's first (empty) run, on a scheduler thread
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.01)
+        assert e.jobs._next_delete_delay_ms() == NEVER_MS
+        await asyncio.sleep(0.05)
+        assert job.runs == 1  # asleep, not spinning
+        await e.topics.create_topic("gone", 1)
+        await e.topics.delete_topic("gone")  # wakes the job, which unlinks the directory
+        deadline = asyncio.get_running_loop().time() + 10
+        while list(e.dir.glob("gone-*-delete")) or job.runs < 2:
+            assert asyncio.get_running_loop().time() < deadline, "the deletion did not wake kafka-delete-logs"
+            await asyncio.sleep(0.01)
+    finally:
+        await e.jobs.stop()
+        e.log_manager.shutdown()
 
 
 async def test_topic_config_change_applies_on_the_next_run_without_restart(env: Env) -> None:
