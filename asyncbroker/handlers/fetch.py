@@ -85,14 +85,13 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, isolation: int, 
             info = log.read(r.fetch_offset, limit, isolation=isolation_name, min_one_message=min_one)
         except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
             r.error = error_code_for(exc)
-            info = None
-        else:
-            r.error = ErrorCode.NONE
+            # As Kafka's failed LogReadResult: no offsets beside an error (OFFSET_OUT_OF_RANGE too).
+            r.high_watermark = r.last_stable_offset = r.log_start_offset = -1
+            continue
+        r.error = ErrorCode.NONE
         r.high_watermark = log.high_watermark
         r.last_stable_offset = log.last_stable_offset
         r.log_start_offset = log.log_start_offset
-        if info is None:
-            continue
         size = info.size
         if isolation == READ_COMMITTED:
             r.aborted = [(a.producer_id, a.first_offset) for a in (info.aborted_transactions or ())]
