@@ -14,11 +14,12 @@ Normalised, because they must differ between two brokers:
 - listener host and port;
 - throttle times;
 - LogAppendTime stamps (and the batch CRC that covers them);
+- the delete horizon the cleaner stamps into a batch's baseTimestamp (and the CRC);
 - anything a scenario names in `normalise=` for one step, with its reason.
 
 Everything else is compared, error messages included: clients show them to
 users. A difference that is accepted is listed in KNOWN_DIFFERENCES.md with an
-id, and the scenario declares it (`known={"KD-1": {...paths...}}`): the test
+id, and the scenario declares it (`known={"KD-<n>": {...paths...}}`): the test
 then asserts that exactly those paths differ, so the list cannot rot.
 """
 
@@ -181,13 +182,16 @@ def records_view(data: bytes | memoryview | None) -> Any:
             break
         h = read_batch_header(buf, pos)
         log_append = h.timestamp_type == TimestampType.LOG_APPEND_TIME
+        # A batch the cleaner stamped with a delete horizon carries it in baseTimestamp: the
+        # cleaner's clock at that clean plus delete.retention.ms, so it differs between brokers.
+        horizon = h.has_delete_horizon
         view: dict[str, Any] = {
             "base_offset": h.base_offset, "length": h.batch_length,
             "partition_leader_epoch": h.partition_leader_epoch, "magic": h.magic,
             # The CRC covers maxTimestamp, which is the broker's clock under LogAppendTime.
-            "crc": "<crc>" if log_append else h.crc,
+            "crc": "<crc>" if log_append or horizon else h.crc,
             "attributes": h.attributes, "last_offset_delta": h.last_offset_delta,
-            "base_timestamp": h.base_timestamp,
+            "base_timestamp": "<delete-horizon>" if horizon else h.base_timestamp,
             "max_timestamp": "<log-append-time>" if log_append else h.max_timestamp,
             "producer_id": h.producer_id, "producer_epoch": h.producer_epoch,
             "base_sequence": h.base_sequence, "records_count": h.records_count,
