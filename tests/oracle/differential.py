@@ -19,7 +19,7 @@ Normalised, because they must differ between two brokers:
 
 Everything else is compared, error messages included: clients show them to
 users. A difference that is accepted is listed in KNOWN_DIFFERENCES.md with an
-id, and the scenario declares it (`known={"KD-<n>": {...paths...}}`): the test
+id, and the scenario declares it (`known={"KD-n": {...paths...}}`): the test
 then asserts that exactly those paths differ, so the list cannot rot.
 """
 
