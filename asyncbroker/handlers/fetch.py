@@ -154,6 +154,8 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             log = broker.get_log(TopicPartition(name, p.partition)) if meta is not None else None
             if log is None:
                 r.error = missing.error_code if meta is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                # Kafka answers a partition it does not host with an empty (not null) list here.
+                r.aborted = []
             else:
                 r.log = log
 
