@@ -13,7 +13,7 @@ Normalised, because they must differ between two brokers:
   their order of appearance), the run's topic-name suffix;
 - listener host and port;
 - throttle times;
-- LogAppendTime stamps (and the batch CRC that covers them);
+- LogAppendTime stamps (the batch's, each record's, and the batch CRC that covers them);
 - the delete horizon the cleaner stamps into a batch's baseTimestamp (and the CRC);
 - anything a scenario names in `normalise=` for one step, with its reason.
 
@@ -182,28 +182,31 @@ def records_view(data: bytes | memoryview | None) -> Any:
             break
         h = read_batch_header(buf, pos)
         log_append = h.timestamp_type == TimestampType.LOG_APPEND_TIME
-        # A batch the cleaner stamped with a delete horizon carries it in baseTimestamp: the
-        # cleaner's clock at that clean plus delete.retention.ms, so it differs between brokers.
-        horizon = h.has_delete_horizon
         view: dict[str, Any] = {
             "base_offset": h.base_offset, "length": h.batch_length,
             "partition_leader_epoch": h.partition_leader_epoch, "magic": h.magic,
             # The CRC covers maxTimestamp, which is the broker's clock under LogAppendTime.
-            "crc": "<crc>" if log_append or horizon else h.crc,
+            "crc": "<crc>" if log_append else h.crc,
             "attributes": h.attributes, "last_offset_delta": h.last_offset_delta,
-            "base_timestamp": "<delete-horizon>" if horizon else h.base_timestamp,
+            "base_timestamp": h.base_timestamp,
             "max_timestamp": "<log-append-time>" if log_append else h.max_timestamp,
             "producer_id": h.producer_id, "producer_epoch": h.producer_epoch,
             "base_sequence": h.base_sequence, "records_count": h.records_count,
         }
         try:
             view["records"] = [
-                {"offset": r.offset, "timestamp": r.timestamp, "key": _bytes(r.key), "value": _bytes(r.value),
+                # Under LogAppendTime every record's timestamp is the batch's, the broker's clock.
+                {"offset": r.offset, "timestamp": "<log-append-time>" if log_append else r.timestamp,
+                 "key": _bytes(r.key), "value": _bytes(r.value),
                  "headers": [[k, _bytes(v)] for k, v in r.headers]}
                 for r in decode_records(buf, pos)
             ]
         except Exception as exc:  # noqa: BLE001 - a batch we cannot decode is itself a result
             view["records"] = f"<undecodable: {type(exc).__name__}>"
+        if h.has_delete_horizon:
+            # The cleaner stamps a delete horizon into baseTimestamp: its clock at that clean
+            # plus delete.retention.ms, so it differs between brokers (and so does the CRC).
+            view["base_timestamp"], view["crc"] = "<delete-horizon>", "<crc>"
         batches.append(view)
         pos = end
     out: dict[str, Any] = {"batches": batches}
