@@ -95,6 +95,11 @@ class CheckReport:
         self.accepted_holes += other.accepted_holes
 
 
+def internal_topics_compacted(topic: str) -> bool:
+    """The default policy: only the coordinators' internal topics are compacted."""
+    return topic in DECODERS
+
+
 def topic_of(partition_dir: Path) -> str:
     """The topic of a `<topic>-<partition>` directory."""
     return partition_dir.name.rsplit("-", 1)[0]
@@ -116,14 +121,14 @@ def segment_files(log_dir: Path) -> list[Path]:
             if f.is_file() and f.name.endswith(SEGMENT_SUFFIXES)]
 
 
-def check_log_dir(log_dir: Path | str, compacted: Callable[[str], bool] = lambda topic: topic in DECODERS,
+def check_log_dir(log_dir: Path | str, compacted: Callable[[str], bool] = internal_topics_compacted,
                   *, timeout: float = 600.0) -> CheckReport:
     """Run DumpLogSegments over every segment file of `log_dir`; `compacted(topic)` says whether a
     topic's cleanup.policy includes compact (its logs may have offset holes)."""
     return check_files(segment_files(Path(log_dir)), compacted, timeout=timeout)
 
 
-def check_files(files: Iterable[Path], compacted: Callable[[str], bool] = lambda topic: topic in DECODERS,
+def check_files(files: Iterable[Path], compacted: Callable[[str], bool] = internal_topics_compacted,
                 *, timeout: float = 600.0) -> CheckReport:
     """Run DumpLogSegments over `files` (segment files inside `<topic>-<partition>` directories)."""
     files = [Path(f).resolve() for f in files]
@@ -155,12 +160,14 @@ def _run(files: Sequence[Path], options: list[str], compacted: Callable[[str], b
             size += len(str(f)) + 1
         output, code = _dump(chunk, options, timeout)
         report.runs += 1
-        parsed = parse_output(output, code, chunk, compacted)
+        parsed = parse_output(output, code, compacted)
+        if code != 0 and parsed.dumped == 0:
+            raise RuntimeError(f"DumpLogSegments did not run ({code}):\n{output[-4000:]}")
         report.findings += parsed.findings
         report.accepted_holes += parsed.accepted_holes
         done = parsed.dumped if code != 0 else len(chunk)
         # An aborted run names the file it died on; the files after it still need a run.
-        pending = pending[max(done, 1):]
+        pending = pending[done:]
     return report
 
 
@@ -211,8 +218,8 @@ _FOLLOWED = re.compile(r"^\s+(-?\d+) is followed by (-?\d+)$")
 _DECODER_ERROR = re.compile(r"(Error at offset -?\d+|Unknown record type -?\d+ at offset -?\d+)")
 
 
-def parse_output(output: str, returncode: int, files: Sequence[Path],
-                 compacted: Callable[[str], bool]) -> ParsedOutput:
+def parse_output(output: str, returncode: int, compacted: Callable[[str], bool]) -> ParsedOutput:
+    """Classify every line the tool printed (stdout and stderr merged, in order)."""
     findings: list[Finding] = []
     dumped = 0
     accepted = 0

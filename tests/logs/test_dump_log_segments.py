@@ -16,7 +16,6 @@ import os
 import shutil
 import struct
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from asyncbroker.testing import BrokerProcess
-from jvm.dump_log_check import CheckReport, FindingKind, check_files, check_log_dir, describe, segment_files
+from jvm.dump_log_check import FindingKind, check_files, check_log_dir, describe, segment_files
 from log_dirs_testlib import cleanup_policies, compacted_predicate, stop_cleanly
 from storage.clock import MockClock
 from storage.log import Log

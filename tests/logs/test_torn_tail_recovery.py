@@ -9,7 +9,6 @@ pass Kafka's DumpLogSegments.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition

@@ -120,8 +120,3 @@ def alter_topic_configs(run: ScenarioRun, symbol: str, configs: dict[str, str | 
     return run.call(INCREMENTAL_ALTER_CONFIGS, version, _label=label, _record=record, resources=(resource,),
                     validate_only=False)
 
-
-def latest_per_key(records: list[Survivor]) -> list[Survivor]:
-    """What compaction keeps of `records`: the last record of each key, in offset order."""
-    last = {r.key: r for r in records}
-    return sorted(last.values(), key=lambda r: r.offset)
