@@ -13,9 +13,8 @@ always sits alone in the active segment, which neither broker cleans; everything
 it is cleanable.
 
 "Cleaned everything cleanable" (compaction): below the active segment's base offset every
-key occurs once, and tombstones are gone once their delete horizon (delete.retention.ms=0,
-stamped by the clean that first saw them) has passed and a later clean ran: a second
-sentinel Produce makes the log dirty again for that clean.
+key occurs once and no tombstone is left; see clean_everything_cleanable for how both
+brokers are brought there whatever the timing of their cleaners.
 """
 
 from __future__ import annotations
@@ -77,22 +76,36 @@ UPDATES: list[list[tuple[bytes | None, bytes | None]]] = [
 ]
 
 
+def clean_everything_cleanable(run: ScenarioRun, symbol: str, first: int) -> None:
+    """Bring a compacted log to the state this module compares: below the active segment one
+    record per key and no tombstone. Two sentinel Produces (stamped at(first), at(first + 1)):
+
+    1. the first rolls the last updates into a cleanable segment; wait until every key is
+       unique below it: a clean covered all the updates and stamped every tombstone's delete
+       horizon. What else that moment shows (which tombstones an earlier clean had already
+       stamped and a later one removed) depends on when each broker's cleaner ran, so it is
+       not compared;
+    2. the second makes the log dirty again; wait until, below it, keys are unique and no
+       tombstone is left (delete.retention.ms=0: every horizon has passed).
+    """
+    (sentinel,) = produce_batches(run, symbol, [batch([(b"end1", b"1")], base_timestamp=at(first))], "sentinel")
+    wait_for_state(run, f"a clean of {symbol} covered every update",
+                   lambda: keys_unique_below(read_all(run, symbol), sentinel))
+    (sentinel2,) = produce_batches(run, symbol, [batch([(b"end2", b"2")], base_timestamp=at(first + 1))],
+                                   "sentinel")
+
+    def cleaned() -> bool:
+        below = [r for r in read_all(run, symbol) if r.offset < sentinel2]
+        return keys_unique_below(below, sentinel2) and all(r.value is not None for r in below)
+
+    wait_for_state(run, f"{symbol} cleaned of duplicates and tombstones", cleaned)
+
+
 def compacted_with_tombstones(run: ScenarioRun) -> None:
     create_topic(run, "c", configs=COMPACT, record=False)
     produce_batches(run, "c", [batch(u, base_timestamp=at(i)) for i, u in enumerate(UPDATES)], "updates")
-    (sentinel,) = produce_batches(run, "c", [batch([(b"end1", b"1")], base_timestamp=at(10))], "sentinel")
-    # First clean: one record per key below the sentinel (tombstones stay, their horizon stamped).
-    wait_for_state(run, "the first clean of c", lambda: keys_unique_below(read_all(run, "c", start=0), sentinel))
-    record_log_state(run, "c", "after the first clean")
-    (sentinel2,) = produce_batches(run, "c", [batch([(b"end2", b"2")], base_timestamp=at(11))], "sentinel")
-
-    def tombstones_gone() -> bool:
-        records = read_all(run, "c", start=0)
-        below = [r for r in records if r.offset < sentinel2]
-        return keys_unique_below(records, sentinel2) and all(r.value is not None for r in below)
-
-    wait_for_state(run, "the tombstones of c removed", tombstones_gone)
-    record_log_state(run, "c", "after the second clean")
+    clean_everything_cleanable(run, "c", 10)
+    record_log_state(run, "c", "after cleaning")
 
 
 def test_compaction_keyed_updates_and_tombstones(brokers) -> None:  # type: ignore[no-untyped-def]
@@ -115,9 +128,8 @@ def compact_delete(run: ScenarioRun) -> None:
                batch([(b"k0", b"newer0"), (b"k3", None)], base_timestamp=at(11)),
                batch([(b"k4", b"new4")], base_timestamp=at(12))]
     produce_batches(run, "cd", updates, "updates")
-    (sentinel,) = produce_batches(run, "cd", [batch([(b"end", b"1")], base_timestamp=at(13))], "sentinel")
-    wait_for_state(run, "cd compacted", lambda: keys_unique_below(read_all(run, "cd"), sentinel))
-    record_log_state(run, "cd", "after compaction")
+    clean_everything_cleanable(run, "cd", 13)
+    record_log_state(run, "cd", "after cleaning")
 
 
 def test_compact_delete_retention_then_compaction(brokers) -> None:  # type: ignore[no-untyped-def]
