@@ -44,6 +44,7 @@ if str(ROOT) not in sys.path:
 from kio.schema.create_topics.v5 import request as ct5  # noqa: E402
 from kio.schema.delete_topics.v4 import request as dt4  # noqa: E402
 from kio.schema.fetch.v12 import request as fetch12  # noqa: E402
+from kio.schema.list_offsets.v7 import request as lo7  # noqa: E402
 from kio.schema.produce.v9 import request as produce9  # noqa: E402
 
 from asyncbroker.testing import BrokerProcess, BrokerStartError  # noqa: E402
@@ -150,6 +151,17 @@ def create_topic(conn: Conn, name: str, partitions: int, configs: dict[str, str]
     return resp.topics[0].error_code
 
 
+def earliest_offset(conn: Conn, topic: str, partition: int) -> int:
+    """The partition's log start offset, by ListOffsets (timestamp -2)."""
+    resp = conn.request(lo7.ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=(lo7.ListOffsetsTopic(
+        name=topic, partitions=(lo7.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
+                                                         timestamp=-2),)),)))
+    p = resp.topics[0].partitions[0]
+    if p.error_code != 0:
+        raise AssertionError(f"list offsets {topic}-{partition}: error {p.error_code}")
+    return int(p.offset)
+
+
 def fetch_partition(conn: Conn, topic: str, partition: int) -> tuple[int, int, list[tuple[int, bytes | None, bytes | None]], int]:
     """(log start, HW, [(offset, key, value)], batches) of everything the broker serves."""
     out: list[tuple[int, bytes | None, bytes | None]] = []
@@ -165,11 +177,14 @@ def fetch_partition(conn: Conn, topic: str, partition: int) -> tuple[int, int, l
                 log_start_offset=-1, partition_max_bytes=4 << 20),)),),
             forgotten_topics_data=(), rack_id="")
         p = conn.request(req).responses[0].partitions[0]
-        if p.error_code == 1 and p.log_start_offset > max(offset, 0):
+        if p.error_code == 1:
             # Below the log start (retention deleted segments, possibly while we page through):
-            # continue from the new start; what lay below it is legitimately gone.
-            offset = p.log_start_offset
-            continue
+            # continue from the new start, as a consumer resets; what lay below it is gone.
+            # (An OFFSET_OUT_OF_RANGE answer carries no offsets, as Kafka's does not.)
+            start = earliest_offset(conn, topic, partition)
+            if start > max(offset, 0):
+                offset = start
+                continue
         if p.error_code != 0:
             raise AssertionError(f"fetch {topic}-{partition}@{offset}: error {p.error_code}")
         log_start, hw = p.log_start_offset, p.high_watermark
