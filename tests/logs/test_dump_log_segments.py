@@ -46,7 +46,7 @@ def create_topics(bootstrap: str, topics: dict[str, tuple[int, dict[str, str]]])
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]], *, rounds: int = 1,
-            partition: int | None = None, **conf: object) -> list[int]:
+            partition: int | None = None, timestamps: list[int] | None = None, **conf: object) -> list[int]:
     """Produce `records` in `rounds` flushed rounds (each round its own batches); the offsets."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, **conf})
     offsets: list[int] = []
@@ -60,7 +60,9 @@ def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes 
 
     per_round = max(1, len(records) // rounds)
     for i, (key, value) in enumerate(records):
-        extra = {} if partition is None else {"partition": partition}
+        extra: dict[str, int] = {} if partition is None else {"partition": partition}
+        if timestamps is not None:
+            extra["timestamp"] = timestamps[i]
         while True:
             try:
                 p.produce(topic, key=key, value=value, headers=[("i", b"%d" % i), ("nil", None)],
@@ -117,6 +119,7 @@ def test_every_kind_of_file_asyncbroker_writes_passes_dump_log_segments() -> Non
             "deleted": (1, timed),
             "by-time": (1, {**timed, "retention.ms": str(DAY_MS)}),
             "by-size": (1, {**timed, "retention.bytes": "3000"}),
+            "disorder": (1, {"index.interval.bytes": "64", "cleanup.policy": "compact"}),
         })
         # Every codec; incompressible values so that 2 x 1 MiB rolls each partition by size.
         for codec in CODECS:
@@ -137,6 +140,12 @@ def test_every_kind_of_file_asyncbroker_writes_passes_dump_log_segments() -> Non
             # second, after more updates, removes them.
             produce(b, topic, updates[:50], rounds=5)
             assert broker.clean_now(topic) is not None
+        # Timestamps that go back and forth (CreateTime): the time index keeps the largest so far,
+        # before and after the cleaner rewrites the segments.
+        now = int(time.time() * 1000)
+        produce(b, "disorder", [(b"d%d" % (i % 7), b"v%d" % i) for i in range(120)], rounds=12,
+                timestamps=[now - ((i * 7919) % 3_600_000) for i in range(120)])
+        assert broker.clean_now("disorder") is not None
         for _ in range(3):
             produce(b, "idempotent", [(b"i%d" % i, b"v%d" % i) for i in range(300)], rounds=6,
                     **{"enable.idempotence": True, "acks": "all"})
