@@ -7,6 +7,7 @@ shutdown was clean, and wipe the log when the log-start checkpoint is past its e
 """
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +36,8 @@ from storage.producer_state_manager import ProducerStateManager
 if TYPE_CHECKING:
     from storage.log import LogOffsetMetadata
 
+logger = logging.getLogger(__name__)
+
 
 class LoadedLogOffsets(msgspec.Struct, frozen=True):
     log_start_offset: int
@@ -61,6 +64,8 @@ class LogLoader:
         self.leader_epoch_cache = leader_epoch_cache
         self.producer_state_manager = producer_state_manager
         self.recovered_segments: list[int] = []  # base offsets recovered (for tests and metrics)
+        # A clean shutdown whose active segment did not end on a whole batch (recovered anyway).
+        self.torn_after_clean_shutdown = False
 
     def load(self) -> "LoadedLogOffsets":
         from storage.log import LogOffsetMetadata
@@ -74,8 +79,10 @@ class LogLoader:
         self.leader_epoch_cache.truncate_from_end(next_offset)
         log_start = max(self.log_start_offset_checkpoint, self.segments.first_segment().base_offset)  # type: ignore[union-attr]
         self.leader_epoch_cache.truncate_from_start(log_start)
-        self.producer_state_manager.rebuild(self.segments, log_start, next_offset,
-                                            reload_from_clean_shutdown=self.had_clean_shutdown)
+        # A recovered torn tail makes the snapshot taken at shutdown (at the old end) stale.
+        self.producer_state_manager.rebuild(
+            self.segments, log_start, next_offset,
+            reload_from_clean_shutdown=self.had_clean_shutdown and not self.torn_after_clean_shutdown)
         return LoadedLogOffsets(
             log_start_offset=log_start,
             recovery_point=recovery_point,
@@ -198,6 +205,16 @@ class LogLoader:
                         self.segments.remove(later.base_offset)
                         later.delete_if_exists()
                     break
+        elif not self.segments.is_empty() and not self.segments.active_segment().ends_on_whole_batch():
+            # Stricter than Kafka, which trusts the marker: a tail that is not a whole batch (a
+            # write lost after the marker, a cut or copied file) would have the next append land
+            # behind the torn bytes and its offsets served twice. Recovering the active segment
+            # truncates at its last valid batch.
+            active = self.segments.active_segment()
+            truncated = self._recover_segment(active)
+            self.torn_after_clean_shutdown = True
+            logger.warning("%s: the active segment %d did not end on a whole batch after a clean shutdown; "
+                           "recovered it (%d bytes truncated)", self.dir, active.base_offset, truncated)
         log_end = self._delete_segments_if_log_start_greater_than_log_end()
         if self.segments.is_empty():
             segment = LogSegment.open(self.dir, self.log_start_offset_checkpoint, self.config, self.clock,

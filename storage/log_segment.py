@@ -207,6 +207,17 @@ class LogSegment:
             next_offset = batch.header.base_offset + batch.header.last_offset_delta + 1
         return next_offset
 
+    def ends_on_whole_batch(self) -> bool:
+        """Whether the batches from the last index entry on end exactly at the end of the file (a
+        header walk, no CRC): what a clean shutdown promises of the active segment."""
+        end = self.offset_index.last_entry().position
+        try:
+            for batch in self.log.batches(end):
+                end = batch.position + batch.header.batch_length + LOG_OVERHEAD
+        except BATCH_ERRORS:
+            return False
+        return end == self.log.size_in_bytes()
+
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None) -> TimestampAndOffset | None:
         if starting_offset is None:
             starting_offset = self.base_offset

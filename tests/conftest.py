@@ -17,12 +17,37 @@ from collections.abc import Iterator
 
 import pytest
 
+from asyncbroker.testing import BrokerProcess
 from jvm.kafka_jvm import KafkaServer
+
+# The session-wide BrokerProcess fixtures that tests used, by fixture name (filled as they are set
+# up): the session-end check runs Kafka's DumpLogSegments over their log dirs.
+SESSION_BROKERS = pytest.StashKey[dict[str, BrokerProcess]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # kafka-python loads its protocol schemas with deprecated importlib.resources calls.
     config.addinivalue_line("filterwarnings", "ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")
+    config.addinivalue_line("markers", "session_end: runs after every other test (it stops the session's brokers)")
+    config.stash[SESSION_BROKERS] = {}
+    # A global plugin, not a hook of this conftest: pytest asks only the rootdir's conftests
+    # about session-scoped fixtures, and this file sits below the rootdir.
+    config.pluginmanager.register(_SessionBrokerRecorder(), "session-broker-recorder")
+
+
+class _SessionBrokerRecorder:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest) -> object:
+        result = yield
+        if fixturedef.scope == "session" and isinstance(result, BrokerProcess):
+            request.config.stash[SESSION_BROKERS][fixturedef.argname] = result
+        return result
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Tests marked session_end stop the session-wide brokers: nothing may run after them.
+    last = [item for item in items if item.get_closest_marker("session_end")]
+    items[:] = [item for item in items if not item.get_closest_marker("session_end")] + last
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,6 +60,12 @@ def topic_name(request: pytest.FixtureRequest) -> str:
     """A topic name unique to this test (auto-created on first use)."""
     base = request.node.name.replace("[", "-").replace("]", "").replace("/", "-")[:80]
     return f"t-{base}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def session_brokers(request: pytest.FixtureRequest) -> dict[str, BrokerProcess]:
+    """The session-wide brokers set up so far (fixture name -> BrokerProcess)."""
+    return request.config.stash[SESSION_BROKERS]
 
 
 @pytest.fixture(scope="session")

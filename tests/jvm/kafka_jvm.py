@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 JVM_DIR = Path(__file__).resolve().parent
@@ -157,7 +157,33 @@ class KafkaServer:
         )
         if fmt.returncode != 0:
             raise RuntimeError(f"StorageTool format failed ({fmt.returncode}):\n{fmt.stdout}\n{fmt.stderr}")
-        out = open(self._output, "wb")
+        self._output.write_bytes(b"")  # a restart appends; a fresh start (or a retry) begins empty
+        return self._launch()
+
+    def restart(self, between: Callable[[], None] | None = None, timeout: float = 60.0) -> "KafkaServer":
+        """Shut Kafka down cleanly (SIGTERM: it writes its clean-shutdown marker), call `between`
+        (a test's change to the stopped broker's files), and start it again on the same ports,
+        log dir and cluster id, without formatting."""
+        code = self.shutdown(timeout)
+        if code not in (0, 143):  # 143: the JVM's exit on SIGTERM after its shutdown hooks ran
+            raise RuntimeError(f"Kafka did not shut down cleanly ({code}):\n{self.output()[-4000:]}")
+        if between is not None:
+            between()
+        return self._launch()
+
+    def shutdown(self, timeout: float = 60.0) -> int:
+        """SIGTERM and wait, keeping the directory (stop() also removes it); the exit status."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._kill()
+        return self.process.returncode if self.process is not None else 0
+
+    def _launch(self) -> "KafkaServer":
+        props = self.dir / "server.properties"
+        out = open(self._output, "ab")
         self.process = subprocess.Popen(
             java_command("kafka", KAFKA_MAIN, [str(props)], heap=self.heap,
                          jvm_args=[f"-Dkafka.logs.dir={self.dir}"]),
@@ -190,12 +216,7 @@ class KafkaServer:
             self.process.wait(30)
 
     def stop(self, timeout: float = 60.0) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._kill()
+        self.shutdown(timeout)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> "KafkaServer":

@@ -13,7 +13,8 @@ Normalised, because they must differ between two brokers:
   their order of appearance), the run's topic-name suffix;
 - listener host and port;
 - throttle times;
-- LogAppendTime stamps (and the batch CRC that covers them);
+- LogAppendTime stamps (the batch's, each record's, and the batch CRC that covers them);
+- the delete horizon the cleaner stamps into a batch's baseTimestamp (and the CRC);
 - values the broker generates that a scenario names with `run.alias` (member ids);
 - anything a scenario names in `normalise=` for one step, with its reason.
 
@@ -206,6 +207,10 @@ def records_view(data: bytes | memoryview | None) -> Any:
             ]
         except Exception as exc:  # noqa: BLE001 - a batch we cannot decode is itself a result
             view["records"] = f"<undecodable: {type(exc).__name__}>"
+        if h.has_delete_horizon:
+            # The cleaner stamps a delete horizon into baseTimestamp: its clock at that clean
+            # plus delete.retention.ms, so it differs between brokers (and so does the CRC).
+            view["base_timestamp"], view["crc"] = "<delete-horizon>", "<crc>"
         batches.append(view)
         pos = end
     out: dict[str, Any] = {"batches": batches}

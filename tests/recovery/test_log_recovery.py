@@ -133,6 +133,57 @@ def test_torn_tail_truncated_at_every_byte(tmp_path: Path, clock: MockClock, tor
         again.close()
 
 
+@pytest.mark.parametrize("cut", [7, 1, "header"])
+def test_torn_active_segment_recovered_even_after_clean_shutdown(log_dir: Path, clock: MockClock,
+                                                                  cut: int | str) -> None:
+    """Stricter than Kafka (which trusts the marker): a clean shutdown whose active segment does
+    not end on a whole batch recovers that segment, so the next append never lands behind torn
+    bytes and no offset is served twice."""
+    log = _reopen(log_dir, clock, clean=False)
+    _fill(log)
+    active_base = log.segments.base_offsets()[-1]
+    expected = _all_offsets(log)
+    log.close()
+    path = log_dir / f"{active_base:020d}.log"
+    data = path.read_bytes()
+    last_start = max(bp.position for bp in iter_batch_headers(data))
+    keep = last_start + 20 if cut == "header" else len(data) - int(cut)  # a partial header or batch
+    path.write_bytes(data[:keep])
+    again, recovered = _loader_recovered(log_dir, clock, clean=True)
+    assert recovered == [active_base]
+    assert path.stat().st_size == last_start
+    survivors = _all_offsets(again)
+    assert survivors == expected[: len(survivors)] and len(survivors) == len(expected) - 3  # a prefix
+    appended = again.append_as_leader(batch(2, ts=BASE_TS + 999))
+    assert appended.first_offset == len(survivors)
+    assert _all_offsets(again) == list(range(len(survivors) + 2))  # each offset once, in order
+    again.close()
+
+
+def test_torn_tail_after_clean_shutdown_drops_the_stale_producer_snapshot(log_dir: Path, clock: MockClock) -> None:
+    """The snapshot written at shutdown covers the torn batch: the producer state is rebuilt from
+    the surviving batches, so the producer may send the lost batch's sequence again."""
+    from wire.records import Record, build_batch
+
+    def idempotent(sequence: int, n: int = 3) -> bytes:
+        return build_batch([Record(offset=i, timestamp=BASE_TS + sequence + i, key=b"k", value=b"v")
+                            for i in range(n)], producer_id=11, producer_epoch=0, base_sequence=sequence)
+
+    log = _reopen(log_dir, clock, clean=False)
+    for sequence in (0, 3, 6):
+        log.append_as_leader(idempotent(sequence))
+    log.close()
+    assert any(log_dir.glob("*.snapshot"))
+    path = log_dir / "00000000000000000000.log"
+    path.write_bytes(path.read_bytes()[:-7])
+    again = _reopen(log_dir, clock, clean=True)
+    assert again.log_end_offset == 6
+    # Sequence 6 is neither a duplicate nor out of order: it is appended at the lost offsets.
+    assert again.append_as_leader(idempotent(6)).first_offset == 6
+    assert _all_offsets(again) == list(range(9))
+    again.close()
+
+
 def test_corrupt_batch_mid_log_truncates_there(log_dir: Path, clock: MockClock) -> None:
     log = _reopen(log_dir, clock, clean=False)
     _fill(log)
