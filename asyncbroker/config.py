@@ -199,7 +199,7 @@ _KEYS: list[ConfigKey] = [
     _k("delete.topic.enable", B, True, "Whether DeleteTopics is allowed."),
     _k("message.max.bytes", I, 1048588, "Largest record batch accepted (broker default of max.message.bytes).", AtLeast(0)),
     _k("max.decompressed.message.bytes", I, 2147483639,
-       "Default of the topic key max.decompressed.message.bytes; stored and described, not enforced yet.", AtLeast(1)),
+       "Default of the topic key max.decompressed.message.bytes; stored and described, not enforced yet.", Between(1, 2147483639)),
     _k("fetch.max.bytes", I, 57671680, "Upper bound on the bytes returned by one Fetch.", AtLeast(1024)),
     _k("min.insync.replicas", I, 1, "Default of the topic key min.insync.replicas.", AtLeast(1)),
     _k("unclean.leader.election.enable", B, False, "Default of the topic key; no effect on a single node."),

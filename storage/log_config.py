@@ -156,7 +156,7 @@ _key("local.retention.ms", "long", -2, _at_least(-2), "log.local.retention.ms",
      "Local retention time for tiered topics; -2 means retention.ms.")
 _key("max.compaction.lag.ms", "long", LONG_MAX, _at_least(1), "log.cleaner.max.compaction.lag.ms",
      "Longest a record may stay uncompacted.")
-_key("max.decompressed.message.bytes", "int", 2_147_483_639, _at_least(1), "max.decompressed.message.bytes",
+_key("max.decompressed.message.bytes", "int", 2_147_483_639, _between(1, 2_147_483_639), "max.decompressed.message.bytes",
      "Largest size a compressed batch may reach once decompressed. Accepted and stored; asyncbroker "
      "decompresses only batches it must inspect and does not enforce this bound yet.")
 _key("max.message.bytes", "int", 1_048_588, _at_least(0), "message.max.bytes",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from typing import Any
 
 from wire.headers import encode_request_header, response_header_version
@@ -65,6 +66,23 @@ class RawClient:
     def request(self, entity: Any) -> Any:
         cid = self.send_request(entity)
         return self.recv_response(entity.__api_key__, entity.__version__, cid)
+
+    def create_topic(self, topic: str, timeout: float = 10.0) -> None:
+        """Create `topic` the way clients do, through Metadata with auto-creation (Produce never
+        creates topics), then ask again until the topic is served (the creating request itself is
+        answered UNKNOWN_TOPIC_OR_PARTITION, as Kafka 4.4 answers it)."""
+        from kio.schema.metadata.v12 import request as meta12
+
+        deadline = time.monotonic() + timeout
+        while True:
+            resp = self.request(meta12.MetadataRequest(
+                topics=(meta12.MetadataRequestTopic(topic_id=None, name=topic),),
+                allow_auto_topic_creation=True, include_topic_authorized_operations=False,
+            ))
+            if resp.topics[0].error_code == 0 and resp.topics[0].partitions:
+                return
+            assert time.monotonic() < deadline, f"{topic} not served after {timeout}s: {resp.topics[0].error_code}"
+            time.sleep(0.01)  # polling a condition, bounded by the deadline
 
     def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
         """True when the broker closed the connection (EOF or reset) within timeout."""

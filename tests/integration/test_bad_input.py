@@ -35,14 +35,6 @@ def produce_req(topic: str, partition: int, records: bytes, acks: int = 1) -> pr
     )
 
 
-def create_topic(c: RawClient, topic: str) -> None:
-    """Create `topic` the way clients do, through Metadata (Produce never creates topics)."""
-    resp = c.request(meta12.MetadataRequest(
-        topics=(meta12.MetadataRequestTopic(topic_id=None, name=topic),),
-        allow_auto_topic_creation=True, include_topic_authorized_operations=False,
-    ))
-    assert resp.topics[0].error_code in (0, 5)  # created (LEADER_NOT_AVAILABLE while it is)
-
 
 def batch(value: bytes = b"v") -> bytes:
     return build_batch([Record(offset=0, timestamp=int(time.time() * 1000), key=b"k", value=value, headers=[])])
@@ -101,7 +93,7 @@ def test_corrupt_crc_is_corrupt_message(asyncbroker_bootstrap: str, topic_name: 
     data = bytearray(batch(b"payload-to-corrupt"))
     data[-3] ^= 0xFF  # inside the records, covered by the CRC
     with RawClient(asyncbroker_bootstrap) as c:
-        create_topic(c, topic_name)
+        c.create_topic(topic_name)
         resp = c.request(produce_req(topic_name, 0, bytes(data)))
         assert resp.responses[0].partition_responses[0].error_code == 2  # CORRUPT_MESSAGE
         ok = c.request(produce_req(topic_name, 0, batch()))
@@ -125,7 +117,7 @@ def test_invalid_topic_names(asyncbroker_bootstrap: str) -> None:
 
 def test_negative_and_missing_partitions(asyncbroker_bootstrap: str, topic_name: str) -> None:
     with RawClient(asyncbroker_bootstrap) as c:
-        create_topic(c, topic_name)
+        c.create_topic(topic_name)
         c.request(produce_req(topic_name, 0, batch()))
         for partition in (-1, 7):
             presp = c.request(produce_req(topic_name, partition, batch()))
@@ -141,7 +133,7 @@ def test_negative_and_missing_partitions(asyncbroker_bootstrap: str, topic_name:
 
 def test_invalid_acks_and_acks0_failure(asyncbroker_bootstrap: str, topic_name: str) -> None:
     with RawClient(asyncbroker_bootstrap) as c:
-        create_topic(c, topic_name)
+        c.create_topic(topic_name)
         resp = c.request(produce_req(topic_name, 0, batch(), acks=5))
         assert resp.responses[0].partition_responses[0].error_code == 21  # INVALID_REQUIRED_ACKS
     with RawClient(asyncbroker_bootstrap) as c:

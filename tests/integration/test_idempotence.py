@@ -29,14 +29,6 @@ def init_producer_id(c: RawClient, producer_id: int = -1, epoch: int = -1) -> tu
     return resp.producer_id, resp.producer_epoch
 
 
-def create_topic(c: RawClient, topic: str) -> None:
-    """Create `topic` the way clients do, through Metadata (Produce never creates topics)."""
-    resp = c.request(meta12.MetadataRequest(
-        topics=(meta12.MetadataRequestTopic(topic_id=None, name=topic),),
-        allow_auto_topic_creation=True, include_topic_authorized_operations=False,
-    ))
-    assert resp.topics[0].error_code in (0, 5)  # created (LEADER_NOT_AVAILABLE while it is)
-
 
 def idempotent_batch(pid: int, epoch: int, seq: int, n: int = 3) -> bytes:
     now = int(time.time() * 1000)
@@ -95,7 +87,7 @@ def test_confluent_idempotent_producer_writes_each_record_once() -> None:
 
 def test_duplicate_out_of_order_and_fenced_batches_on_a_raw_connection() -> None:
     with BrokerProcess(["num.partitions=1"]) as broker, RawClient(broker.bootstrap) as c:
-        create_topic(c, "raw-idem")
+        c.create_topic("raw-idem")
         pid, epoch = init_producer_id(c)
         assert produce(c, "raw-idem", idempotent_batch(pid, epoch, 0)) == (ErrorCode.NONE, 0)
         assert produce(c, "raw-idem", idempotent_batch(pid, epoch, 3)) == (ErrorCode.NONE, 3)
@@ -131,7 +123,7 @@ def test_producer_state_survives_restart(how: str, tmp_path: Path) -> None:
         overrides.append("log.segment.bytes=1048576")
     with BrokerProcess(overrides, log_dir=tmp_path) as broker:
         with RawClient(broker.bootstrap) as c:
-            create_topic(c, "restart-idem")
+            c.create_topic("restart-idem")
             pid, epoch = init_producer_id(c)
             seq = 0
             if how == "sigterm-snapshots-deleted-rolled":
@@ -168,7 +160,7 @@ def test_producer_state_survives_restart(how: str, tmp_path: Path) -> None:
 def test_idle_producer_state_expires() -> None:
     overrides = ["num.partitions=1", "producer.id.expiration.ms=500", "producer.id.expiration.check.interval.ms=50"]
     with BrokerProcess(overrides) as broker, RawClient(broker.bootstrap) as c:
-        create_topic(c, "expiring")
+        c.create_topic("expiring")
         pid, epoch = init_producer_id(c)
         assert produce(c, "expiring", idempotent_batch(pid, epoch, 0)) == (ErrorCode.NONE, 0)
         err, _ = produce(c, "expiring", idempotent_batch(pid, epoch, 10))

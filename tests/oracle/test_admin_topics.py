@@ -120,7 +120,7 @@ def test_create_topics_bad_configs(brokers) -> None:  # type: ignore[no-untyped-
     brokers.compare(scenario)
 
 
-@pytest.mark.parametrize("value", ["-3", "abc", "1.5", "0", "99999999999", " 7 ", "", "true", "nan", "0x1p-2", "1_0", "5.", "0.5d"])
+@pytest.mark.parametrize("value", ["-3", "abc", "1.5", "0", "99999999999", "2147483647", "-1", "9223372036854775807", " 7 ", "", "true", "nan", "0x1p-2", "1_0", "5.", "0.5d"])
 def test_create_topics_validates_every_topic_key(brokers, value: str) -> None:  # type: ignore[no-untyped-def]
     """One value, set on every topic key Kafka 4.4 has (validate_only): parsing, ranges and
     messages key by key."""

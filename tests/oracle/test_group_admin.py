@@ -134,4 +134,4 @@ def group_api_versions(run: ScenarioRun) -> None:
 
 
 def test_group_api_versions(brokers) -> None:  # type: ignore[no-untyped-def]
-    brokers.compare(group_api_versions, known={"KD-302": {"0:.42[1]"}})
+    brokers.compare(group_api_versions, known={"KD-201": {"0:.42[1]"}})
