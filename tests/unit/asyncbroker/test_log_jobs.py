@@ -477,6 +477,14 @@ async def test_flusher_applies_flush_ms_and_the_checkpoint_jobs_write_their_file
 
     log = env.log(LogConfig(segment_bytes=3000, flush_ms=1000))
     env.fill(log, 5)
+    # The rolls flush the segments they close on a background thread, and a flush stamps
+    # the time of the last flush (as Kafka's does): let those finish before the clock moves,
+    # or one finishing late would make flush.ms look unelapsed.
+    rolled_up_to = log.active_segment.base_offset
+    deadline = asyncio.get_running_loop().time() + 10
+    while log.recovery_point < rolled_up_to:
+        assert asyncio.get_running_loop().time() < deadline, "the rolls' background flushes did not finish"
+        await asyncio.sleep(0.01)
     assert log.recovery_point < log.log_end_offset
     await env.jobs.scheduler.run_now("kafka-log-flusher")
     assert log.recovery_point < log.log_end_offset  # flush.ms not yet elapsed
