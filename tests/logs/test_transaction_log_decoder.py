@@ -1,4 +1,5 @@
-"""Kafka's own `__transaction_state` decoder reads the records asyncbroker writes.
+"""Kafka's own `__transaction_state` decoder reads the records asyncbroker writes, and
+asyncbroker's reads the records Kafka 4.4 writes.
 
 DumpLogSegments --transaction-log-decoder prints each key and value through Kafka 4.4's
 generated JSON converters; every field must come back as asyncbroker encoded it, in both
@@ -8,18 +9,22 @@ from __future__ import annotations
 
 import json
 import re
+import time
+import uuid
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from asyncbroker.transaction_log import TransactionLogValue, encode_key, encode_value
+from asyncbroker.transaction_log import TransactionLogValue, TxnRecord, encode_key, encode_value, read
 from asyncbroker.transaction_state import TransactionState
-from jvm.kafka_jvm import dump_log_segments
+from jvm.kafka_jvm import KafkaServer, dump_log_segments
 from storage.clock import MockClock
 from storage.log import Log
 from storage.log_config import LogConfig
 from storage.topic_partition import TopicPartition
-from wire.records import Record, build_batch
+from wire.records import Record, build_batch, decode_records, iter_batch_headers
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -89,3 +94,50 @@ def test_kafka_decodes_every_record_asyncbroker_writes(tmp_path: Path) -> None:
         # Kafka's converter prints fields in schema order; the partition groups' order is ours.
         assert got == _expected_json(version, value), (offset, payload)
         assert list(got["data"]) == list(_expected_json(version, value)["data"]), (offset, payload)
+
+
+# -- the other way: what Kafka 4.4 writes, asyncbroker reads ---------------------------------
+
+
+def _kafka_records(log_dir: Path, transactional_id: str) -> list[TransactionLogValue]:
+    """Every value Kafka wrote for `transactional_id`, in log order (one partition holds an id)."""
+    found: list[TransactionLogValue] = []
+    for partition_dir in sorted(log_dir.glob("__transaction_state-*")):
+        for segment in sorted(partition_dir.glob("*.log")):
+            data = segment.read_bytes()
+            for position in iter_batch_headers(data):
+                for record in decode_records(data, position.position):
+                    if record.key is None:
+                        continue
+                    got = read(record.key, record.value)
+                    if isinstance(got, TxnRecord) and got.transactional_id == transactional_id:
+                        found.append(got.value)
+    return found
+
+
+def test_asyncbroker_reads_what_kafka_writes(kafka: KafkaServer) -> None:
+    topic = f"txn-log-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 2, 1)]).values():
+        future.result(30)
+    transactional_id = f"reads-kafka-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": transactional_id})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    producer.produce(topic, b"a", partition=0)
+    producer.produce(topic, b"b", partition=1)
+    producer.commit_transaction(60)
+    # CompleteCommit is written after the markers, a moment after the client's EndTxn answer.
+    deadline = time.monotonic() + 30
+    values = _kafka_records(kafka.log_dir, transactional_id)
+    while (not values or values[-1].state != TransactionState.COMPLETE_COMMIT) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        values = _kafka_records(kafka.log_dir, transactional_id)
+    assert [v.state for v in values] == [TransactionState.EMPTY, TransactionState.ONGOING,
+                                         TransactionState.PREPARE_COMMIT, TransactionState.COMPLETE_COMMIT]
+    assert len({(v.producer_id, v.transaction_timeout_ms) for v in values}) == 1
+    assert set(values[1].partitions) == set(values[2].partitions) == {TopicPartition(topic, 0),
+                                                                      TopicPartition(topic, 1)}
+    assert values[0].partitions == values[3].partitions == ()
+    assert values[0].start_timestamp_ms == -1 and values[1].start_timestamp_ms == values[2].start_timestamp_ms > 0
+    assert values[3].last_update_timestamp_ms >= values[2].last_update_timestamp_ms
