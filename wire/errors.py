@@ -674,6 +674,12 @@ class TransactionAbortableError(KafkaError):
     error_code = ErrorCode.TRANSACTION_ABORTABLE
 
 
+class TransactionalIdNotFoundError(KafkaError):
+    """DescribeTransactions for an id the coordinator does not know."""
+
+    error_code = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+
+
 class FramingError(KafkaError):
     """The byte stream cannot be split into requests; the connection must close."""
 
