@@ -312,10 +312,13 @@ class TransactionCoordinator:
             if v2 and not is_epoch_fence and m.is_producer_epoch_exhausted:
                 next_producer_id = self.generate_producer_id()
             if target == S.PREPARE_ABORT and is_epoch_fence:
-                # Make way for the abort, carrying the fenced epoch into it.
+                # Make way for the abort. Under v1 it carries the fenced epoch; under v2 the abort's
+                # own bump is the fence (Kafka 4.4 aborts a fenced or timed-out v2 transaction at
+                # the next epoch, once, and keeps the fenced epoch as the last one).
                 m.pending_state = None
-                m.producer_epoch = producer_epoch
-                m.last_producer_epoch = NO_PRODUCER_EPOCH
+                if not v2:
+                    m.producer_epoch = producer_epoch
+                    m.last_producer_epoch = NO_PRODUCER_EPOCH
             return (m.prepare_abort_or_commit(target, client_transaction_version, next_producer_id,
                                               self.clock.milliseconds(), no_partition_added), is_epoch_fence)
 

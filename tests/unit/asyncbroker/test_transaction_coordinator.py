@@ -272,10 +272,11 @@ async def test_a_second_producer_fences_the_first(h: Harness) -> None:
     with pytest.raises(ConcurrentTransactionsError):  # the open transaction is aborted first
         await h.coordinator.handle_init_producer_id("tx", TIMEOUT_MS, None)
     await settle(h)
-    # Under v2 the fence bumps the epoch and the abort bumps it again; the retry bumps a third time.
-    assert h.logs.markers(T0) == [(ControlRecordType.ABORT, 2)]
+    # The fence is the abort's only bump (as Kafka 4.4 answers); the retry bumps once more.
+    assert h.logs.markers(T0) == [(ControlRecordType.ABORT, 1)]
+    assert h.coordinator.handle_describe_transactions("tx").producer_epoch == 1
     fresh = await h.coordinator.handle_init_producer_id("tx", TIMEOUT_MS, None)
-    assert fresh == ProducerIdAndEpoch(zombie.producer_id, 3)
+    assert fresh == ProducerIdAndEpoch(zombie.producer_id, 2)
     with pytest.raises(ProducerFencedError):
         await h.coordinator.handle_add_partitions_to_transaction("tx", zombie.producer_id, 0, {T0}, 2)
     with pytest.raises(ProducerFencedError):
@@ -329,10 +330,34 @@ async def test_timed_out_transaction_is_aborted_by_the_broker(h: Harness) -> Non
     await h.scheduler.run_now(ABORT_JOB)
     await settle(h)
     described = h.coordinator.handle_describe_transactions("tx")
-    assert (described.state, described.producer_epoch) == ("CompleteAbort", 2)  # fenced, then bumped by v2
-    assert h.logs.markers(T0) == [(ControlRecordType.ABORT, 2)]
-    with pytest.raises(ProducerFencedError):
+    assert (described.state, described.producer_epoch) == ("CompleteAbort", 1)
+    assert h.logs.markers(T0) == [(ControlRecordType.ABORT, 1)]
+    # What the producer then hears, as Kafka 4.4 answers it (transactions v2):
+    with pytest.raises(InvalidTxnStateError):  # its commit looks like a retry of the abort
         await h.coordinator.handle_end_transaction("tx", pid.producer_id, 0, ControlRecordType.COMMIT, 2)
+    assert (await h.coordinator.handle_end_transaction("tx", pid.producer_id, 0, ControlRecordType.ABORT, 2)
+            == ProducerIdAndEpoch(pid.producer_id, 1))
+    assert (await h.coordinator.handle_end_transaction("tx", pid.producer_id, 1, ControlRecordType.ABORT, 2)
+            == ProducerIdAndEpoch(pid.producer_id, 2))
+    await settle(h)
+    with pytest.raises(ProducerFencedError):
+        await h.coordinator.handle_init_producer_id("tx", TIMEOUT_MS, ProducerIdAndEpoch(pid.producer_id, 0))
+
+
+async def test_timed_out_v1_transaction(h: Harness) -> None:
+    pid = await begin(h, tv=0)
+    h.clock.advance(TIMEOUT_MS + 1)
+    await h.scheduler.run_now(ABORT_JOB)
+    await settle(h)
+    assert h.coordinator.handle_describe_transactions("tx").producer_epoch == 1
+    for result in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+        with pytest.raises(ProducerFencedError):
+            await h.coordinator.handle_end_transaction("tx", pid.producer_id, 0, result, 0)
+    assert (await h.coordinator.handle_end_transaction("tx", pid.producer_id, 1, ControlRecordType.ABORT, 0)
+            == ProducerIdAndEpoch(-1, -1))
+    # KIP-360 recovery from the epoch it had: the fence's epoch, handed over without another bump.
+    assert (await h.coordinator.handle_init_producer_id("tx", TIMEOUT_MS, ProducerIdAndEpoch(pid.producer_id, 0))
+            == ProducerIdAndEpoch(pid.producer_id, 1))
 
 
 async def test_idle_transactional_ids_expire(h: Harness) -> None:
