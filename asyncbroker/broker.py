@@ -69,6 +69,8 @@ class Broker:
         )
         self.log_jobs: LogJobs | None = None  # retention, flush, checkpoints, delete-logs
         self.group_coordinator: Any = None  # asyncbroker.group_coordinator.GroupCoordinator once started
+        # asyncbroker.transaction_coordinator.TransactionCoordinator once started
+        self.transaction_coordinator: Any = None
         self.producer_id_expiration: Any = None  # asyncbroker.producer_id_expiration, once started
         self.log_manager: Any = None  # storage.log_manager.LogManager once started
         # Log compaction (cleaner.log_cleaner.LogCleaner and its manager), None with
@@ -185,6 +187,7 @@ class Broker:
         self._start_cleaner()
         self._start_jobs()
         self._start_group_coordinator()
+        self._start_transaction_coordinator()
 
     def _start_group_coordinator(self) -> None:
         """Consumer groups (loading __consumer_offsets in the background; group requests
@@ -196,6 +199,71 @@ class Broker:
         self.group_coordinator.start_loading()
         self.producer_id_expiration = ProducerIdExpiration(self)
         self.producer_id_expiration.start()
+
+    def _start_transaction_coordinator(self) -> None:
+        """Transactions: `__transaction_state` is loaded in the background (requests for a
+        transactional id get COORDINATOR_LOAD_IN_PROGRESS until then, as from Kafka)."""
+        from asyncbroker.offsets_topic import CoordinatorTopic
+        from asyncbroker.transaction_coordinator import TransactionCoordinator
+        from asyncbroker.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME, TransactionConfig
+
+        config = self.config
+        topic = CoordinatorTopic(self, TRANSACTION_STATE_TOPIC_NAME, config.transaction_state_log_num_partitions, {
+            "cleanup.policy": "compact",
+            "compression.type": "uncompressed",
+            "min.insync.replicas": str(config.transaction_state_log_min_isr),
+            "segment.bytes": str(config.transaction_state_log_segment_bytes),
+            "unclean.leader.election.enable": "false",
+        })
+        assert self.log_jobs is not None
+        self.transaction_coordinator = TransactionCoordinator(
+            TransactionConfig.from_broker_config(config), topic, self, self.allocate_producer_id, self.clock,
+            self.log_jobs.scheduler)
+        self.transaction_coordinator.startup()
+
+    async def write_txn_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                                result: Any, partitions: frozenset[TopicPartition]) -> dict[TopicPartition, Any]:
+        """WriteTxnMarkers on this node: one COMMIT/ABORT control batch per partition, appended
+        as the coordinator's (Kafka's COORDINATOR origin: control batches allowed)."""
+        from wire.errors import ErrorCode
+        from wire.records import build_control_batch
+
+        from asyncbroker.handlers import error_code_for
+        from asyncbroker.leader_epoch import LEADER_EPOCH
+
+        outcome: dict[TopicPartition, Any] = {}
+        logs = {}
+        for tp in partitions:
+            log_ = self.get_log(tp)
+            if log_ is None:
+                outcome[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                logs[tp] = log_
+        now = self.clock.milliseconds()
+
+        def append_all() -> dict[TopicPartition, Any]:
+            done: dict[TopicPartition, Any] = {}
+            for tp, log_ in logs.items():
+                batch = build_control_batch(result, producer_id=producer_id, producer_epoch=producer_epoch,
+                                            timestamp=now, coordinator_epoch=coordinator_epoch)
+                try:
+                    info = log_.append_as_leader(batch, leader_epoch=LEADER_EPOCH, origin="coordinator")
+                    done[tp] = info.valid_bytes
+                except Exception as exc:  # noqa: BLE001 - reported per partition
+                    done[tp] = exc
+            return done
+
+        for tp, appended in (await self.run_blocking(append_all)).items():
+            if isinstance(appended, BaseException):
+                outcome[tp] = error_code_for(appended)
+                continue
+            outcome[tp] = ErrorCode.NONE
+            self.fetch_waiters.on_append(tp, appended)
+        offsets_partitions = [tp for tp, code in outcome.items()
+                              if code == ErrorCode.NONE and tp.topic == "__consumer_offsets"]
+        if offsets_partitions and self.group_coordinator is not None:
+            self.group_coordinator.on_transaction_completed(producer_id, offsets_partitions, result)
+        return outcome
 
     def _start_cleaner(self) -> None:
         """Kafka's LogCleaner over the loaded logs, started in the background: importing the
@@ -253,6 +321,8 @@ class Broker:
 
     async def shutdown(self) -> None:
         """Stop the jobs, then flush, checkpoint and mark a clean shutdown."""
+        if self.transaction_coordinator is not None:
+            await self.transaction_coordinator.shutdown()
         if self.group_coordinator is not None:
             self.group_coordinator.close()
         if self.producer_id_expiration is not None:

@@ -226,8 +226,19 @@ _KEYS: list[ConfigKey] = [
        "Producer state of an idle producer id is dropped after this long.", AtLeast(1)),
     _k("producer.id.expiration.check.interval.ms", I, 600000, "Period of the producer id expiration check.", AtLeast(1),
        internal=True),
-    _k("transactional.id.expiration.ms", I, 604800000, "Accepted for compatibility; there are no transactions.",
-       AtLeast(1), inert=True),
+    _k("transactional.id.expiration.ms", I, 604800000,
+       "A transactional id with no transaction for this long is removed by the transaction coordinator.", AtLeast(1)),
+    _k("transaction.max.timeout.ms", I, 900000, "Largest transaction.timeout.ms a producer may ask for.", AtLeast(1)),
+    _k("transaction.state.log.num.partitions", I, 50, "Partitions of __transaction_state.", AtLeast(1)),
+    _k("transaction.state.log.segment.bytes", I, 104857600, "segment.bytes of __transaction_state.", AtLeast(1)),
+    _k("transaction.state.log.load.buffer.size", I, 5242880,
+       "Accepted for compatibility; __transaction_state is read in chunks of its own size.", AtLeast(1), inert=True),
+    _k("transaction.abort.timed.out.transaction.cleanup.interval.ms", I, 10000,
+       "Period of the check that aborts transactions open past their timeout.", AtLeast(1)),
+    _k("transaction.remove.expired.transaction.cleanup.interval.ms", I, 3600000,
+       "Period of the removal of expired transactional ids.", AtLeast(1)),
+    _k("transaction.partition.verification.enable", B, True,
+       "Check that a transactional produce's partition is in its transaction (KIP-890)."),
     # -- log directories and background tasks
     _k("log.dirs", LS, None, "Directories holding the partition logs (comma-separated). Defaults to log.dir."),
     _k("log.dir", S, "./data", "The log directory used when log.dirs is not set."),
@@ -576,6 +587,13 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     producer_id_expiration_ms: int = 86400000
     producer_id_expiration_check_interval_ms: int = 600000
     transactional_id_expiration_ms: int = 604800000
+    transaction_max_timeout_ms: int = 900000
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_segment_bytes: int = 104857600
+    transaction_state_log_load_buffer_size: int = 5242880
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = 3600000
+    transaction_partition_verification_enable: bool = True
     log_dirs: list[str] = msgspec.field(default_factory=lambda: ["./data"])
     log_dir: str = "./data"
     num_recovery_threads_per_data_dir: int = 2

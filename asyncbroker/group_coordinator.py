@@ -42,6 +42,7 @@ from typing import Any
 
 import msgspec
 
+from storage.topic_partition import TopicPartition
 from wire.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
@@ -81,7 +82,7 @@ from asyncbroker.coordinator_records import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
-from asyncbroker.offsets_topic import OffsetsTopic
+from asyncbroker.offsets_topic import offsets_topic
 
 log = logging.getLogger(__name__)
 
@@ -189,9 +190,11 @@ class GroupCoordinator:
         self.broker = broker
         config = broker.config
         self.config = config
-        self.offsets_topic = OffsetsTopic(broker)
+        self.offsets_topic = offsets_topic(broker)
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets: dict[str, dict[TopicPartitionKey, OffsetAndMetadata]] = {}
+        # TxnOffsetCommit's offsets, per producer id and group, until its transaction's marker.
+        self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartitionKey, OffsetAndMetadata]]] = {}
         self._timers: dict[tuple[str, str, str], asyncio.TimerHandle] = {}
         self._loaded: asyncio.Future[None] | None = None
         self._expiry_task: asyncio.Task[None] | None = None
@@ -235,13 +238,19 @@ class GroupCoordinator:
             return
         rows = await self.broker.run_blocking(lambda: list(self.offsets_topic.read_all_blocking()))
         group_values: dict[str, GroupMetadataValue] = {}
-        for _partition, offset, key_bytes, value_bytes in rows:
+        for partition, offset, key_bytes, value_bytes, producer_id, control in rows:
+            if control is not None:
+                self._complete_pending(producer_id, {partition}, control)
+                continue
             if key_bytes is None:
                 continue
             try:
                 key = decode_key(key_bytes)
                 if isinstance(key, OffsetCommitKey):
-                    per_group = self.offsets.setdefault(key.group, {})
+                    if producer_id >= 0:
+                        per_group = self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(key.group, {})
+                    else:
+                        per_group = self.offsets.setdefault(key.group, {})
                     if value_bytes is None:
                         per_group.pop((key.topic, key.partition), None)
                     else:
@@ -923,23 +932,123 @@ class GroupCoordinator:
                 results[tp] = ErrorCode.NONE
         return results
 
-    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey] | None) -> list[FetchedOffset]:
-        """Committed offsets; all of the group's when `partitions` is None. Unknown ones read -1."""
+    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey] | None, *,
+                      require_stable: bool = False) -> list[FetchedOffset]:
+        """Committed offsets; all of the group's when `partitions` is None. Unknown ones read -1.
+
+        With `require_stable` (OffsetFetch v7+) a partition whose offset a transaction has
+        written but not yet committed or aborted is UNSTABLE_OFFSET_COMMIT, so the consumer
+        retries instead of starting from an offset about to change.
+        """
         group = self.groups.get(group_id)
         if group is not None and group.is_in_state(_S.DEAD):
             raise GroupIdNotFoundError(f"Group {group_id} is in dead state")
         per_group = self.offsets.get(group_id, {})
+        unstable = self._pending_partitions(group_id) if require_stable else set()
         if partitions is None:
-            items = sorted(per_group.items())
-            return [FetchedOffset(t, p, o.committed_offset, o.leader_epoch, o.metadata) for (t, p), o in items]
+            keys = sorted(set(per_group) | unstable)
+        else:
+            keys = list(partitions)
         out: list[FetchedOffset] = []
-        for t, p in partitions:
+        for t, p in keys:
             o = per_group.get((t, p))
-            if o is None:
+            if (t, p) in unstable:
+                out.append(FetchedOffset(t, p, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT))
+            elif o is None:
                 out.append(FetchedOffset(t, p, -1, -1, ""))
             else:
                 out.append(FetchedOffset(t, p, o.committed_offset, o.leader_epoch, o.metadata))
         return out
+
+    def _pending_partitions(self, group_id: str) -> set[TopicPartitionKey]:
+        return {tp for groups in self.pending_txn_offsets.values() for tp in groups.get(group_id, {})}
+
+    # ================================================================ transactional offsets
+
+    async def commit_transactional_offsets(
+        self,
+        *,
+        group_id: str,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Sequence[tuple[str, int, int, int, str | None]],
+        api_version: int,
+    ) -> dict[TopicPartitionKey, int]:
+        """TxnOffsetCommit: offsets written in the producer's transaction, applied at its COMMIT marker."""
+        await self.ensure_loaded()
+        group = self.groups.get(group_id) or self._get_or_create_simple_group(group_id)
+        if group.is_in_state(_S.DEAD):
+            raise CoordinatorNotAvailableError(f"Group {group_id} is being removed")
+        # Producers before KIP-447 send no member: their commits are not checked against the group.
+        if not (generation_id < 0 and not member_id and group_instance_id is None):
+            self._validate_member(group, member_id, group_instance_id)
+            if generation_id != group.generation_id:
+                raise IllegalGenerationError(f"Generation {generation_id} is not the group's {group.generation_id}")
+        partition = self.offsets_topic.partition_for(group_id)
+        offsets_tp = TopicPartition(self.offsets_topic.name, partition)
+        coordinator = self.broker.transaction_coordinator
+        if api_version >= 5:
+            # Transactions v2: the offsets partition joins the transaction here (no AddOffsetsToTxn).
+            await coordinator.handle_add_partitions_to_transaction(transactional_id, producer_id, producer_epoch,
+                                                                   [offsets_tp], 2)
+        else:
+            verified = coordinator.handle_verify_partitions_in_transaction(transactional_id, producer_id,
+                                                                           producer_epoch, [offsets_tp])
+            if verified[offsets_tp] != ErrorCode.NONE:
+                return {(t, p): verified[offsets_tp] for t, p, *_ in offsets}
+        now = self._now()
+        results: dict[TopicPartitionKey, int] = {}
+        records: list[tuple[bytes, bytes | None]] = []
+        staged: list[tuple[TopicPartitionKey, OffsetAndMetadata]] = []
+        for topic, part, offset, leader_epoch, metadata in offsets:
+            meta = metadata or ""
+            if len(meta.encode("utf-8")) > self.offset_metadata_max_bytes:
+                results[(topic, part)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            records.append((encode_offset_commit_key(OffsetCommitKey(group_id, topic, part)),
+                            encode_offset_commit_value(OffsetCommitValue(offset, meta, now, leader_epoch, -1))))
+            staged.append(((topic, part), OffsetAndMetadata(offset, leader_epoch, meta, now, -1)))
+        if not records:
+            return results
+        try:
+            first = await self.offsets_topic.append(partition, records, (producer_id, producer_epoch))
+        except Exception as exc:  # noqa: BLE001 - reported per partition, as Kafka does
+            code = _storage_error_code(exc)
+            return {**results, **{tp: code for tp, _ in staged}}
+        pending = self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {})
+        for i, (tp, value) in enumerate(staged):
+            pending[tp] = msgspec.structs.replace(value, record_offset=first + i)
+            results[tp] = ErrorCode.NONE
+        return results
+
+    def on_transaction_completed(self, producer_id: int, partitions: Iterable[TopicPartition],
+                                 result: Any) -> None:
+        """A COMMIT or ABORT marker reached these `__consumer_offsets` partitions."""
+        self._complete_pending(producer_id, {tp.partition for tp in partitions}, result)
+
+    def _complete_pending(self, producer_id: int, partitions: set[int], result: Any) -> None:
+        groups = self.pending_txn_offsets.get(producer_id)
+        if not groups:
+            return
+        commit = int(result) == 1  # ControlRecordType.COMMIT
+        for group_id in [g for g in groups if self.offsets_topic.partition_for(g) in partitions]:
+            pending = groups.pop(group_id)
+            if not commit:
+                continue
+            per_group = self.offsets.setdefault(group_id, {})
+            for tp, value in pending.items():
+                current = per_group.get(tp)
+                # A plain commit written after the transactional one wins, as in the log's order.
+                if current is None or current.record_offset < value.record_offset:
+                    per_group[tp] = value
+            if group_id not in self.groups:
+                self.groups[group_id] = ClassicGroup(group_id, now_ms=self._now())
+        if not groups:
+            del self.pending_txn_offsets[producer_id]
 
     async def delete_offsets(self, group_id: str, partitions: Sequence[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """OffsetDelete: remove committed offsets of topics the group does not consume."""

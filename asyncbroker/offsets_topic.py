@@ -1,8 +1,10 @@
-"""`__consumer_offsets`: the compacted internal topic the group coordinator writes to.
+"""The coordinators' compacted internal topics: `__consumer_offsets` (the group
+coordinator's) and `__transaction_state` (the transaction coordinator's).
 
-Kafka creates it on the first FindCoordinator (with `offsets.topic.num.partitions`
-partitions, cleanup.policy=compact and `offsets.topic.segment.bytes`) and maps
-a group to the partition `abs(javaHashCode(groupId)) % partitions`; the same
+Kafka creates each on the first FindCoordinator for its key type (with
+`offsets.topic.num.partitions` / `transaction.state.log.num.partitions` partitions,
+cleanup.policy=compact and the matching segment.bytes) and maps a group or
+transactional id to the partition `abs(javaHashCode(id)) % partitions`; the same
 mapping is used here so a log directory moves between the two unchanged.
 
 Writes go through one queue drained by one writer task,
@@ -18,16 +20,32 @@ import asyncio
 import functools
 import logging
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from storage.topic_partition import TopicPartition
 from wire.errors import CoordinatorNotAvailableError, TopicExistsError
-from wire.records import Record, build_batch, decode_records, iter_batch_headers
+from wire.records import ControlRecordType, Record, build_batch, decode_records, iter_batch_headers, parse_control_record
 
 log = logging.getLogger(__name__)
 
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 _READ_CHUNK = 4 * 1024 * 1024
+
+
+class StoredRecord(NamedTuple):
+    """One record of a coordinator topic as a loader replays it. A transaction's records carry
+    their producer id (else -1); its COMMIT/ABORT marker is a row of its own (`control`)."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    producer_id: int = -1
+    control: ControlRecordType | None = None
+
+
+Producer = tuple[int, int]
+"""(producer id, epoch) of a transactional write (TxnOffsetCommit's offsets)."""
 
 
 def java_string_hash(s: str) -> int:
@@ -46,22 +64,25 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     return (0 if h == -(2**31) else abs(h)) % num_partitions
 
 
-class OffsetsTopic:
-    """Creates, appends to and reads back `__consumer_offsets`."""
+class CoordinatorTopic:
+    """Creates, appends to and reads back one coordinator's internal topic."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Any, name: str, num_partitions: int, configs: dict[str, str]) -> None:
         self.broker = broker
+        self.name = name
+        self._configured_partitions = num_partitions
+        self._configs = configs
         self._creating: asyncio.Future[None] | None = None
-        self._queue: list[tuple[int, Sequence[tuple[bytes, bytes | None]], asyncio.Future[int]]] = []
+        self._queue: list[tuple[int, Sequence[tuple[bytes, bytes | None]], Producer | None, asyncio.Future[int]]] = []
         self._writer: asyncio.Task[None] | None = None
 
     @property
     def num_partitions(self) -> int:
-        meta = self.broker.topics.get(GROUP_METADATA_TOPIC_NAME)
-        return meta.partitions if meta is not None else self.broker.config.offsets_topic_num_partitions
+        meta = self.broker.topics.get(self.name)
+        return meta.partitions if meta is not None else self._configured_partitions
 
     def exists(self) -> bool:
-        return self.broker.topics.get(GROUP_METADATA_TOPIC_NAME) is not None
+        return self.broker.topics.get(self.name) is not None
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
@@ -75,32 +96,27 @@ class OffsetsTopic:
         await asyncio.shield(self._creating)
 
     async def _create(self) -> None:
-        config = self.broker.config
-        configs = {
-            "cleanup.policy": "compact",
-            "compression.type": "producer",
-            "segment.bytes": str(config.offsets_topic_segment_bytes),
-        }
         try:
-            await self.broker.topics.create_topic(
-                GROUP_METADATA_TOPIC_NAME, num_partitions=config.offsets_topic_num_partitions, configs=configs
-            )
-            log.info("Created internal topic %s with %d partitions", GROUP_METADATA_TOPIC_NAME,
-                     config.offsets_topic_num_partitions)
+            await self.broker.topics.create_topic(self.name, num_partitions=self._configured_partitions,
+                                                  configs=self._configs)
+            log.info("Created internal topic %s with %d partitions", self.name, self._configured_partitions)
         except TopicExistsError:
             pass
         finally:
             self._creating = None
 
-    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> int:
+    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]],
+                     producer: Producer | None = None) -> int:
         """Append (key, value-or-tombstone) records as one batch; returns its first offset.
 
-        The write's place in the log is fixed when this is called, before its
-        first await (see `enqueue`).
+        With `producer`, the batch belongs to that producer's open transaction: its records
+        count only once a COMMIT marker follows. The write's place in the log is fixed when
+        this is called, before its first await (see `enqueue`).
         """
-        return await self.enqueue(partition, records)
+        return await self.enqueue(partition, records, producer)
 
-    def enqueue(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> asyncio.Future[int]:
+    def enqueue(self, partition: int, records: Sequence[tuple[bytes, bytes | None]],
+                producer: Producer | None = None) -> asyncio.Future[int]:
         """Queue a write; writes to one partition reach the log in the order they were queued.
 
         One writer task drains the queue: everything queued meanwhile, for
@@ -108,7 +124,7 @@ class OffsetsTopic:
         write), so concurrent commits share the cost of leaving the loop.
         """
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._queue.append((partition, records, fut))
+        self._queue.append((partition, records, producer, fut))
         if self._writer is None:
             self._writer = asyncio.ensure_future(self._drain())
         return fut
@@ -119,13 +135,15 @@ class OffsetsTopic:
             while queue:
                 pending = queue[:]
                 del queue[:]
-                by_partition: dict[int, list[tuple[Sequence[tuple[bytes, bytes | None]], asyncio.Future[int]]]] = {}
-                for partition, records, fut in pending:
-                    by_partition.setdefault(partition, []).append((records, fut))
+                by_partition: dict[int, list[tuple[Sequence[tuple[bytes, bytes | None]], Producer | None,
+                                                   asyncio.Future[int]]]] = {}
+                for partition, records, producer, fut in pending:
+                    by_partition.setdefault(partition, []).append((records, producer, fut))
                 try:
                     await self.ensure_created()
                     outcomes = await self.broker.run_blocking(self._write_all, {
-                        partition: [records for records, _ in writes] for partition, writes in by_partition.items()
+                        partition: [(records, producer) for records, producer, _ in writes]
+                        for partition, writes in by_partition.items()
                     })
                 except Exception as exc:  # noqa: BLE001 - every waiter gets the failure
                     outcomes = {partition: exc for partition in by_partition}
@@ -133,50 +151,64 @@ class OffsetsTopic:
                 for partition, writes in by_partition.items():
                     outcome = outcomes[partition]
                     if isinstance(outcome, BaseException):
-                        for _, fut in writes:
+                        for _, _, fut in writes:
                             if not fut.done():
                                 fut.set_exception(outcome)
                         continue
                     firsts, appended_bytes = outcome
                     if waiters is not None:
-                        waiters.on_append(TopicPartition(GROUP_METADATA_TOPIC_NAME, partition), appended_bytes)
-                    for (_, fut), first in zip(writes, firsts):
+                        waiters.on_append(TopicPartition(self.name, partition), appended_bytes)
+                    for (_, _, fut), first in zip(writes, firsts):
                         if not fut.done():
                             fut.set_result(first)
         finally:
             self._writer = None
 
-    def _write_all(self, writes: dict[int, list[Sequence[tuple[bytes, bytes | None]]]]
+    def _write_all(self, writes: dict[int, list[tuple[Sequence[tuple[bytes, bytes | None]], Producer | None]]]
                    ) -> dict[int, tuple[list[int], int] | BaseException]:
         """Executor side: one append per partition; a failure stays with its partition."""
         now = self.broker.clock.milliseconds()
         outcomes: dict[int, tuple[list[int], int] | BaseException] = {}
         for partition, partition_writes in writes.items():
-            tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, partition)
+            tp = TopicPartition(self.name, partition)
             try:
                 log_ = self.broker.get_log(tp)
                 if log_ is None:
                     raise CoordinatorNotAvailableError(f"{tp} is not available")
-                batches = [build_batch([Record(i, now, key, value) for i, (key, value) in enumerate(records)])
-                           for records in partition_writes]
-                info = log_.append_as_leader(b"".join(batches), 0)
+                batches = []
+                transactional = False
+                for records, producer in partition_writes:
+                    entries = [Record(i, now, key, value) for i, (key, value) in enumerate(records)]
+                    if producer is None:
+                        batches.append(build_batch(entries))
+                    else:
+                        transactional = True
+                        batches.append(build_batch(entries, producer_id=producer[0], producer_epoch=producer[1],
+                                                   is_transactional=True))
+                # A coordinator's transactional write carries no sequence: Kafka's COORDINATOR origin.
+                info = log_.append_as_leader(b"".join(batches), 0,
+                                             origin="coordinator" if transactional else "client")
             except Exception as exc:  # noqa: BLE001 - reported to this partition's writers
                 outcomes[partition] = exc
                 continue
             firsts = []
             offset = info.first_offset
-            for records in partition_writes:
+            for records, _ in partition_writes:
                 firsts.append(offset)
                 offset += len(records)
             outcomes[partition] = (firsts, info.valid_bytes)
         return outcomes
 
-    def read_all_blocking(self) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
-        """Executor side: every record of every partition as (partition, offset, key, value), in log order."""
+    async def read_all(self) -> list[StoredRecord]:
+        """Every record, read on the IO pool (see read_all_blocking)."""
+        return await self.broker.run_blocking(lambda: list(self.read_all_blocking()))
+
+    def read_all_blocking(self) -> Iterator[StoredRecord]:
+        """Executor side: every record of every partition, and every transaction marker, in log order."""
         if not self.exists():
             return
         for partition in range(self.num_partitions):
-            log_ = self.broker.get_log(TopicPartition(GROUP_METADATA_TOPIC_NAME, partition))
+            log_ = self.broker.get_log(TopicPartition(self.name, partition))
             if log_ is None:
                 continue
             offset = log_.log_start_offset
@@ -191,9 +223,25 @@ class OffsetsTopic:
                         continue
                     progressed = True
                     offset = header.next_offset
+                    records = decode_records(data, pos)
                     if header.is_control:
+                        if records:
+                            control = parse_control_record(records[0].key, records[0].value)
+                            yield StoredRecord(partition, records[0].offset, None, None, header.producer_id,
+                                               ControlRecordType(control.type))
                         continue
-                    for rec in decode_records(data, pos):
-                        yield partition, rec.offset, rec.key, rec.value
+                    producer_id = header.producer_id if header.is_transactional else -1
+                    for rec in records:
+                        yield StoredRecord(partition, rec.offset, rec.key, rec.value, producer_id)
                 if not progressed:
                     break
+
+
+def offsets_topic(broker: Any) -> CoordinatorTopic:
+    """`__consumer_offsets` with the group coordinator's settings."""
+    config = broker.config
+    return CoordinatorTopic(broker, GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions, {
+        "cleanup.policy": "compact",
+        "compression.type": "producer",
+        "segment.bytes": str(config.offsets_topic_segment_bytes),
+    })

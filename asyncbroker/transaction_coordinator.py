@@ -16,6 +16,7 @@ TransactionCoordinator; its errors are raised as the typed Kafka errors clients 
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
@@ -97,16 +98,12 @@ class TransactionCoordinator:
         self.txn_manager = TransactionStateManager(config, topic)
         self.marker_channel = TransactionMarkerChannelManager(self.txn_manager, markers, clock)
         self._active = False
+        self._loading: asyncio.Task[None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
-    async def startup(self) -> None:
-        """Load `__transaction_state`, finish what a crash left between decision and markers, start the timers."""
+    def startup(self) -> None:
+        """Start the timers and load `__transaction_state` in the background."""
         log.info("Starting up.")
-        for metadata in await self.txn_manager.load():
-            result = (ControlRecordType.COMMIT if metadata.state == TransactionState.PREPARE_COMMIT
-                      else ControlRecordType.ABORT)
-            self.marker_channel.add_txn_markers_to_send(result, metadata,
-                                                        metadata.prepare_complete(self.clock.milliseconds()))
         self.scheduler.schedule(ABORT_JOB, self.abort_timed_out_transactions,
                                 delay_ms=self.config.abort_timed_out_transactions_interval_ms,
                                 period_ms=self.config.abort_timed_out_transactions_interval_ms)
@@ -114,11 +111,27 @@ class TransactionCoordinator:
                                 delay_ms=self.config.remove_expired_transactional_ids_interval_ms,
                                 period_ms=self.config.remove_expired_transactional_ids_interval_ms)
         self._active = True
+        self._loading = asyncio.get_running_loop().create_task(self._load(), name="transaction-state-load")
         log.info("Startup complete.")
+
+    async def _load(self) -> None:
+        # Finish what a crash left between decision and markers.
+        for metadata in await self.txn_manager.load():
+            result = (ControlRecordType.COMMIT if metadata.state == TransactionState.PREPARE_COMMIT
+                      else ControlRecordType.ABORT)
+            self.marker_channel.add_txn_markers_to_send(result, metadata,
+                                                        metadata.prepare_complete(self.clock.milliseconds()))
+
+    async def wait_loaded(self) -> None:
+        """Until `__transaction_state` is loaded (raising what failed the load)."""
+        if self._loading is not None:
+            await asyncio.shield(self._loading)
 
     async def shutdown(self) -> None:
         log.info("Shutting down.")
         self._active = False
+        if self._loading is not None and not self._loading.done():
+            self._loading.cancel()
         await self.marker_channel.shutdown()
         log.info("Shutdown complete.")
 

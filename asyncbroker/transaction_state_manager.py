@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -27,6 +27,7 @@ from asyncbroker.transaction_log import (
 )
 from asyncbroker.transaction_metadata import TransactionMetadata, TxnTransitMetadata
 from asyncbroker.transaction_state import TransactionState
+from asyncbroker.offsets_topic import StoredRecord
 from asyncbroker.offsets_topic import partition_for as coordinator_partition_for
 from wire.errors import (
     CoordinatorLoadInProgressError,
@@ -52,6 +53,8 @@ __all__ = [
 log = logging.getLogger("kafka.coordinator.transaction.TransactionStateManager")
 
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+FINALIZED_TRANSACTION_VERSION = 2
+"""transaction.version as ApiVersions advertises it: transactions v2 (KIP-890) are served."""
 
 
 class TransactionConfig(msgspec.Struct, frozen=True):
@@ -65,6 +68,18 @@ class TransactionConfig(msgspec.Struct, frozen=True):
     remove_expired_transactional_ids_interval_ms: int
     transaction_version: int
     """The finalized transaction.version feature level (2: epoch bump on every EndTxn)."""
+
+    @classmethod
+    def from_broker_config(cls, config: Any) -> "TransactionConfig":
+        return cls(
+            transactional_id_expiration_ms=config.transactional_id_expiration_ms,
+            transaction_max_timeout_ms=config.transaction_max_timeout_ms,
+            transaction_topic_partitions=config.transaction_state_log_num_partitions,
+            transaction_topic_segment_bytes=config.transaction_state_log_segment_bytes,
+            abort_timed_out_transactions_interval_ms=config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+            remove_expired_transactional_ids_interval_ms=config.transaction_remove_expired_transaction_cleanup_interval_ms,
+            transaction_version=FINALIZED_TRANSACTION_VERSION,
+        )
 
 
 class TransactionalIdAndProducerIdEpoch(msgspec.Struct, frozen=True):
@@ -81,8 +96,12 @@ class TransactionTopic(Protocol):
 
     async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> int: ...
 
-    async def read_all(self) -> list[tuple[int, int, bytes | None, bytes | None]]:
-        """Every record as (partition, offset, key, value), in log order per partition."""
+    async def ensure_created(self) -> None:
+        """Create the topic if it does not exist yet (the first FindCoordinator does, as in Kafka)."""
+        ...
+
+    async def read_all(self) -> list[StoredRecord]:
+        """Every record, in log order per partition."""
         ...
 
 
@@ -105,7 +124,7 @@ class TransactionStateManager:
         """Replay `__transaction_state`; returns the transactions whose markers must be (re)written."""
         rows = await self.topic.read_all()
         cache: dict[str, TransactionMetadata] = {}
-        for partition, offset, key, value in rows:
+        for partition, offset, key, value, _producer_id, _control in rows:
             if key is None:
                 continue
             try:

@@ -1,10 +1,8 @@
 """FindCoordinator (key 10): this node coordinates every group.
 
 Like Kafka, the first lookup of a group coordinator creates
-`__consumer_offsets` (offsets.topic.num.partitions partitions, compacted).
-Transaction coordinator lookups are answered with this node as well; the
-InitProducerId that follows refuses transactional ids, so a transactional
-client fails fast instead of retrying lookups until it times out.
+`__consumer_offsets` (offsets.topic.num.partitions partitions, compacted), and
+the first lookup of a transaction coordinator `__transaction_state`.
 """
 
 from __future__ import annotations
@@ -41,11 +39,18 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             error = error_code_for(exc)
             if error not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    elif key_type == TRANSACTION_KEY_TYPE:
+        try:
+            await broker.transaction_coordinator.txn_manager.topic.ensure_created()
+        except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+            error = error_code_for(exc)
+            if error not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif key_type == SHARE_KEY_TYPE:
         # No share coordinator here (share groups, KIP-932, are not built): Kafka's answer
         # for a share key it cannot serve.
         error = ErrorCode.INVALID_REQUEST
-    elif key_type != TRANSACTION_KEY_TYPE:
+    else:
         # Kafka fails the whole request on a key type it does not know: every key gets
         # INVALID_REQUEST with the error's default message.
         error = ErrorCode.INVALID_REQUEST

@@ -1,27 +1,26 @@
-"""InitProducerId (key 22): producer ids for idempotent producers.
+"""InitProducerId (key 22): producer ids for idempotent and transactional producers.
 
-Idempotence is on by default in the Java client (3.0+) and kafka-python
-3.x, so without this API they refuse to produce. A single node needs no
-controller-allocated id blocks: ids come from `Broker.allocate_producer_id`
-(wall-clock based, so they stay unique across restarts). Storage's producer
-state then deduplicates and orders by sequence number.
+Idempotence is on by default in the Java client (3.0+) and kafka-python 3.x, so without
+this API they refuse to produce. Without a transactional id every request gets a fresh
+producer id at epoch 0 (a producer id and epoch sent along, KIP-360 v3+, are only checked
+for being both set or both unset). With one, the transaction coordinator answers: the id's
+producer id with its epoch bumped, fencing any earlier producer of the same id.
 
-Without a transactional id Kafka hands out a fresh producer id with epoch 0
-on every request: a producer id and epoch sent along (KIP-360, v3+) are only
-checked for being both set or both unset, never bumped. Transactions need a
-transaction coordinator, which this broker does not have: a transactional id
-is refused.
+A single node needs no controller-allocated id blocks: ids come from
+`Broker.allocate_producer_id` (clock based, so they stay unique across restarts).
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from wire.errors import ErrorCode
 from wire.messages import ApiKey
 
+from asyncbroker.handlers import error_code_for
+from asyncbroker.handlers.add_partitions_to_txn import older_fenced
 from asyncbroker.response_builder import ResponseBuilder
+from asyncbroker.transaction_coordinator import ProducerIdAndEpoch
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 MIN_VERSION = 0
@@ -30,23 +29,27 @@ MAX_VERSION = 5
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
-log = logging.getLogger(__name__)
-
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
-    b = ResponseBuilder(API_KEY, header.api_version)
+    version = header.api_version
+    b = ResponseBuilder(API_KEY, version)
     pid = getattr(request, "producer_id", NO_PRODUCER_ID)
     epoch = getattr(request, "producer_epoch", NO_PRODUCER_EPOCH)
-    if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH) or request.transactional_id == "":
-        # Kafka refuses a producer id without an epoch (or the reverse), and an empty
-        # transactional id, before anything else.
-        return b.entity("InitProducerIdResponse", throttle_time=0, error_code=ErrorCode.INVALID_REQUEST,
-                        producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
-    if request.transactional_id is not None:
-        log.warning("Refusing InitProducerId for transactional id %r: transactions are not supported",
-                    request.transactional_id)
-        return b.entity("InitProducerIdResponse", throttle_time=0,
-                        error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                        producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
+    if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
+        # Kafka refuses a producer id without an epoch (or the reverse) before anything else.
+        return _error(b, ErrorCode.INVALID_REQUEST)
+    expected = None if pid == NO_PRODUCER_ID else ProducerIdAndEpoch(pid, epoch)
+    timeout = request.transaction_timeout
+    timeout_ms = int(timeout.total_seconds() * 1000) if hasattr(timeout, "total_seconds") else int(timeout)
+    try:
+        got = await broker.transaction_coordinator.handle_init_producer_id(request.transactional_id, timeout_ms,
+                                                                           expected)
+    except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+        return _error(b, older_fenced(error_code_for(exc), version, 4))
     return b.entity("InitProducerIdResponse", throttle_time=0, error_code=ErrorCode.NONE,
-                    producer_id=broker.allocate_producer_id(), producer_epoch=0)
+                    producer_id=got.producer_id, producer_epoch=got.producer_epoch)
+
+
+def _error(b: ResponseBuilder, code: ErrorCode) -> Any:
+    return b.entity("InitProducerIdResponse", throttle_time=0, error_code=code, producer_id=NO_PRODUCER_ID,
+                    producer_epoch=NO_PRODUCER_EPOCH)

@@ -2,8 +2,8 @@
 
 v8+ asks for several groups at once; v10 names topics by id (an unknown id
 is UNKNOWN_TOPIC_ID). Offsets never committed read -1 with no error, as in
-Kafka; there are no transactional offsets here, so require_stable never
-finds a pending commit.
+Kafka. With require_stable (v7+), a partition whose offset an open transaction
+has written is UNSTABLE_OFFSET_COMMIT until the transaction ends.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ MIN_VERSION = 1
 MAX_VERSION = 10
 
 
-def _fetch(coordinator: Any, group_id: str, topics: Any) -> tuple[int, list[FetchedOffset]]:
+def _fetch(coordinator: Any, group_id: str, topics: Any, require_stable: bool) -> tuple[int, list[FetchedOffset]]:
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     try:
-        return ErrorCode.NONE, coordinator.fetch_offsets(group_id, wanted)
+        return ErrorCode.NONE, coordinator.fetch_offsets(group_id, wanted, require_stable=require_stable)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         return error_code_for(exc), []
 
@@ -85,10 +85,12 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         load_error = error_code_for(exc)
 
+    require_stable = bool(getattr(request, "require_stable", False))
+
     def result(group_id: str, topics: Any) -> tuple[int, list[FetchedOffset]]:
         if coordinator is None:
             return load_error, []
-        return _fetch(coordinator, group_id, topics)
+        return _fetch(coordinator, group_id, topics, require_stable)
 
     if version >= 8:
         groups = []

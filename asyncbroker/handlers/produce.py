@@ -57,6 +57,7 @@ from wire.records import (
     MAGIC_V2,
     TRANSACTIONAL_FLAG_MASK,
     batch_spans,
+    read_batch_header,
 )
 from wire.messages import ApiKey
 from wire.response_encoders import ProducePartitionResult, ProduceTopicResult, encode_produce_response
@@ -243,6 +244,11 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 r.message = exc.cause.message if exc.send_message else None
                 rejected[(topic.name, pd.index)] = r
 
+    if request.transactional_id is not None and to_append:
+        rejected.update(await _verify_transaction(broker, version, request.transactional_id, to_append))
+        for key in rejected:
+            to_append.pop(key, None)
+
     appended: dict[tuple[str, int], PartitionResult] = {}
     appends: list[_Append] = []
     for (name, index), records in to_append.items():
@@ -279,6 +285,54 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
         return None
     return _response(version, list(topics_out.items()))
+
+
+# Coordinator answers a producer retries: on older clients these were never sent by Produce,
+# so Kafka hands them NOT_ENOUGH_REPLICAS, which every producer treats as retriable.
+_RETRIABLE_VERIFICATION = frozenset({
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+    ErrorCode.CONCURRENT_TRANSACTIONS,
+})
+
+
+async def _verify_transaction(broker: Any, version: int, transactional_id: str,
+                              to_append: dict[tuple[str, int], bytes]) -> dict[tuple[str, int], PartitionResult]:
+    """KIP-890: a transactional batch may only land in a partition of its open transaction.
+
+    A partition where the producer already has an open transaction needs no check. Otherwise
+    a v12+ producer (transactions v2) has the partition added to its transaction here, and an
+    older one must have added it itself (AddPartitionsToTxn), else TRANSACTION_ABORTABLE.
+    """
+    if not broker.config.transaction_partition_verification_enable:
+        return {}
+    coordinator = broker.transaction_coordinator
+    to_check: dict[tuple[str, int], tuple[int, int]] = {}
+    for key, records in to_append.items():
+        header = read_batch_header(records, 0)
+        if not header.is_transactional:
+            continue
+        entry = broker.get_log(TopicPartition(*key)).producer_state_manager.last_entry(header.producer_id)
+        if entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == header.producer_epoch:
+            continue  # already in a transaction on this partition
+        to_check[key] = (header.producer_id, header.producer_epoch)
+    rejected: dict[tuple[str, int], PartitionResult] = {}
+    for key, (producer_id, producer_epoch) in to_check.items():
+        tp = TopicPartition(*key)
+        if version >= 12:
+            try:
+                await coordinator.handle_add_partitions_to_transaction(transactional_id, producer_id, producer_epoch,
+                                                                       [tp], 2)
+                code = ErrorCode.NONE
+            except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+                code = error_code_for(exc)
+        else:
+            code = coordinator.handle_verify_partitions_in_transaction(transactional_id, producer_id,
+                                                                       producer_epoch, [tp])[tp]
+        if code in _RETRIABLE_VERIFICATION:
+            code = ErrorCode.NOT_ENOUGH_REPLICAS
+        if code != ErrorCode.NONE:
+            rejected[key] = PartitionResult(key[1], code)
+    return rejected
 
 
 def _check_partitions(broker: Any, version: int, request: Any

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from asyncbroker.offsets_topic import StoredRecord
 from asyncbroker.scheduler import Scheduler
 from asyncbroker.transaction_coordinator import (
     ABORT_JOB,
@@ -79,11 +80,14 @@ class Logs:
         batch = build_batch([Record(i, self.clock.milliseconds(), k, v) for i, (k, v) in enumerate(records)])
         return log.append_as_leader(batch).first_offset
 
-    async def read_all(self) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    async def ensure_created(self) -> None:
+        return None
+
+    async def read_all(self) -> list[StoredRecord]:
         rows = []
         for partition in range(TXN_PARTITIONS):
             for record in self.records(TopicPartition(TRANSACTION_STATE_TOPIC_NAME, partition)):
-                rows.append((partition, record.offset, record.key, record.value))
+                rows.append(StoredRecord(partition, record.offset, record.key, record.value))
         return rows
 
     def records(self, tp: TopicPartition) -> list[Record]:
@@ -160,7 +164,8 @@ class Harness:
         await self.scheduler.shutdown()
         self.scheduler = Scheduler(threads=1)
         self.coordinator = self.new_coordinator(tv)
-        await self.coordinator.startup()
+        self.coordinator.startup()
+        await self.coordinator.wait_loaded()
         return self.coordinator
 
     def produce(self, tp: TopicPartition, pid: int, epoch: int, sequence: int = 0) -> None:
@@ -172,7 +177,8 @@ class Harness:
 @pytest.fixture
 async def h(tmp_path: Path) -> AsyncIterator[Harness]:
     harness = Harness(tmp_path)
-    await harness.coordinator.startup()
+    harness.coordinator.startup()
+    await harness.coordinator.wait_loaded()
     yield harness
     await harness.coordinator.shutdown()
     await harness.scheduler.shutdown()

@@ -1,0 +1,31 @@
+"""ListTransactions (key 66): transactional ids by state, producer id and (v1+) how long
+their transaction has been open."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wire.errors import ErrorCode
+from wire.messages import ApiKey
+
+from asyncbroker.handlers import error_code_for
+from asyncbroker.response_builder import ResponseBuilder
+
+API_KEY = ApiKey.LIST_TRANSACTIONS
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+
+async def handle(broker: Any, header: Any, request: Any) -> Any:
+    b = ResponseBuilder(API_KEY, header.api_version)
+    try:
+        listed, unknown = broker.transaction_coordinator.handle_list_transactions(
+            set(request.producer_id_filters), set(request.state_filters), getattr(request, "duration_filter", -1))
+    except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+        return b.entity("ListTransactionsResponse", throttle_time=0, error_code=error_code_for(exc),
+                        unknown_state_filters=(), transaction_states=())
+    return b.entity("ListTransactionsResponse", throttle_time=0, error_code=ErrorCode.NONE,
+                    unknown_state_filters=tuple(unknown),
+                    transaction_states=tuple(b.entity("TransactionState", transactional_id=t.transactional_id,
+                                                      producer_id=t.producer_id, transaction_state=t.state)
+                                             for t in listed))
