@@ -31,7 +31,12 @@ from storage.log_file_utils import (
 )
 from storage.log_segment import LogSegment
 from storage.log_segments import LogSegments
-from storage.producer_state_manager import ProducerStateManager
+from storage.producer_state_manager import (
+    CorruptSnapshotError,
+    ProducerStateManager,
+    read_snapshot,
+    snapshot_file_name,
+)
 
 if TYPE_CHECKING:
     from storage.log import LogOffsetMetadata
@@ -190,8 +195,46 @@ class LogLoader:
     def _recover_segment(self, segment: LogSegment) -> int:
         # An offset overflow (a legacy segment Kafka would split) propagates: it is not a torn tail.
         truncated = segment.recover(self.producer_state_manager, self.leader_epoch_cache)
+        self._rebuild_transaction_index(segment)
         self.recovered_segments.append(segment.base_offset)
         return truncated
+
+    def _rebuild_transaction_index(self, segment: LogSegment) -> None:
+        """Recovery emptied the segment's `.txnindex`: refill it from the markers the segment
+        holds, with the entries the appends wrote (an aborted transaction's first and last
+        offsets, and the last stable offset once it ended).
+
+        Which transactions were open at the segment's start comes from the latest producer
+        snapshot at or below it (one is taken at every roll) and the batch headers between
+        that snapshot and the segment; earlier segments are intact by then (a truncation drops
+        every later segment).
+        """
+        state = ProducerStateManager(None)
+        start = self.log_start_offset_checkpoint
+        for offset in reversed(self.producer_state_manager.snapshot_offsets()):
+            if offset > segment.base_offset or offset < start:
+                continue
+            try:
+                state.seed(read_snapshot(self.dir / snapshot_file_name(offset)), offset)
+            except (CorruptSnapshotError, OSError):
+                continue  # an older snapshot, or the log's start, will do
+            start = offset
+            break
+        for earlier in self.segments.values(start, segment.base_offset):
+            if earlier.base_offset >= segment.base_offset:
+                break
+            for batch in earlier.log.batches(0):
+                header = batch.header
+                if header.is_transactional and header.base_offset >= start:
+                    state.update(header, None, 0)  # a marker ends its transaction whatever its type
+        segment.txn_index.reset()
+        for batch in segment.log.batches(0, with_data=True):
+            header = batch.header
+            if not header.is_transactional:
+                continue
+            completed = state.update(header, batch.buf, batch.offset_in_buf)
+            if completed is not None and completed.is_aborted:
+                segment.update_txn_index(state.aborted(completed, state.last_stable_offset_after(completed)))
 
     # -- step 4: recovery -----------------------------------------------------------------------
     def _recover_log(self) -> tuple[int, int]:

@@ -185,6 +185,17 @@ class ProducerStateManager:
         self.map_end_offset = 0
         self.last_snap_offset = 0
 
+    def seed(self, entries: list[ProducerStateEntry], offset: int) -> None:
+        """Start from a snapshot's entries (read with read_snapshot) taken at `offset`."""
+        with self._lock:
+            self._clear()
+            for e in entries:
+                self.producers[e.producer_id] = e
+                if e.current_txn_first_offset >= 0:
+                    self._ongoing[e.producer_id] = e.current_txn_first_offset
+            self.map_end_offset = offset
+            self.last_snap_offset = offset
+
     # -- reading ------------------------------------------------------------------------------------
     def first_unstable_offset(self) -> int | None:
         with self._lock:

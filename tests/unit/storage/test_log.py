@@ -593,3 +593,42 @@ def test_nonblocking_append_does_not_wait_for_the_lock(make_log) -> None:
         release.set()
         t.join(10)
     assert log.append_as_leader(batch(1), nonblocking=True).first_offset == 1
+
+
+def test_recovery_rebuilds_the_transaction_index(make_log, log_dir: Path, clock: MockClock) -> None:
+    """An unclean shutdown recovers every segment, which empties its `.txnindex`; the aborted
+    transactions must come back as the appends wrote them, including one that began in an
+    earlier segment and one still open across the roll."""
+    from wire.records import ControlRecordType, build_control_batch
+
+    log = make_log(LogConfig())
+    sequences: dict[int, int] = {}
+
+    def txn(pid: int, n: int = 2) -> None:
+        seq = sequences.get(pid, 0)
+        log.append_as_leader(batch(n, producer_id=pid, producer_epoch=0, base_sequence=seq, is_transactional=True))
+        sequences[pid] = seq + n
+
+    def marker(pid: int, kind: ControlRecordType) -> None:
+        log.append_as_leader(build_control_batch(kind, producer_id=pid, producer_epoch=0, timestamp=BASE_TS),
+                             origin="coordinator")
+
+    txn(1), txn(2), marker(1, ControlRecordType.ABORT), txn(3)
+    log.roll()
+    txn(2), marker(2, ControlRecordType.COMMIT), txn(5), marker(3, ControlRecordType.ABORT)
+    txn(4), marker(4, ControlRecordType.ABORT), marker(5, ControlRecordType.ABORT)
+
+    def aborted(l: Log) -> list[list[tuple[int, int, int, int]]]:
+        return [[(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
+                 for t in s.txn_index.all_aborted_txns()] for s in l.segments.values()]
+
+    written = aborted(log)
+    assert written[0] == [(1, 0, 4, 2)] and len(written[1]) == 3  # every segment has some
+    log.close_handlers()  # a crash: no clean-shutdown state, every segment is recovered
+    again = Log.open(log_dir, LogConfig(), clock=clock, had_clean_shutdown=False)
+    try:
+        assert again.segments.values()[0].base_offset == 0
+        assert aborted(again) == written
+        assert again.last_stable_offset == again.log_end_offset
+    finally:
+        again.close()
