@@ -1,10 +1,12 @@
-"""ApiVersions (key 18): the APIs and version ranges this broker serves.
+"""ApiVersions (key 18): the APIs, version ranges and feature levels this broker serves.
 
-The list is the handler registry itself, so a client is never offered an API
-we do not implement. No feature tags are sent in v3+: librdkafka 2.0.x
-(Debian's kcat 1.7.1) misparses the SupportedFeatures/FinalizedFeatures
-tagged fields and then refuses the broker, and no client needs them from a
-single node without KRaft feature levels.
+The list is the handler registry itself, so a client is never offered an API we do not
+implement. From v3 the answer carries the feature levels (KIP-584) that change what
+clients do, and only those that are built here: transaction.version 2 (KIP-890
+transactions v2: EndTxn v5 bumps the epoch, Produce v12 adds partitions), which Java and
+librdkafka clients read to choose their transaction protocol. Kafka's other levels
+(metadata.version of KRaft, group.version for KIP-848, share and streams groups) are left
+out until those protocols are served (tests/oracle/KNOWN_DIFFERENCES.md, KD-203).
 """
 
 from __future__ import annotations
@@ -15,10 +17,16 @@ from wire.errors import ErrorCode
 from wire.messages import ApiKey
 
 from asyncbroker.response_builder import ResponseBuilder
+from asyncbroker.transaction_state_manager import FINALIZED_TRANSACTION_VERSION
 
 API_KEY = ApiKey.API_VERSIONS
 MIN_VERSION = 0
 MAX_VERSION = 4
+
+# name -> (lowest supported, highest supported, finalized level)
+FEATURES = {"transaction.version": (0, 2, FINALIZED_TRANSACTION_VERSION)}
+FINALIZED_FEATURES_EPOCH = 0
+"""Levels never change on this node: one epoch for its whole life."""
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
@@ -27,4 +35,13 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         b.entity("ApiVersion", api_key=key, min_version=lo, max_version=hi)
         for key, (lo, hi) in broker.handlers.supported_versions().items()
     )
-    return b.entity("ApiVersionsResponse", error_code=ErrorCode.NONE, api_keys=keys, throttle_time=0)
+    features: dict[str, Any] = {}
+    if header.api_version >= 3:
+        features = dict(
+            supported_features=tuple(b.entity("SupportedFeatureKey", name=name, min_version=lo, max_version=hi)
+                                     for name, (lo, hi, _) in FEATURES.items()),
+            finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+            finalized_features=tuple(b.entity("FinalizedFeatureKey", name=name, max_version_level=level,
+                                              min_version_level=level)
+                                     for name, (_, _, level) in FEATURES.items()))
+    return b.entity("ApiVersionsResponse", error_code=ErrorCode.NONE, api_keys=keys, throttle_time=0, **features)
