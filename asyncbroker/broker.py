@@ -225,6 +225,7 @@ class Broker:
                                 result: Any, partitions: frozenset[TopicPartition]) -> dict[TopicPartition, Any]:
         """WriteTxnMarkers on this node: one COMMIT/ABORT control batch per partition, appended
         as the coordinator's (Kafka's COORDINATOR origin: control batches allowed)."""
+        from storage.fault_injection import fault_point
         from wire.errors import ErrorCode
         from wire.records import build_control_batch
 
@@ -251,6 +252,7 @@ class Broker:
                     done[tp] = info.valid_bytes
                 except Exception as exc:  # noqa: BLE001 - reported per partition
                     done[tp] = exc
+                fault_point("txn.marker")  # some partitions have their marker, others not yet
             return done
 
         for tp, appended in (await self.run_blocking(append_all)).items():

@@ -345,7 +345,7 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset({
     "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
     "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads",
     "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir", "producer.id.expiration.ms",
-    "listeners", "listener.security.protocol.map",
+    "listeners", "listener.security.protocol.map", "transaction.partition.verification.enable",
 })
 # Dynamic keys that only a named broker may take, never the cluster-wide default ("").
 PER_BROKER_ONLY_KEYS: frozenset[str] = frozenset({"listeners", "listener.security.protocol.map"})

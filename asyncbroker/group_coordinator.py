@@ -998,8 +998,11 @@ class GroupCoordinator:
         else:
             verified = coordinator.handle_verify_partitions_in_transaction(transactional_id, producer_id,
                                                                            producer_epoch, [offsets_tp])
-            if verified[offsets_tp] != ErrorCode.NONE:
-                return {(t, p): verified[offsets_tp] for t, p, *_ in offsets}
+            code = verified[offsets_tp]
+            if code == ErrorCode.TRANSACTION_ABORTABLE:
+                code = ErrorCode.INVALID_TXN_STATE  # TRANSACTION_ABORTABLE is known from TxnOffsetCommit v5
+            if code != ErrorCode.NONE:
+                return {(t, p): code for t, p, *_ in offsets}
         now = self._now()
         results: dict[TopicPartitionKey, int] = {}
         records: list[tuple[bytes, bytes | None]] = []

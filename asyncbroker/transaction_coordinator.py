@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable, Iterable
 
 import msgspec
@@ -47,6 +48,7 @@ from wire.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
     InvalidPidMappingError,
+    InvalidRegularExpressionError,
     InvalidRequestError,
     InvalidTransactionTimeoutError,
     InvalidTxnStateError,
@@ -384,11 +386,15 @@ class TransactionCoordinator:
         return DescribedTransaction(transactional_id, m.state.state_name, m.producer_id, m.producer_epoch,
                                     m.txn_timeout_ms, m.txn_start_timestamp, tuple(sorted(m.partitions)))
 
-    def handle_list_transactions(self, producer_ids: set[int], states: set[str],
-                                 duration_filter_ms: int = -1) -> tuple[list[ListedTransaction], list[str]]:
+    def handle_list_transactions(self, producer_ids: set[int], states: set[str], duration_filter_ms: int = -1,
+                                 id_pattern: str | None = None) -> tuple[list[ListedTransaction], list[str]]:
         """The matching transactions, and the state filters Kafka does not know (answered back)."""
         if not self._active:
             raise CoordinatorNotAvailableError()
+        try:
+            pattern = re.compile(id_pattern) if id_pattern else None
+        except re.error as exc:
+            raise InvalidRegularExpressionError(f"Invalid transactional id pattern {id_pattern!r}: {exc}") from None
         unknown = sorted(s for s in states if TransactionState.from_name(s) is None)
         now = self.clock.milliseconds()
         listed = []
@@ -398,6 +404,8 @@ class TransactionCoordinator:
             if producer_ids and m.producer_id not in producer_ids:
                 continue
             if states and m.state.state_name not in states:
+                continue
+            if pattern is not None and pattern.fullmatch(m.transactional_id) is None:
                 continue
             # Only open transactions have a duration; the filter keeps those running at least that long.
             if duration_filter_ms >= 0 and not (m.state == TransactionState.ONGOING

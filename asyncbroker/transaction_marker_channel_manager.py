@@ -20,6 +20,7 @@ from typing import Protocol
 from asyncbroker.transaction_metadata import TransactionMetadata, TxnTransitMetadata
 from asyncbroker.transaction_state_manager import TransactionStateManager
 from storage.clock import Clock
+from storage.fault_injection import fault_point
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode, KafkaError
 from wire.records import ControlRecordType
@@ -69,6 +70,7 @@ class TransactionMarkerChannelManager:
     async def _send(self, result: ControlRecordType, metadata: TransactionMetadata,
                     complete: TxnTransitMetadata) -> None:
         txn_id = metadata.transactional_id
+        fault_point("txn.markers")  # the decision is logged, no marker written yet
         # Markers carry the epoch of the decision; under transactions v2 that is the bumped one.
         producer_id, producer_epoch = metadata.producer_id, metadata.producer_epoch
         while metadata.partitions and not self._closing:
@@ -87,6 +89,7 @@ class TransactionMarkerChannelManager:
                 await asyncio.sleep(RETRY_BACKOFF_S)
         if self._closing:
             return
+        fault_point("txn.complete")  # every marker written, the completion not yet logged
         while not self._closing:
             try:
                 await self.txn_manager.append_transaction_to_log(metadata, complete)

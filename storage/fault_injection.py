@@ -15,6 +15,9 @@ is interrupted:
     checkpoint     the temp file is written, not yet renamed over the checkpoint
     delete.topic   the partition dir is renamed `-delete`, checkpoints not yet rewritten
     cleaner.swap   the cleaner's `.swap` files exist, the old segments not yet replaced
+    txn.markers    a transaction's PrepareCommit/PrepareAbort is logged, no marker written yet
+    txn.marker     after one partition's COMMIT/ABORT marker (the others not yet written)
+    txn.complete   every marker written, CompleteCommit/CompleteAbort not yet logged
 
 Unset (production), `hit` is a constant-False function: one call per point, nothing else.
 """

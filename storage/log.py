@@ -28,6 +28,7 @@ from storage.log_config import LogConfig
 from storage.log_segment import LogSegment, RollParams
 from storage.log_segments import LogSegments
 from storage.log_validator import LogValidator
+from storage.offset_index import OffsetPosition
 from storage.partition_metadata import PartitionMetadataFile
 from storage.producer_state_manager import ProducerStateManager
 from storage.topic_partition import TopicPartition
@@ -507,13 +508,25 @@ class Log:
                     first_entry_incomplete=found.first_entry_incomplete, path=segment.log.path,
                 )
                 if isolation == "read_committed":
-                    info.aborted_transactions = self._collect_aborted(fetch_offset, max_metadata.message_offset)
+                    info.aborted_transactions = self._collect_aborted(
+                        fetch_offset, self._fetch_upper_bound_offset(segment, fetch_offset, found.position, found.size))
                 return info
             segment = self.segments.higher_segment(segment.base_offset)
         return FetchDataInfo(LogOffsetMetadata(fetch_offset))
 
     def read_bytes(self, fetch_offset: int, max_bytes: int, **kwargs: Any) -> bytes:
         return self.read(fetch_offset, max_bytes, **kwargs).read_bytes()
+
+    def _fetch_upper_bound_offset(self, segment: LogSegment, fetch_offset: int, position: int, size: int) -> int:
+        """Where the aborted transactions a read_committed fetch lists end, as Kafka bounds
+        them: the first offset-index entry past the bytes read (the index is sparse, so this
+        often reaches further than the fetched batches), else the next segment, else the LEO.
+        Consumers drop the entries beyond what they received, so the extra ones are harmless."""
+        upper = segment.offset_index.fetch_upper_bound_offset(OffsetPosition(fetch_offset, position), size)
+        if upper is not None:
+            return upper.offset
+        following = self.segments.higher_segment(segment.base_offset)
+        return following.base_offset if following is not None else self.log_end_offset
 
     def _collect_aborted(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         found: list[AbortedTxn] = []

@@ -680,6 +680,12 @@ class TransactionalIdNotFoundError(KafkaError):
     error_code = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
 
 
+class InvalidRegularExpressionError(KafkaError):
+    """A filter's regular expression does not compile (ListTransactions v2's id pattern)."""
+
+    error_code = ErrorCode.INVALID_REGULAR_EXPRESSION
+
+
 class FramingError(KafkaError):
     """The byte stream cannot be split into requests; the connection must close."""
 

@@ -1,5 +1,5 @@
-"""ListTransactions (key 66): transactional ids by state, producer id and (v1+) how long
-their transaction has been open."""
+"""ListTransactions (key 66): transactional ids by state, producer id, (v1+) how long their
+transaction has been open and (v2+) a regular expression their id must match whole."""
 
 from __future__ import annotations
 
@@ -13,14 +13,15 @@ from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
 MIN_VERSION = 0
-MAX_VERSION = 1
+MAX_VERSION = 2
 
 
 async def handle(broker: Any, header: Any, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     try:
         listed, unknown = broker.transaction_coordinator.handle_list_transactions(
-            set(request.producer_id_filters), set(request.state_filters), getattr(request, "duration_filter", -1))
+            set(request.producer_id_filters), set(request.state_filters), getattr(request, "duration_filter", -1),
+            getattr(request, "transactional_id_pattern", None))
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         return b.entity("ListTransactionsResponse", throttle_time=0, error_code=error_code_for(exc),
                         unknown_state_filters=(), transaction_states=())

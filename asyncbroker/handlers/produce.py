@@ -303,7 +303,9 @@ async def _verify_transaction(broker: Any, version: int, transactional_id: str,
     a v12+ producer (transactions v2) has the partition added to its transaction here, and an
     older one must have added it itself (AddPartitionsToTxn), else TRANSACTION_ABORTABLE.
     """
-    if not broker.config.transaction_partition_verification_enable:
+    config = broker.config
+    dynamic = config.dynamic_value("transaction.partition.verification.enable")
+    if not (config.transaction_partition_verification_enable if dynamic is None else dynamic.lower() == "true"):
         return {}
     coordinator = broker.transaction_coordinator
     to_check: dict[tuple[str, int], tuple[int, int]] = {}
@@ -330,8 +332,14 @@ async def _verify_transaction(broker: Any, version: int, transactional_id: str,
                                                                        producer_epoch, [tp])[tp]
         if code in _RETRIABLE_VERIFICATION:
             code = ErrorCode.NOT_ENOUGH_REPLICAS
+        elif code == ErrorCode.PRODUCER_FENCED:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH  # what Produce has always answered a stale epoch
+        elif code == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
+            code = ErrorCode.INVALID_TXN_STATE  # TRANSACTION_ABORTABLE is known from Produce v11 (KIP-1050)
         if code != ErrorCode.NONE:
-            rejected[key] = PartitionResult(key[1], code)
+            result = rejected[key] = PartitionResult(key[1], code)
+            if code == ErrorCode.INVALID_TXN_STATE:
+                result.message = "Partition was not added to the transaction"
     return rejected
 
 

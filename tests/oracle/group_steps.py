@@ -375,12 +375,17 @@ def init_producer_id(run: ScenarioRun, *, version: int = 5, transactional_id: st
                    transaction_timeout=timeout_ms, producer_id=producer_id, producer_epoch=producer_epoch)
     response = pending.answer()
     if record:
-        names = _PRODUCER_IDS.setdefault(run, {})
-        shown: Any = response.producer_id
-        if shown >= 0:
-            shown = names.setdefault(shown, f"<producer id {len(names) + 1}>")
-        run.record(pending.label, pending.request, dataclasses.replace(response, producer_id=shown))
+        run.record(pending.label, pending.request,
+                   dataclasses.replace(response, producer_id=producer_id_name(run, response.producer_id)))
     return response
+
+
+def producer_id_name(run: ScenarioRun, producer_id: int) -> Any:
+    """A producer id as the transcript shows it: its order of appearance in the run (-1 as is)."""
+    if producer_id < 0:
+        return producer_id
+    names = _PRODUCER_IDS.setdefault(run, {})
+    return names.setdefault(producer_id, f"<producer id {len(names) + 1}>")
 
 
 def wait_for_producer_ids(run: ScenarioRun) -> None:
