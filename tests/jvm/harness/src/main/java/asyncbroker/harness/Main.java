@@ -37,6 +37,7 @@ public final class Main {
         RebalanceScenarios.register(SCENARIOS);
         AdminScenarios.register(SCENARIOS);
         GroupAdminScenarios.register(SCENARIOS);
+        TransactionScenarios.register(SCENARIOS);
     }
 
     private Main() {
