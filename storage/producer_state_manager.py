@@ -390,8 +390,10 @@ class ProducerStateManager:
         self._ongoing.clear()
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        """DeleteRecords or retention moved the log start. An open transaction stays open even
+        when its first records are gone: its marker is still to come, and until then the last
+        stable offset stays at its first offset, below the log start, as in Kafka."""
         with self._lock:
-            self._ongoing = {p: o for p, o in self._ongoing.items() if o >= log_start_offset}
             if self.map_end_offset < log_start_offset:
                 self.map_end_offset = log_start_offset
             # Snapshots below the log start describe data that is gone; keep the newest regardless.

@@ -8,8 +8,10 @@ import pytest
 
 import group_steps as gs
 import txn_steps as ts
-from differential import ScenarioRun
+from data_steps import delete_records
+from differential import BASE_TIMESTAMP, ScenarioRun
 from steps import create_topic, list_offsets
+from wire.records import ControlRecordType, build_control_batch
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -123,10 +125,31 @@ def bad_requests(run: ScenarioRun) -> None:
     ts.send(run, "t", 0, "tx", ts.txn_batch(p.producer_id, 0, 0, ROWS), version=10, label="not added (v10)")
     ts.send(run, "t", 0, "tx", ts.txn_batch(p.producer_id, 7, 0, ROWS), version=12, label="wrong epoch (v12)")
     ts.add_partitions(run, "tx", p.producer_id, 0, {"t": [0]}, version=5, verify_only=True, label="verify unknown")
+    marker = build_control_batch(ControlRecordType.COMMIT, producer_id=p.producer_id, producer_epoch=0,
+                                 timestamp=BASE_TIMESTAMP)
+    ts.send(run, "t", 0, "tx", marker, version=12, label="a client sends a transaction marker")
     ts.read(run, "t", 0, committed=False)
     ts.list_transactions(run, producer_ids=(p.producer_id,))
     ts.list_transactions(run, version=2, pattern=run.group("t") + ".*")
     ts.list_transactions(run, version=2, pattern="*")
+
+
+def delete_records_inside_a_transaction(run: ScenarioRun) -> None:
+    """DeleteRecords into an open transaction: how far it may go, and the LSO after it."""
+    create_topic(run, "t", 1, record=False)
+    ts.wait_for_coordinator(run)
+    p = ts.init(run, "tx")
+    ts.send(run, "t", 0, None, _plain(), label="plain")
+    ts.send(run, "t", 0, "tx", ts.txn_batch(p.producer_id, 0, 0, ROWS), version=12)
+    ts.send(run, "t", 0, None, _plain(), label="plain after")
+    delete_records(run, {"t": {0: 2}})
+    ts.lso(run, "t", 0)
+    ts.read(run, "t", 0, committed=True, offset=2)
+    delete_records(run, {"t": {0: 5}})
+    ts.end_txn(run, "tx", p.producer_id, 0, False)
+    ts.wait_for_state(run, "tx", "CompleteAbort")
+    ts.lso(run, "t", 0)
+    ts.read(run, "t", 0, committed=True, offset=2)
 
 
 def transactional_offsets(run: ScenarioRun) -> None:
@@ -153,6 +176,7 @@ def transactional_offsets(run: ScenarioRun) -> None:
 
 
 @pytest.mark.parametrize("scenario", [v2_commit, v1_abort, open_transactions_and_the_lso, fencing, bad_requests,
-                                      transactional_offsets], ids=lambda f: f.__name__)
+                                      delete_records_inside_a_transaction, transactional_offsets],
+                         ids=lambda f: f.__name__)
 def test_transactions(brokers, scenario) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(scenario)
