@@ -650,9 +650,15 @@ def _index_lookup(dir: Path, segment: SegmentDescriptor, offset: int) -> int:
 
 
 def _collect_aborted_transactions(dir: Path, segments: list[SegmentDescriptor], start: int, upper: int) -> list:
-    """Kafka's collectAbortedTransactions(start, upper) over the segments' `.txnindex` files."""
+    """Kafka's collectAbortedTransactions(start, upper) over the segments' `.txnindex` files.
+
+    An aborted transaction is indexed where its marker landed, which may be any later
+    segment: the search runs from the floor segment of `start` on, until an entry shows the
+    index is complete for `upper`, not only over the segments of [start, upper)."""
     found = []
-    for segment in segments_in_range(segments, start, upper):
+    if start >= upper:
+        return found
+    for segment in segments[_floor_index(segments, start):]:
         path = transaction_index_file(dir, segment.base_offset)
         if not path.exists():
             continue

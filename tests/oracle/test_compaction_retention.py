@@ -19,6 +19,8 @@ brokers are brought there whatever the timing of their cleaners.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from differential import BASE_TIMESTAMP, ScenarioRun, batch
@@ -191,3 +193,51 @@ def delete_records_then_retention(run: ScenarioRun) -> None:
                          ids=lambda s: s.__name__)
 def test_retention(brokers, scenario) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(scenario)
+
+
+# -- compaction and transactions ---------------------------------------------------------------
+
+
+def transactions_compacted(run: ScenarioRun) -> None:
+    """Seed 003's transaction rules on both brokers: a committed transaction's records compact
+    like any others and its marker stays while they do; an aborted transaction's records go,
+    its batch stays empty while its producer is active (so its marker stays too); records of a
+    transaction still open are never cleaned (the cleaner stops at the LSO)."""
+    import txn_steps as ts
+
+    create_topic(run, "c", configs=COMPACT, record=False)
+    ts.wait_for_coordinator(run)
+    committed, aborted, still_open = ts.init(run, "ta"), ts.init(run, "tb"), ts.init(run, "tc")
+    produce_batches(run, "c", [batch([(b"k0", b"a0"), (b"k1", b"a1")], base_timestamp=at(0))], "plain")
+    ts.send(run, "c", 0, "ta", ts.txn_batch(committed.producer_id, 0, 0, [(b"k0", b"A0"), (b"k2", b"A2")]),
+            version=12, label="committed transaction")
+    ts.send(run, "c", 0, "tb", ts.txn_batch(aborted.producer_id, 0, 0, [(b"k1", b"B1"), (b"k3", b"B3")]),
+            version=12, label="aborted transaction")
+    ts.end_txn(run, "ta", committed.producer_id, 0, True)
+    ts.end_txn(run, "tb", aborted.producer_id, 0, False)
+    ts.wait_for_state(run, "ta", "CompleteCommit")
+    ts.wait_for_state(run, "tb", "CompleteAbort")
+    # Markers carry the broker's clock: later records are stamped after it, so each Produce
+    # still rolls (the stamps differ between the two runs; no recorded step shows them).
+    late = int((time.time() * 1000 - BASE_TIMESTAMP) // 1000) + 2
+    produce_batches(run, "c", [batch([(b"k2", b"p2")], base_timestamp=at(late))], "plain after")
+    clean_everything_cleanable(run, "c", late + 2)
+    ts.read(run, "c", 0, committed=True, offset=earliest(run, "c"), label="cleaned, read_committed")
+    ts.read(run, "c", 0, committed=False, offset=earliest(run, "c"), label="cleaned, read_uncommitted")
+    # An open transaction's records stay, whatever the dirty ratio, until it ends.
+    ts.send(run, "c", 0, "tc", ts.txn_batch(still_open.producer_id, 0, 0, [(b"k0", b"C0"), (b"k1", b"C1")]),
+            version=12, label="open transaction")
+    produce_batches(run, "c", [batch([(b"k0", b"z0"), (b"k1", b"z1")], base_timestamp=at(late + 10 + i))
+                               for i in range(3)], "updates after the open transaction")
+    wait_for_state(run, "a clean up to the open transaction",
+                   lambda: keys_unique_below(read_all(run, "c"), _first_offset_of(run, "c", b"C0")))
+    ts.lso(run, "c", 0)
+    ts.read(run, "c", 0, committed=False, offset=earliest(run, "c"), label="with an open transaction")
+
+
+def _first_offset_of(run: ScenarioRun, symbol: str, value: bytes) -> int:
+    return next(r.offset for r in read_all(run, symbol) if r.value == value)
+
+
+def test_compaction_of_transactions(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(transactions_compacted)

@@ -162,8 +162,9 @@ def _batches(run: ScenarioRun, data: bytes) -> list[dict[str, Any]]:
                                 "producer_id": pid(run, h.producer_id), "producer_epoch": h.producer_epoch,
                                 "base_sequence": h.base_sequence}
         if h.is_control:
-            marker = parse_control_record(records[0].key, records[0].value)
-            view["marker"] = (int(marker.type), marker.coordinator_epoch)
+            # A cleaned marker of a producer still active is kept empty (its producer state).
+            marker = parse_control_record(records[0].key, records[0].value) if records else None
+            view["marker"] = None if marker is None else (int(marker.type), marker.coordinator_epoch)
         else:
             view["records"] = [(r.offset, r.key, r.value) for r in records]
         out.append(view)
