@@ -21,6 +21,7 @@ from typing import Any
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
 
 from wire.errors import ErrorCode, RequestDecodeError, UnsupportedApiError
 from wire.headers import RequestHeader
@@ -154,12 +155,14 @@ class ApiKey(enum.IntEnum):
 
 
 def kio_version_range(api_key: int) -> tuple[int, int] | None:
-    """(min, max) version kio has schemas for, or None for an unknown key."""
+    """(min, max) version for which kio has both the request and the response schema (what
+    a broker can decode and answer), or None for a key kio does not know."""
     name = api_key_map.get(api_key)
-    if name is None or name not in schema_name_map:
+    if name is None:
         return None
-    versions = schema_name_map[name]
-    return min(versions), max(versions)
+    versions = [v for v, kinds in schema_name_map.get(name, {}).items()
+                if EntityType.request in kinds and EntityType.response in kinds]
+    return (min(versions), max(versions)) if versions else None
 
 
 @lru_cache(maxsize=2048)

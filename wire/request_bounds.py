@@ -17,7 +17,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from kio.serial._introspect import (
+from wire._kio_compat import (
     EntityField,
     EntityTupleField,
     PrimitiveField,

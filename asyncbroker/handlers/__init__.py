@@ -17,10 +17,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
-from kio.schema.index import api_key_map, schema_name_map
-from kio.static.constants import EntityType
-
 from wire.errors import ErrorCode, KafkaError
+from wire.messages import kio_version_range
 
 log = logging.getLogger(__name__)
 
@@ -37,19 +35,6 @@ class HandlerSpec(msgspec.Struct, frozen=True):
     name: str
 
 
-def _kio_version_range(api_key: int) -> tuple[int, int] | None:
-    """Versions for which kio has both a request and a response schema."""
-    name = api_key_map.get(api_key)
-    if name is None:
-        return None
-    versions = [
-        v
-        for v, kinds in schema_name_map.get(name, {}).items()
-        if EntityType.request in kinds and EntityType.response in kinds
-    ]
-    return (min(versions), max(versions)) if versions else None
-
-
 class HandlerRegistry:
     """API key -> HandlerSpec for every handler module in this package."""
 
@@ -64,7 +49,7 @@ class HandlerRegistry:
             api_key = getattr(module, "API_KEY", None)
             if api_key is None:
                 continue
-            kio_range = _kio_version_range(int(api_key))
+            kio_range = kio_version_range(int(api_key))
             if kio_range is None:
                 log.warning("Handler %s: kio has no schema for API key %s; not served", info.name, api_key)
                 continue
