@@ -48,14 +48,38 @@ def _convert(kafka_type: str, value: Any) -> Any:
     return datetime.timedelta(milliseconds=int(value)) if value else _ZERO
 
 
+@functools.cache
+def _names_in_any_version(cls: type) -> frozenset[str]:
+    """The field names of this entity (the same class name) across every version of its API
+    kio has: what a version-agnostic description of it may name."""
+    from kio.schema.index import api_key_map, schema_name_map
+
+    names: set[str] = set(_field_plan(cls)[0])
+    api_key = getattr(cls, "__api_key__", None)
+    # Nested entities are typed "nested": their module says whether they belong to a request.
+    kind = EntityType.request if cls.__module__.endswith(".request") else EntityType.response
+    api_name = api_key_map.get(api_key) if api_key is not None else None
+    for version, kinds in schema_name_map.get(api_name, {}).items() if api_name else ():
+        if kind in kinds:
+            other = getattr(load_payload_module(api_key, version, kind), cls.__name__, None)
+            if other is not None and dataclasses.is_dataclass(other):
+                names.update(f.name for f in dataclasses.fields(other))
+    return frozenset(names)
+
+
 def build(cls: type, /, **values: Any) -> Any:
-    """Instantiate `cls` with the subset of `values` it has fields for."""
+    """Instantiate `cls` with the subset of `values` it has fields for.
+
+    A name that no version of the entity has is a typo, not a field of another version:
+    it is refused, so a misspelled field cannot silently vanish from every answer."""
     names, conversions = _field_plan(cls)
     kwargs = {}
     for key, value in values.items():
         if key in names:
             kind = conversions.get(key)
             kwargs[key] = _convert(kind, value) if kind else value
+        elif key not in _names_in_any_version(cls):
+            raise TypeError(f"{cls.__module__}.{cls.__name__} has no field {key!r} in any version")
     return cls(**kwargs)
 
 

@@ -19,12 +19,10 @@ import enum
 import gc
 import logging
 import os
-import struct
 import time
 from pathlib import Path
 from typing import Callable
 
-from crc32c import crc32c
 
 from cleaner.clean_request import CleanedSegment, CleanRequest, CleanResult, SegmentDescriptor
 from cleaner.cleaner_stats import CleanerStats
@@ -41,6 +39,9 @@ from wire.records import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
+    BatchHeaderFields,
+    batch_length_at,
+    encode_batch,
     read_batch_header,
     read_uvarint,
     rebuild_records,
@@ -64,15 +65,12 @@ logger = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_U32 = struct.Struct(">I")
 
 _CODEC_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08
 _TRANSACTIONAL_MASK = 0x10
 _CONTROL_MASK = 0x20
 _DELETE_HORIZON_MASK = 0x40
-_EMPTY_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
 
 
 class BatchRetention(enum.IntEnum):
@@ -176,14 +174,11 @@ def _rebuild_batch(h: BatchHeader, data: bytes | memoryview, retained: list, del
     attributes = h.attributes & (_CODEC_MASK | _TIMESTAMP_TYPE_MASK | _TRANSACTIONAL_MASK | _CONTROL_MASK)
     if delete_horizon_ms is not None:
         attributes |= _DELETE_HORIZON_MASK
-    batch_length = BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload)
-    out_buf = bytearray(BATCH_HEADER_SIZE + len(payload))
-    _HEADER.pack_into(out_buf, 0, h.base_offset, batch_length, h.partition_leader_epoch, 2, 0, attributes,
-                      h.last_offset_delta, new_base, max_ts, h.producer_id, h.producer_epoch,
-                      h.base_sequence, len(retained))
-    out_buf[BATCH_HEADER_SIZE:] = payload
-    _U32.pack_into(out_buf, 17, _crc(out_buf))
-    return bytes(out_buf)
+    return encode_batch(BatchHeaderFields(
+        base_offset=h.base_offset, partition_leader_epoch=h.partition_leader_epoch, attributes=attributes,
+        last_offset_delta=h.last_offset_delta, base_timestamp=new_base, max_timestamp=max_ts,
+        producer_id=h.producer_id, producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
+        records_count=len(retained)), payload)
 
 
 def _timestamp_delta(data: bytes | memoryview, p: int) -> int:
@@ -195,17 +190,11 @@ def _timestamp_delta(data: bytes | memoryview, p: int) -> int:
 def _empty_batch(h: BatchHeader) -> bytes:
     """Kafka's writeEmptyHeader: the header alone, keeping the offset range and producer fields."""
     attributes = h.attributes & (_TIMESTAMP_TYPE_MASK | _TRANSACTIONAL_MASK | _CONTROL_MASK)
-    out = bytearray(BATCH_HEADER_SIZE)
-    _HEADER.pack_into(out, 0, h.base_offset, _EMPTY_BATCH_LENGTH, h.partition_leader_epoch, 2, 0, attributes,
-                      h.last_offset_delta, -1, h.max_timestamp, h.producer_id, h.producer_epoch,
-                      h.base_sequence, 0)
-    _U32.pack_into(out, 17, _crc(out))
-    return bytes(out)
-
-
-def _crc(batch: bytearray) -> int:
-    with memoryview(batch) as mv:
-        return crc32c(mv[21:])
+    return encode_batch(BatchHeaderFields(
+        base_offset=h.base_offset, partition_leader_epoch=h.partition_leader_epoch, attributes=attributes,
+        last_offset_delta=h.last_offset_delta, base_timestamp=-1, max_timestamp=h.max_timestamp,
+        producer_id=h.producer_id, producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
+        records_count=0))
 
 
 # -- the per-batch filter (MemoryRecords.filterTo with the cleaner's RecordFilter) ------------------
@@ -257,7 +246,7 @@ def filter_batches(buf: bytes | memoryview, ctx: FilterContext) -> tuple[int, by
     pos = 0
     retained_messages = 0
     while n - pos >= BATCH_HEADER_SIZE:
-        (batch_length,) = struct.unpack_from(">i", buf, pos + 8)
+        batch_length = batch_length_at(buf, pos)
         size = batch_length + LOG_OVERHEAD
         if size > n - pos:
             break
@@ -498,7 +487,7 @@ class Cleaner:
                 n = len(buf)
                 pos = 0
                 while n - pos >= BATCH_HEADER_SIZE:
-                    (batch_length,) = struct.unpack_from(">i", buf, pos + 8)
+                    batch_length = batch_length_at(buf, pos)
                     size = batch_length + LOG_OVERHEAD
                     if size > n - pos:
                         break
@@ -614,7 +603,7 @@ class Cleaner:
             where = f"log segment {f.path} at position {position}"
             if len(buf) < LOG_OVERHEAD:
                 raise CorruptRecordError(f"Log segment may be corrupt: {len(buf)} trailing bytes at {where}")
-            (batch_length,) = struct.unpack_from(">i", buf, 8)
+            batch_length = batch_length_at(buf)
             next_size = batch_length + LOG_OVERHEAD
             if batch_length <= 0:
                 raise CorruptRecordError(f"Invalid batch size {next_size} for {where}")

@@ -25,8 +25,12 @@ from storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpoch
 from storage.log_dir_failure_channel import LogDirFailureChannel
 from storage.log_file_utils import CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX
 from storage.log_config import LogConfig
+from storage.log_loader import LogLoader
 from storage.log_segment import LogSegment, RollParams
 from storage.log_segments import LogSegments
+from storage.fetch_data_info import FetchDataInfo
+from storage.log_append_info import LogAppendInfo
+from storage.log_offset_metadata import LogOffsetMetadata
 from storage.log_validator import LogValidator
 from storage.offset_index import OffsetPosition
 from storage.partition_metadata import PartitionMetadataFile
@@ -62,50 +66,6 @@ def _handles_io_errors(operation: str) -> Callable[[Callable[..., Any]], Callabl
         return inner
 
     return wrap
-
-
-class LogOffsetMetadata(msgspec.Struct, frozen=True):
-    """An offset plus where it sits on disk (segment base, byte position) when known."""
-
-    message_offset: int
-    segment_base_offset: int = -1
-    relative_position_in_segment: int = -1
-
-    @property
-    def message_offset_only(self) -> bool:
-        return self.segment_base_offset == -1
-
-
-class FetchDataInfo(msgspec.Struct):
-    """Where a fetch's bytes are: `size` bytes of `file` at `position` (send them with sendfile).
-
-    `file` is None when the fetch is empty.
-    """
-
-    fetch_offset_metadata: LogOffsetMetadata
-    file: Any = None
-    position: int = 0
-    size: int = 0
-    first_entry_incomplete: bool = False
-    aborted_transactions: list[AbortedTxn] | None = None
-    path: Path | None = None
-
-    def read_bytes(self) -> bytes:
-        if self.file is None or self.size == 0:
-            return b""
-        return os.pread(self.file.fileno(), self.size, self.position)
-
-
-class LogAppendInfo(msgspec.Struct):
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    log_append_time: int
-    log_start_offset: int
-    num_messages: int
-    valid_bytes: int
-    shallow_offset_of_max_timestamp: int = -1
-    record_errors: list[tuple[int, str]] = msgspec.field(default_factory=list)
 
 
 class Log:
@@ -157,8 +117,6 @@ class Log:
              background: Callable[[Callable[[], None]], None] | None = None,
              log_dir_failure_channel: LogDirFailureChannel | None = None) -> "Log":
         """Open (creating if needed) the log in `dir`, recovering it as LogLoader does."""
-        from storage.log_loader import LogLoader
-
         dir = Path(dir)
         config = config or LogConfig()
         dir.mkdir(parents=True, exist_ok=True)
@@ -450,17 +408,6 @@ class Log:
             if self._recovery_point < target <= self.log_end_offset:
                 self._recovery_point = target
                 self._last_flushed_ms = self.clock.milliseconds()
-
-    def _flush_locked(self, flush_offset: int) -> None:
-        if flush_offset <= self._recovery_point:
-            return
-        for segment in self.segments.values(self._recovery_point, flush_offset):
-            segment.flush()
-        if self._dir_needs_fsync:
-            self._dir_needs_fsync = False
-            fsync_dir(self.dir)
-        self._recovery_point = flush_offset
-        self._last_flushed_ms = self.clock.milliseconds()
 
     def flush_if_due(self) -> bool:
         """The flush.ms rule (LogManager's flusher calls this periodically)."""
@@ -922,5 +869,3 @@ class Log:
                 f"leo={self.log_end_offset}, segments={len(self.segments)})")
 
 
-UnifiedLog = Log
-"""The seeds' name for the partition log façade (Log is UnifiedLog and LocalLog in one class)."""

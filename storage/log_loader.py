@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -29,6 +28,7 @@ from storage.log_file_utils import (
     is_index_file,
     offset_from_file_name,
 )
+from storage.log_offset_metadata import LogOffsetMetadata
 from storage.log_segment import LogSegment
 from storage.log_segments import LogSegments
 from storage.producer_state_manager import (
@@ -38,16 +38,13 @@ from storage.producer_state_manager import (
     snapshot_file_name,
 )
 
-if TYPE_CHECKING:
-    from storage.log import LogOffsetMetadata
-
 logger = logging.getLogger(__name__)
 
 
 class LoadedLogOffsets(msgspec.Struct, frozen=True):
     log_start_offset: int
     recovery_point: int
-    next_offset_metadata: "LogOffsetMetadata"
+    next_offset_metadata: LogOffsetMetadata
 
 
 def _delete_indices_if_exist(dir: Path, base_offset: int, suffix: str = "") -> None:
@@ -73,8 +70,6 @@ class LogLoader:
         self.torn_after_clean_shutdown = False
 
     def load(self) -> "LoadedLogOffsets":
-        from storage.log import LogOffsetMetadata
-
         swap_files = self._remove_temp_files_and_collect_swap_files()
         self._complete_swap_operations(swap_files)
         self._load_segment_files()
@@ -142,7 +137,7 @@ class LogLoader:
             segment = LogSegment.open(self.dir, base, self.config, self.clock, file_already_exists=True,
                                       file_suffix=SWAP_FILE_SUFFIX)
             try:
-                segment.recover(None, None)
+                segment.recover(None)
                 next_offset = segment.read_next_offset()
             finally:
                 segment.close()
@@ -194,7 +189,7 @@ class LogLoader:
 
     def _recover_segment(self, segment: LogSegment) -> int:
         # An offset overflow (a legacy segment Kafka would split) propagates: it is not a torn tail.
-        truncated = segment.recover(self.producer_state_manager, self.leader_epoch_cache)
+        truncated = segment.recover(self.leader_epoch_cache)
         self._rebuild_transaction_index(segment)
         self.recovered_segments.append(segment.base_offset)
         return truncated

@@ -30,7 +30,6 @@ from wire.records import LOG_OVERHEAD, BatchHeader, validate_batch
 if TYPE_CHECKING:
     from storage.leader_epoch_cache import LeaderEpochFileCache
     from storage.log_config import LogConfig
-    from storage.producer_state_manager import ProducerStateManager
 
 INT_MAX = 0x7FFFFFFF
 
@@ -229,8 +228,7 @@ class LogSegment:
         return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
 
     # -- recovery -------------------------------------------------------------------------------
-    def recover(self, producer_state_manager: "ProducerStateManager | None" = None,
-                leader_epoch_cache: "LeaderEpochFileCache | None" = None) -> int:
+    def recover(self, leader_epoch_cache: "LeaderEpochFileCache | None" = None) -> int:
         """Revalidate every batch, rebuild the indexes, truncate at the first invalid byte.
 
         Returns the number of bytes truncated.
@@ -267,8 +265,6 @@ class LogSegment:
                 expected_next = batch_last + 1
                 if leader_epoch_cache is not None and header.partition_leader_epoch >= 0:
                     leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-                if producer_state_manager is not None:
-                    producer_state_manager.on_recovered_batch(header, self)
         except BATCH_ERRORS + (InvalidRecordError,):
             pass  # everything from the first invalid byte on is dropped below
         truncated = self.log.size_in_bytes() - valid_bytes

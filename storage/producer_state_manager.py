@@ -34,7 +34,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 from crc32c import crc32c
@@ -42,9 +42,6 @@ from crc32c import crc32c
 from storage.transaction_index import AbortedTxn
 from wire.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from wire.records import BatchHeader, ControlRecordType, decode_records, parse_control_record
-
-if TYPE_CHECKING:
-    from storage.log_segment import LogSegment
 
 logger = logging.getLogger(__name__)
 
@@ -323,9 +320,6 @@ class ProducerStateManager:
         return AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset, last_stable_offset)
 
     # -- replay (load, truncation) ----------------------------------------------------------------------
-    def on_recovered_batch(self, header: BatchHeader, segment: "LogSegment") -> None:
-        """Segment recovery hook: nothing to do, `rebuild` replays the recovered segments afterwards."""
-
     def _replay_batch(self, header: BatchHeader) -> None:
         """Apply a batch already in the log (no validation: Kafka's REPLICATION origin)."""
         pid = header.producer_id

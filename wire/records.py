@@ -48,6 +48,9 @@ from wire.errors import (
 
 __all__ = [
     "BATCH_HEADER_SIZE",
+    "BatchHeaderFields",
+    "batch_length_at",
+    "encode_batch",
     "LOG_OVERHEAD",
     "RECORD_BATCH_OVERHEAD",
     "MAGIC_V2",
@@ -646,28 +649,47 @@ def build_batch(
         attributes |= CONTROL_FLAG_MASK
     if delete_horizon_ms is not None:
         attributes |= DELETE_HORIZON_FLAG_MASK
+    return encode_batch(BatchHeaderFields(
+        base_offset=base_offset, partition_leader_epoch=partition_leader_epoch, attributes=attributes,
+        last_offset_delta=last_offset_delta, base_timestamp=base_ts, max_timestamp=max_ts,
+        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+        records_count=len(recs)), payload)
+
+
+class BatchHeaderFields(msgspec.Struct, frozen=True):
+    """What a writer decides in a RecordBatch v2 header; the length, magic and CRC follow from
+    the payload (see encode_batch)."""
+
+    base_offset: int
+    partition_leader_epoch: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+
+def encode_batch(fields: BatchHeaderFields, payload: bytes | bytearray | memoryview = b"") -> bytes:
+    """A whole batch: the header from `fields`, then `payload` (the records section, compressed
+    or not), with batchLength and the CRC-32C computed over them."""
     batch_length = BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload)
     out = bytearray(BATCH_HEADER_SIZE + len(payload))
-    _HEADER.pack_into(
-        out,
-        0,
-        base_offset,
-        batch_length,
-        partition_leader_epoch,
-        MAGIC_V2,
-        0,  # CRC placeholder
-        attributes,
-        last_offset_delta,
-        base_ts,
-        max_ts,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        len(recs),
-    )
+    _HEADER.pack_into(out, 0, fields.base_offset, batch_length, fields.partition_leader_epoch, MAGIC_V2,
+                      0,  # CRC: written once the payload is in place
+                      fields.attributes, fields.last_offset_delta, fields.base_timestamp, fields.max_timestamp,
+                      fields.producer_id, fields.producer_epoch, fields.base_sequence, fields.records_count)
     out[BATCH_HEADER_SIZE:] = payload
     _U32.pack_into(out, CRC_OFFSET, compute_crc(out, 0, batch_length))
     return bytes(out)
+
+
+def batch_length_at(buf: Buffer, pos: int = 0) -> int:
+    """The batchLength field of the batch at `pos` (the bytes after it): enough to frame it."""
+    (length,) = _I32.unpack_from(buf, pos + LENGTH_OFFSET)
+    return int(length)
 
 
 # -- control records ----------------------------------------------------------

@@ -167,7 +167,7 @@ async def test_mtime_is_the_age_of_a_segment_without_timestamps(env: Env) -> Non
 # -- the guards -----------------------------------------------------------------------------------
 
 async def test_high_watermark_guard_keeps_segments_at_or_above_the_hw(env: Env) -> None:
-    from storage.log import LogOffsetMetadata
+    from storage.log_offset_metadata import LogOffsetMetadata
 
     log = env.log(LogConfig(segment_bytes=3000, retention_ms=1))
     env.fill(log, 10)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
+
 from asyncbroker.response_builder import ResponseBuilder
 from wire.messages import decode_response, encode_response
 
@@ -34,3 +36,11 @@ def test_log_append_time_is_converted() -> None:
     part = b.entity("PartitionProduceResponse", index=0, error_code=0, base_offset=0,
                     log_append_time=1_700_000_000_123, log_start_offset=0, record_errors=())
     assert part.log_append_time == datetime.datetime.fromtimestamp(1_700_000_000.123, tz=datetime.timezone.utc)
+
+
+def test_a_name_no_version_has_is_refused_and_another_versions_name_is_dropped() -> None:
+    v2 = ResponseBuilder(8, 2)
+    topic = v2.entity("OffsetCommitResponseTopic", name="t", topic_id=None, partitions=())  # topic_id: v10's
+    assert topic.name == "t"
+    with pytest.raises(TypeError, match="has no field 'partitons' in any version"):
+        v2.entity("OffsetCommitResponseTopic", name="t", partitons=())

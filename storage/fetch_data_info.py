@@ -1,0 +1,33 @@
+"""FetchDataInfo: what a read of the log found, for Fetch to send."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from storage.log_offset_metadata import LogOffsetMetadata
+from storage.transaction_index import AbortedTxn
+
+__all__ = ["FetchDataInfo"]
+
+
+class FetchDataInfo(msgspec.Struct):
+    """Where a fetch's bytes are: `size` bytes of `file` at `position` (send them with sendfile).
+
+    `file` is None when the fetch is empty.
+    """
+
+    fetch_offset_metadata: LogOffsetMetadata
+    file: Any = None
+    position: int = 0
+    size: int = 0
+    first_entry_incomplete: bool = False
+    aborted_transactions: list[AbortedTxn] | None = None
+    path: Path | None = None
+
+    def read_bytes(self) -> bytes:
+        if self.file is None or self.size == 0:
+            return b""
+        return os.pread(self.file.fileno(), self.size, self.position)
