@@ -589,10 +589,7 @@ class Log:
             self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
             self.producer_state_manager.rebuild(self.segments, self._log_start_offset, self.log_end_offset)
-            if self._high_watermark.message_offset > self.log_end_offset:
-                self._high_watermark = self._next_offset_metadata
-            else:
-                self._high_watermark = self._next_offset_metadata  # single node: HW == LEO
+            self._high_watermark = self._next_offset_metadata  # single node: HW == LEO
             self._recovery_point = min(self._recovery_point, self.log_end_offset)
             return True
 
@@ -710,19 +707,10 @@ class Log:
                 self.leader_epoch_cache.truncate_from_start(first.base_offset)
                 self.producer_state_manager.on_log_start_offset_incremented(first.base_offset)
             self._recovery_point = max(self._recovery_point, self._log_start_offset)
-            due = self.clock.milliseconds() + self.config.file_delete_delay_ms
             for segment in deletable:
                 logger.info("[UnifiedLog partition=%s, dir=%s] Deleting segment %r due to %s",
                             self.topic_partition, self.dir.parent, segment, reason)
-            for segment in deletable:
-                # Two-phase delete: rename now (no longer served), unlink after file.delete.delay.ms
-                # so in-flight reads holding the file can finish.
-                segment.rename_to_deleted()
-                # Unmap the indexes now: each mapping holds a file descriptor until the unlink, and
-                # one pass over thousands of segments would exhaust RLIMIT_NOFILE. A reader that
-                # still needs an index re-maps the `.deleted` file lazily.
-                segment.close_handlers()
-                self._pending_deletes.append((segment, due))
+            self._schedule_delete_locked(deletable)
             if self.config.file_delete_delay_ms == 0:
                 self.delete_pending_files()
         logger.info("Deleted %d segment(s) of %s: %s", len(deletable), self.topic_partition, reason)
@@ -750,10 +738,19 @@ class Log:
         (never served again), unlinked by `delete_pending_files` after file.delete.delay.ms so
         reads already holding the files finish."""
         with self._lock:
-            due = self.clock.milliseconds() + self.config.file_delete_delay_ms
-            for segment in segments:
-                segment.rename_to_deleted()
-                self._pending_deletes.append((segment, due))
+            self._schedule_delete_locked(segments)
+
+    def _schedule_delete_locked(self, segments: list[LogSegment]) -> None:
+        """Kafka's two-phase delete: rename now (no longer served), unlink after
+        file.delete.delay.ms so in-flight reads holding the files can finish."""
+        due = self.clock.milliseconds() + self.config.file_delete_delay_ms
+        for segment in segments:
+            segment.rename_to_deleted()
+            # Unmap the indexes now: each mapping holds a file descriptor until the unlink, and
+            # one pass over thousands of segments would exhaust RLIMIT_NOFILE. A reader that
+            # still needs an index re-maps the `.deleted` file lazily.
+            segment.close_handlers()
+            self._pending_deletes.append((segment, due))
 
     def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment], *,
                          on_step: Callable[[str], None] | None = None) -> list[LogSegment]:

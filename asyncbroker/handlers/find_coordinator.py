@@ -46,19 +46,16 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             error = error_code_for(exc)
             if error not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-    elif key_type == SHARE_KEY_TYPE:
-        # No share coordinator here (share groups, KIP-932, are not built): Kafka's answer
-        # for a share key it cannot serve.
-        error = ErrorCode.INVALID_REQUEST
     else:
-        # Kafka fails the whole request on a key type it does not know: every key gets
-        # INVALID_REQUEST with the error's default message.
+        # A share key (no share coordinator here: share groups, KIP-932, are not built) and a
+        # key type Kafka does not know both get INVALID_REQUEST; only the latter fails the
+        # whole request, with the error's default message (see below).
         error = ErrorCode.INVALID_REQUEST
     ok = error == ErrorCode.NONE
 
-    def fields(key: str | None, message: str | None) -> dict[str, Any]:
+    def fields(message: str | None) -> dict[str, Any]:
         return dict(
-            key=key, error_code=error, error_message=message,
+            error_code=error, error_message=message,
             node_id=broker.node_id if ok else -1,
             host=broker.advertised_host if ok else "",
             port=broker.advertised_port if ok else -1,
@@ -68,8 +65,8 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         # Per-key answers carry no message (""), except when the request failed as a whole.
         known = key_type in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, SHARE_KEY_TYPE)
         message = "" if known else default_message(error)
-        coordinators = tuple(b.entity("Coordinator", **fields(k, message)) for k in request.coordinator_keys)
+        coordinators = tuple(b.entity("Coordinator", key=k, **fields(message)) for k in request.coordinator_keys)
         return b.entity("FindCoordinatorResponse", throttle_time=0, coordinators=coordinators)
     # Before v4 the message is Kafka's Errors.message(): the default text, "NONE" on success.
     return b.entity("FindCoordinatorResponse", throttle_time=0,
-                    **fields(None, message_or_name(error, ErrorCode(error).name)))
+                    **fields(message_or_name(error, ErrorCode(error).name)))

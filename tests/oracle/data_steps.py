@@ -236,12 +236,12 @@ def list_offsets_topics(run: ScenarioRun, topics: Mapping[str, list[tuple[int, i
     request_topics = tuple(
         entity(LIST_OFFSETS, version, "ListOffsetsTopic", name=run.topic(symbol), partitions=tuple(
             entity(LIST_OFFSETS, version, "ListOffsetsPartition", partition_index=t[0], timestamp=t[1],
-                   current_leader_epoch=t[2] if len(t) > 2 else -1, max_num_offsets=1)
+                   current_leader_epoch=t[2] if len(t) > 2 else -1)
             for t in targets))
         for symbol, targets in topics.items()
     )
     return call(run, LIST_OFFSETS, version, label=label, record=record, replica_id=replica_id,
-                isolation_level=isolation_level, topics=request_topics, timeout_ms=DEFAULT_TIMEOUT_MS)
+                isolation_level=isolation_level, topics=request_topics)
 
 
 # -- DeleteRecords -------------------------------------------------------------------------

@@ -278,7 +278,7 @@ def commit(run: ScenarioRun, group: str, offsets: dict[str, PartitionOffsets], *
             offset, epoch, meta = value if isinstance(value, tuple) else (value, -1, "")
             partitions.append(entity(OFFSET_COMMIT, version, "OffsetCommitRequestPartition", partition_index=p,
                                      committed_offset=offset, committed_leader_epoch=epoch,
-                                     commit_timestamp=-1, committed_metadata=meta))
+                                     committed_metadata=meta))
         topics.append(entity(OFFSET_COMMIT, version, "OffsetCommitRequestTopic", name=run.topic(symbol),
                              topic_id=_topic_id(run, symbol) if version >= 10 else None,
                              partitions=tuple(partitions)))
@@ -296,8 +296,10 @@ def fetch_offsets(run: ScenarioRun, requests: Sequence[tuple[str, dict[str, Sequ
     def topics(spec: dict[str, Sequence[int]] | None, cls: str) -> Any:
         if spec is None:
             return None
-        return tuple(entity(OFFSET_FETCH, version, cls, name=run.topic(t),
-                            topic_id=_topic_id(run, t) if version >= 10 else None, partition_indexes=tuple(ps))
+        # Only the v8+ form (OffsetFetchRequestTopics) has topic ids, from v10 on.
+        by_id = cls == "OffsetFetchRequestTopics"
+        return tuple(entity(OFFSET_FETCH, version, cls, name=run.topic(t), partition_indexes=tuple(ps),
+                            **({"topic_id": _topic_id(run, t) if version >= 10 else None} if by_id else {}))
                      for t, ps in spec.items())
 
     def gid(g: str) -> str:

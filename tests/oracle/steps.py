@@ -97,9 +97,9 @@ def list_offsets(run: ScenarioRun, symbol: str, targets: list[tuple[int, int]], 
                  isolation_level: int = 0, label: str | None = None, record: bool = True) -> Any:
     parts = tuple(
         entity(LIST_OFFSETS, version, "ListOffsetsPartition", partition_index=p, current_leader_epoch=-1,
-               timestamp=ts, max_num_offsets=1)
+               timestamp=ts)
         for p, ts in targets
     )
     topic = entity(LIST_OFFSETS, version, "ListOffsetsTopic", name=run.topic(symbol), partitions=parts)
     return run.call(LIST_OFFSETS, version, _label=label, _record=record, replica_id=-1,
-                    isolation_level=isolation_level, topics=(topic,), timeout_ms=DEFAULT_TIMEOUT_MS)
+                    isolation_level=isolation_level, topics=(topic,))
