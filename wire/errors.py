@@ -266,40 +266,16 @@ class UnknownTopicOrPartitionError(KafkaError):
     error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-class InvalidFetchSizeError(KafkaError):
-    """The requested fetch size is invalid."""
-
-    error_code = ErrorCode.INVALID_FETCH_SIZE
-
-
-class LeaderNotAvailableError(KafkaError):
-    """No leader for the partition right now."""
-
-    error_code = ErrorCode.LEADER_NOT_AVAILABLE
-
-
 class NotLeaderOrFollowerError(KafkaError):
     """This broker is not the leader/replica for the partition."""
 
     error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
-class RequestTimedOutError(KafkaError):
-    """The request timed out."""
-
-    error_code = ErrorCode.REQUEST_TIMED_OUT
-
-
 class RecordTooLargeError(KafkaError):
     """A batch is larger than message.max.bytes."""
 
     error_code = ErrorCode.MESSAGE_TOO_LARGE
-
-
-class OffsetMetadataTooLargeError(KafkaError):
-    """Committed offset metadata is too large."""
-
-    error_code = ErrorCode.OFFSET_METADATA_TOO_LARGE
 
 
 class CoordinatorLoadInProgressError(KafkaError):
@@ -386,40 +362,10 @@ class InvalidCommitOffsetSizeError(KafkaError):
     error_code = ErrorCode.INVALID_COMMIT_OFFSET_SIZE
 
 
-class TopicAuthorizationFailedError(KafkaError):
-    """Not authorized to access the topic."""
-
-    error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-
-
-class GroupAuthorizationFailedError(KafkaError):
-    """Not authorized to access the group."""
-
-    error_code = ErrorCode.GROUP_AUTHORIZATION_FAILED
-
-
-class ClusterAuthorizationFailedError(KafkaError):
-    """Not authorized for cluster operations."""
-
-    error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-
-
 class InvalidTimestampError(KafkaError):
     """A record timestamp is outside the accepted range."""
 
     error_code = ErrorCode.INVALID_TIMESTAMP
-
-
-class UnsupportedSaslMechanismError(KafkaError):
-    """The SASL mechanism is not enabled."""
-
-    error_code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
-
-
-class IllegalSaslStateError(KafkaError):
-    """The request is not valid in the current SASL state."""
-
-    error_code = ErrorCode.ILLEGAL_SASL_STATE
 
 
 class UnsupportedVersionError(KafkaError):
@@ -458,12 +404,6 @@ class InvalidConfigurationError(KafkaError):
     error_code = ErrorCode.INVALID_CONFIG
 
 
-class NotControllerError(KafkaError):
-    """This broker is not the controller."""
-
-    error_code = ErrorCode.NOT_CONTROLLER
-
-
 class InvalidRequestError(KafkaError):
     """The request is malformed or violates the protocol."""
 
@@ -486,12 +426,6 @@ class OutOfOrderSequenceError(KafkaError):
     """The producer sequence number is out of order."""
 
     error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-
-
-class DuplicateSequenceError(KafkaError):
-    """The producer sequence number is a duplicate."""
-
-    error_code = ErrorCode.DUPLICATE_SEQUENCE_NUMBER
 
 
 class InvalidProducerEpochError(KafkaError):
@@ -524,12 +458,6 @@ class ConcurrentTransactionsError(KafkaError):
     error_code = ErrorCode.CONCURRENT_TRANSACTIONS
 
 
-class TransactionCoordinatorFencedError(KafkaError):
-    """A newer transaction coordinator exists."""
-
-    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
-
-
 class TransactionalIdAuthorizationFailedError(KafkaError):
     """Not authorized for the transactional id."""
 
@@ -540,24 +468,6 @@ class KafkaStorageError(KafkaError):
     """The log directory is offline or a disk operation failed."""
 
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
-
-
-class LogDirNotFoundError(KafkaError):
-    """The log directory does not exist."""
-
-    error_code = ErrorCode.LOG_DIR_NOT_FOUND
-
-
-class UnknownProducerIdError(KafkaError):
-    """The broker has no state for this producer id."""
-
-    error_code = ErrorCode.UNKNOWN_PRODUCER_ID
-
-
-class ReassignmentInProgressError(KafkaError):
-    """A partition reassignment is in progress."""
-
-    error_code = ErrorCode.REASSIGNMENT_IN_PROGRESS
 
 
 class NonEmptyGroupError(KafkaError):
@@ -572,18 +482,6 @@ class GroupIdNotFoundError(KafkaError):
     error_code = ErrorCode.GROUP_ID_NOT_FOUND
 
 
-class FetchSessionIdNotFoundError(KafkaError):
-    """The fetch session id is unknown."""
-
-    error_code = ErrorCode.FETCH_SESSION_ID_NOT_FOUND
-
-
-class InvalidFetchSessionEpochError(KafkaError):
-    """The fetch session epoch is wrong."""
-
-    error_code = ErrorCode.INVALID_FETCH_SESSION_EPOCH
-
-
 class FencedLeaderEpochError(KafkaError):
     """The request's leader epoch is older than the broker's."""
 
@@ -594,18 +492,6 @@ class UnknownLeaderEpochError(KafkaError):
     """The request's leader epoch is newer than the broker's."""
 
     error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
-
-
-class OffsetNotAvailableError(KafkaError):
-    """The leader's high watermark is not yet known."""
-
-    error_code = ErrorCode.OFFSET_NOT_AVAILABLE
-
-
-class MemberIdRequiredError(KafkaError):
-    """A member id is required to join the group."""
-
-    error_code = ErrorCode.MEMBER_ID_REQUIRED
 
 
 class GroupMaxSizeReachedError(KafkaError):
@@ -626,18 +512,6 @@ class InvalidRecordError(KafkaError):
     error_code = ErrorCode.INVALID_RECORD
 
 
-class UnstableOffsetCommitError(KafkaError):
-    """Pending transactional offset commits exist."""
-
-    error_code = ErrorCode.UNSTABLE_OFFSET_COMMIT
-
-
-class ThrottlingQuotaExceededError(KafkaError):
-    """A throttling quota was exceeded."""
-
-    error_code = ErrorCode.THROTTLING_QUOTA_EXCEEDED
-
-
 class ProducerFencedError(KafkaError):
     """A newer producer with the same transactional id exists."""
 
@@ -654,24 +528,6 @@ class UnknownTopicIdError(KafkaError):
     """The topic id is not known."""
 
     error_code = ErrorCode.UNKNOWN_TOPIC_ID
-
-
-class DuplicateBrokerRegistrationError(KafkaError):
-    """The broker is already registered."""
-
-    error_code = ErrorCode.DUPLICATE_BROKER_REGISTRATION
-
-
-class InconsistentTopicIdError(KafkaError):
-    """The topic id does not match the log's topic id."""
-
-    error_code = ErrorCode.INCONSISTENT_TOPIC_ID
-
-
-class TransactionAbortableError(KafkaError):
-    """The transaction must be aborted."""
-
-    error_code = ErrorCode.TRANSACTION_ABORTABLE
 
 
 class TransactionalIdNotFoundError(KafkaError):
