@@ -460,19 +460,6 @@ class LogManager:
                                {log.topic_partition: log.log_start_offset for log in logs
                                 if log.log_start_offset > log.local_log_start_offset})
 
-    def cleanup_logs(self) -> int:
-        """Retention (kafka-log-retention): delete old segments of every non-compacted log
-        (compacted ones are the cleaner's), then unlink `.deleted` files that are due."""
-        total = 0
-        for log in self.all_logs():
-            try:
-                if not log.config.compact:
-                    total += log.delete_old_segments()
-                log.delete_pending_files()
-            except KafkaStorageError:
-                logger.exception("Error running retention on %s", log)
-        return total
-
     # -- shutdown -------------------------------------------------------------------------------
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints and the clean-shutdown marker, unlock."""

@@ -78,6 +78,18 @@ def segment_files(d: Path, suffix: str) -> list[str]:
 
 # -- the predicates ------------------------------------------------------------------------------
 
+async def test_cleanup_logs_applies_retention(env: Env) -> None:
+    """The one retention pass (LogJobs.cleanup_logs, as the broker runs it): with
+    file.delete.delay.ms=0 the deleted segment's files are gone at once."""
+    log = env.log(LogConfig(retention_ms=1000, segment_bytes=1 << 20, file_delete_delay_ms=0))
+    log.append_as_leader(records(2, ts=env.clock.milliseconds()))
+    log.roll()
+    log.append_as_leader(records(2, ts=env.clock.milliseconds() + 5000))
+    env.clock.advance(2000)
+    assert env.jobs.cleanup_logs([log]).segments_deleted == 1
+    assert log.log_start_offset == 2 and not list(log.dir.glob("*.deleted"))
+
+
 async def test_retention_ms_alone_deletes_segments_older_than_retention(env: Env) -> None:
     log = env.log(LogConfig(segment_bytes=3000, retention_ms=7 * DAY_MS))
     env.fill(log, 10)  # ~1 KiB per batch: 5 segments

@@ -167,13 +167,3 @@ def test_parallel_load_many_partitions(manager, clock: MockClock) -> None:
     assert again.get_log(TopicPartition("many", 7)).log_end_offset == 2
 
 
-def test_cleanup_logs_applies_retention(manager, clock: MockClock) -> None:
-    lm = manager()
-    lm.set_topic_config("r", {"retention.ms": "1000", "segment.bytes": str(1 << 20), "file.delete.delay.ms": "0"})
-    log = lm.create_log(TopicPartition("r", 0))
-    log.append_as_leader(batch(2, ts=clock.milliseconds()))
-    log.roll()
-    log.append_as_leader(batch(2, ts=clock.milliseconds() + 5000))
-    clock.advance(2000)
-    assert lm.cleanup_logs() == 1
-    assert log.log_start_offset == 2 and not list(log.dir.glob("*.deleted"))
