@@ -71,6 +71,7 @@ class Broker:
         self.group_coordinator: Any = None  # asyncbroker.group_coordinator.GroupCoordinator once started
         # asyncbroker.transaction_coordinator.TransactionCoordinator once started
         self.transaction_coordinator: Any = None
+        self.replica_manager: Any = None  # asyncbroker.replica_manager.ReplicaManager once started
         self.producer_id_expiration: Any = None  # asyncbroker.producer_id_expiration, once started
         self.log_manager: Any = None  # storage.log_manager.LogManager once started
         # Log compaction (cleaner.log_cleaner.LogCleaner and its manager), None with
@@ -186,8 +187,19 @@ class Broker:
         self.topics = TopicManager(self)
         self._start_cleaner()
         self._start_jobs()
+        self._start_replica_manager()
         self._start_group_coordinator()
         self._start_transaction_coordinator()
+
+    def _start_replica_manager(self) -> None:
+        from asyncbroker.replica_manager import ReplicaManager
+
+        assert self.log_jobs is not None
+        self.replica_manager = ReplicaManager(
+            get_log=self.get_log, hosts_topic=lambda name: self.topics.get(name) is not None,
+            fetch_waiters=self.fetch_waiters, run_blocking=self.run_blocking, cleaner=lambda: self.cleaner,
+            checkpoint_log_start_offsets=self.log_jobs.checkpoint_log_start_offsets_now,
+            clock_ms=self.clock.milliseconds)
 
     def _start_group_coordinator(self) -> None:
         """Consumer groups (loading __consumer_offsets in the background; group requests
@@ -223,44 +235,13 @@ class Broker:
 
     async def write_txn_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                                 result: Any, partitions: frozenset[TopicPartition]) -> dict[TopicPartition, Any]:
-        """WriteTxnMarkers on this node: one COMMIT/ABORT control batch per partition, appended
-        as the coordinator's (Kafka's COORDINATOR origin: control batches allowed)."""
-        from storage.fault_injection import fault_point
+        """The transaction coordinator's markers, as KafkaApis handles WriteTxnMarkers: appended
+        through the ReplicaManager, then the group coordinator applies or drops the offsets the
+        transaction committed to `__consumer_offsets`."""
         from wire.errors import ErrorCode
-        from wire.records import build_control_batch
 
-        from asyncbroker.handlers import error_code_for
-        from asyncbroker.leader_epoch import LEADER_EPOCH
-
-        outcome: dict[TopicPartition, Any] = {}
-        logs = {}
-        for tp in partitions:
-            log_ = self.get_log(tp)
-            if log_ is None:
-                outcome[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                logs[tp] = log_
-        now = self.clock.milliseconds()
-
-        def append_all() -> dict[TopicPartition, Any]:
-            done: dict[TopicPartition, Any] = {}
-            for tp, log_ in logs.items():
-                batch = build_control_batch(result, producer_id=producer_id, producer_epoch=producer_epoch,
-                                            timestamp=now, coordinator_epoch=coordinator_epoch)
-                try:
-                    info = log_.append_as_leader(batch, leader_epoch=LEADER_EPOCH, origin="coordinator")
-                    done[tp] = info.valid_bytes
-                except Exception as exc:  # noqa: BLE001 - reported per partition
-                    done[tp] = exc
-                fault_point("txn.marker")  # some partitions have their marker, others not yet
-            return done
-
-        for tp, appended in (await self.run_blocking(append_all)).items():
-            if isinstance(appended, BaseException):
-                outcome[tp] = error_code_for(appended)
-                continue
-            outcome[tp] = ErrorCode.NONE
-            self.fetch_waiters.on_append(tp, appended)
+        outcome = await self.replica_manager.write_txn_markers(producer_id, producer_epoch, coordinator_epoch,
+                                                               result, partitions)
         offsets_partitions = [tp for tp, code in outcome.items()
                               if code == ErrorCode.NONE and tp.topic == "__consumer_offsets"]
         if offsets_partitions and self.group_coordinator is not None:

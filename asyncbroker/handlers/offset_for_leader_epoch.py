@@ -10,11 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from storage.topic_partition import TopicPartition
-from wire.errors import ErrorCode, KafkaError
 from wire.messages import ApiKey
 
-from asyncbroker.handlers import error_code_for
-from asyncbroker.leader_epoch import UNDEFINED, check_current_leader_epoch, end_offset_for
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
@@ -28,18 +25,9 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     for t in request.topics:
         parts = []
         for p in t.partitions:
-            log = broker.get_log(TopicPartition(t.topic, p.partition))
-            epoch, offset, code = UNDEFINED, UNDEFINED, ErrorCode.NONE
-            if log is None:
-                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                try:
-                    check_current_leader_epoch(p.current_leader_epoch)
-                except KafkaError as exc:
-                    code = error_code_for(exc)
-                else:
-                    epoch, offset = end_offset_for(log, p.leader_epoch)
-            parts.append(rb.entity("EpochEndOffset", error_code=code, partition=p.partition,
-                                   leader_epoch=epoch, end_offset=offset))
+            found = broker.replica_manager.offsets_for_leader_epoch(
+                TopicPartition(t.topic, p.partition), p.current_leader_epoch, p.leader_epoch)
+            parts.append(rb.entity("EpochEndOffset", error_code=found.error, partition=p.partition,
+                                   leader_epoch=found.leader_epoch, end_offset=found.end_offset))
         topics.append(rb.entity("OffsetForLeaderTopicResult", topic=t.topic, partitions=tuple(parts)))
     return rb.entity("OffsetForLeaderEpochResponse", throttle_time=0, topics=tuple(topics))
