@@ -8,8 +8,8 @@ every blocking storage call (on the IO pool), the mapping of storage errors per 
 and what must happen around a change of the log: pausing the cleaner, checkpointing the log
 start offsets, waking parked fetches.
 
-Moved here so far: DeleteRecords, OffsetForLeaderEpoch and the transaction markers
-(WriteTxnMarkers on one node). Produce, Fetch and ListOffsets still reach storage from their
+Moved here so far: ListOffsets, DeleteRecords, OffsetForLeaderEpoch and the transaction
+markers (WriteTxnMarkers on one node). Produce and Fetch still reach storage from their
 handlers (issue 18, step 1, continues).
 """
 from __future__ import annotations
@@ -25,10 +25,16 @@ from asyncbroker.handlers import error_code_for
 from asyncbroker.leader_epoch import LEADER_EPOCH, UNDEFINED, check_current_leader_epoch, end_offset_for
 from storage.fault_injection import fault_point
 from storage.topic_partition import TopicPartition
-from wire.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from wire.errors import (
+    ErrorCode,
+    KafkaError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
+)
 from wire.records import ControlRecordType, build_control_batch
 
-__all__ = ["DeleteRecordsResult", "EpochEndOffset", "ReplicaManager"]
+__all__ = ["DeleteRecordsResult", "EpochEndOffset", "FoundOffset", "OffsetQuery", "ReplicaManager"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +53,26 @@ class EpochEndOffset(msgspec.Struct, frozen=True):
     error: ErrorCode
     leader_epoch: int = UNDEFINED
     end_offset: int = UNDEFINED
+
+
+class OffsetQuery(msgspec.Struct, frozen=True):
+    """ListOffsets for one partition: a timestamp (-1 latest, -2 earliest, -3 max timestamp,
+    -4 earliest local, -5 latest tiered) and the leader epoch the client believes current."""
+
+    timestamp: int
+    current_leader_epoch: int = UNDEFINED
+
+
+class FoundOffset(msgspec.Struct, frozen=True):
+    error: ErrorCode
+    offset: int = -1
+    timestamp: int = -1
+    leader_epoch: int = -1
+
+
+# The version that introduced each special timestamp (Kafka's ListOffsetsRequest): an older
+# request naming it is UNSUPPORTED_VERSION; negative values not listed are never valid here.
+_SPECIAL_SINCE = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
 
 
 class ReplicaManager:
@@ -114,6 +140,49 @@ class ReplicaManager:
                 out[tp] = DeleteRecordsResult(ErrorCode.NONE, log_.log_start_offset)
             except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
                 out[tp] = DeleteRecordsResult(error_code_for(exc))
+        return out
+
+    # -- ListOffsets -----------------------------------------------------------------------------
+    async def fetch_offsets(self, queries: Mapping[TopicPartition, OffsetQuery], *, version: int,
+                            read_committed: bool) -> dict[TopicPartition, FoundOffset]:
+        """Kafka's fetchOffsetForTimestamp per partition, after its checks in its order (a
+        special timestamp newer than the request's version, an unhosted partition, the current
+        leader epoch). Every error answers offset, timestamp and epoch -1; a timestamp later than
+        every record finds offset and timestamp -1 (and no epoch)."""
+        results: dict[TopicPartition, FoundOffset] = {}
+        lookups: dict[TopicPartition, tuple[Any, int]] = {}
+        for tp, q in queries.items():
+            try:
+                if q.timestamp < 0 and version < _SPECIAL_SINCE.get(q.timestamp, version + 1):
+                    raise UnsupportedVersionError(f"ListOffsets v{version} does not support timestamp {q.timestamp}")
+                log_ = self.log_of(tp)
+                if log_ is None:
+                    raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
+                check_current_leader_epoch(q.current_leader_epoch)
+            except KafkaError as exc:
+                results[tp] = FoundOffset(exc.error_code)
+                continue
+            lookups[tp] = (log_, q.timestamp)
+        if lookups:
+            isolation = "read_committed" if read_committed else "read_uncommitted"
+            results.update(await self._run_blocking(self._lookup_all, lookups, isolation))
+        return {tp: results[tp] for tp in queries}
+
+    @staticmethod
+    def _lookup_all(lookups: dict[TopicPartition, tuple[Any, int]], isolation: str) -> dict[TopicPartition, FoundOffset]:
+        """Time-index searches: on the IO pool."""
+        out = {}
+        for tp, (log_, timestamp) in lookups.items():
+            try:
+                found = log_.fetch_offset_by_timestamp(timestamp, isolation=isolation)
+            except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
+                out[tp] = FoundOffset(error_code_for(exc))
+                continue
+            if found is None:
+                out[tp] = FoundOffset(ErrorCode.NONE)
+            else:
+                offset, ts = found
+                out[tp] = FoundOffset(ErrorCode.NONE, offset, ts, LEADER_EPOCH if offset >= 0 else -1)
         return out
 
     # -- OffsetForLeaderEpoch --------------------------------------------------------------------
