@@ -8,18 +8,23 @@ every blocking storage call (on the IO pool), the mapping of storage errors per 
 and what must happen around a change of the log: pausing the cleaner, checkpointing the log
 start offsets, waking parked fetches.
 
-Moved here so far: ListOffsets, DeleteRecords, OffsetForLeaderEpoch and the transaction
-markers (WriteTxnMarkers on one node). Produce and Fetch still reach storage from their
-handlers (issue 18, step 1, continues).
+Moved here so far: Fetch (reads and the long poll), ListOffsets, DeleteRecords,
+OffsetForLeaderEpoch and the transaction markers (WriteTxnMarkers on one node). Produce
+still reaches storage from its handler (issue 18, step 1, continues).
 """
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import msgspec
 
+from asyncbroker.encoded_response import FileRegion
 from asyncbroker.fetch_waiters import FetchWaiters
 from asyncbroker.handlers import error_code_for
 from asyncbroker.leader_epoch import LEADER_EPOCH, UNDEFINED, check_current_leader_epoch, end_offset_for
@@ -27,14 +32,17 @@ from storage.fault_injection import fault_point
 from storage.topic_partition import TopicPartition
 from wire.errors import (
     ErrorCode,
+    FencedLeaderEpochError,
     KafkaError,
+    NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
+    UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
 from wire.records import ControlRecordType, build_control_batch
 
-__all__ = ["DeleteRecordsResult", "EpochEndOffset", "FoundOffset", "OffsetQuery", "ReplicaManager"]
+__all__ = ["DeleteRecordsResult", "EpochEndOffset", "FoundOffset", "OffsetQuery", "PartitionRead", "ReplicaManager"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +81,125 @@ class FoundOffset(msgspec.Struct, frozen=True):
 # The version that introduced each special timestamp (Kafka's ListOffsetsRequest): an older
 # request naming it is UNSUPPORTED_VERSION; negative values not listed are never valid here.
 _SPECIAL_SINCE = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
+
+
+# Record slices at least this large are left in the file and sent with sendfile.
+FILE_REGION_MIN_BYTES = 64 * 1024
+
+
+class PartitionRead:
+    """One partition of a Fetch: the request's fields, then what the read found."""
+
+    __slots__ = (
+        "topic", "topic_id", "index", "fetch_offset", "max_bytes", "current_leader_epoch", "last_fetched_epoch",
+        "log", "error", "high_watermark", "last_stable_offset", "log_start_offset", "records", "size", "aborted",
+        "diverging_epoch",
+    )
+
+    def __init__(self, topic: str | None, topic_id: uuid.UUID | None, index: int, fetch_offset: int,
+                 max_bytes: int, *, current_leader_epoch: int = -1, last_fetched_epoch: int = -1) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.index = index
+        self.fetch_offset = fetch_offset
+        self.max_bytes = max_bytes
+        self.current_leader_epoch = current_leader_epoch  # negative: "none" in a Fetch
+        self.last_fetched_epoch = last_fetched_epoch
+        self.log: Any = None
+        self.error: int = ErrorCode.NONE
+        self.high_watermark = -1
+        self.last_stable_offset = -1
+        self.log_start_offset = -1
+        self.records: Any = b""  # bytes, or a FileRegion (a dup'd fd the connection closes)
+        self.size = 0
+        self.aborted: list[tuple[int, int]] | None = None
+        self.diverging_epoch: tuple[int, int] | None = None
+
+
+def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: bool, use_file_regions: bool) -> int:
+    """Executor side: read every partition within the byte budgets; return the bytes read.
+
+    `max_bytes` bounds the whole response and each partition's own bound applies, except that
+    the first partition with data returns at least one whole batch even when larger (KIP-74);
+    a later partition whose first batch does not fit returns nothing rather than part of one.
+    """
+    remaining = max(0, max_bytes)
+    min_one = True
+    total = 0
+    isolation = "read_committed" if read_committed else "read_uncommitted"
+    for r in reads:
+        log_ = r.log
+        if log_ is None:
+            continue
+        # Release an earlier read's region before re-reading (long-poll completion).
+        _release(r)
+        # Offsets as they were before the read, as Kafka reports them.
+        high_watermark, last_stable, log_start = log_.high_watermark, log_.last_stable_offset, log_.log_start_offset
+        if r.diverging_epoch is not None:
+            r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
+            continue
+        limit = min(r.max_bytes, remaining)
+        try:
+            info = log_.read(r.fetch_offset, limit, isolation=isolation, min_one_message=min_one)
+        except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
+            # A failed partition reports no offsets (-1), as Kafka's error answers do.
+            r.error = error_code_for(exc)
+            r.high_watermark = r.last_stable_offset = r.log_start_offset = -1
+            continue
+        r.error = ErrorCode.NONE
+        r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
+        size = 0 if info.first_entry_incomplete else info.size  # v3+: never part of a first batch
+        if read_committed:
+            r.aborted = [(a.producer_id, a.first_offset) for a in (info.aborted_transactions or ())]
+        if size <= 0:
+            continue
+        if use_file_regions and size >= FILE_REGION_MIN_BYTES and info.file is not None:
+            # A dup of the segment's fd: the slice stays readable even if the
+            # segment is closed or deleted before the connection sends it.
+            r.records = FileRegion(os.dup(info.file.fileno()), info.position, size)
+        else:
+            r.records = info.read_bytes()
+        r.size = size
+        total += size
+        remaining = max(0, remaining - size)
+        min_one = False
+    return total
+
+
+def _release(r: PartitionRead) -> None:
+    if isinstance(r.records, FileRegion):
+        r.records.close()
+    r.records = b""
+    r.size = 0
+
+
+def _check_epochs(log_: Any, replica_id: int, r: PartitionRead) -> tuple[int, int] | None:
+    """Kafka's Partition.fetchRecords checks before the read, in its order: the client's
+    current leader epoch, a follower's replica id, then last_fetched_epoch. Returns the
+    diverging epoch (epoch, end offset) to report instead of records, if any."""
+    current = r.current_leader_epoch
+    if current > LEADER_EPOCH:
+        raise UnknownLeaderEpochError(f"Current leader epoch {current} is newer than this leader's {LEADER_EPOCH}")
+    if 0 <= current < LEADER_EPOCH:
+        raise FencedLeaderEpochError(f"Current leader epoch {current} is older than this leader's {LEADER_EPOCH}")
+    if replica_id >= 0:
+        # Not one of this partition's replicas (it has no other): Kafka's followerReplicaOrThrow.
+        message = f"Replica {replica_id} is not recognized as a valid replica in leader epoch {LEADER_EPOCH}"
+        if current >= 0:
+            raise UnknownLeaderEpochError(message)
+        raise NotLeaderOrFollowerError(message)
+    last_fetched = r.last_fetched_epoch
+    if last_fetched < 0:
+        return None
+    epoch, end_offset = end_offset_for(log_, last_fetched)
+    if epoch == UNDEFINED or end_offset == UNDEFINED:
+        raise OffsetOutOfRangeError(f"Could not determine the end offset of the last fetched epoch {last_fetched}")
+    if r.fetch_offset < log_.log_start_offset:
+        raise OffsetOutOfRangeError(f"Received request for offset {r.fetch_offset}, below the log start offset "
+                                    f"{log_.log_start_offset}")
+    if epoch < last_fetched or end_offset < r.fetch_offset:
+        return (epoch, end_offset)
+    return None
 
 
 class ReplicaManager:
@@ -141,6 +268,71 @@ class ReplicaManager:
             except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
                 out[tp] = DeleteRecordsResult(error_code_for(exc))
         return out
+
+    # -- Fetch -----------------------------------------------------------------------------------
+    async def fetch_messages(self, reads: list[PartitionRead], *, replica_id: int, max_wait_ms: int, min_bytes: int,
+                             max_bytes: int, read_committed: bool, use_file_regions: bool) -> list[PartitionRead]:
+        """Read the partitions, long-polling until `min_bytes` or `max_wait_ms`; returns the
+        reads in Kafka's answer order (partitions not hosted here after those read).
+
+        A read with an error already set (an unknown topic id) is answered as is. When fewer
+        than min_bytes are available the fetch parks on the fetch waiters, registered before
+        the first read so no append is missed, until appends bring enough bytes, the wait
+        passes or the broker shuts down; then it reads once more.
+        """
+        served: list[PartitionRead] = []
+        unhosted: list[PartitionRead] = []
+        for r in reads:
+            log_ = self.log_of(TopicPartition(r.topic, r.index)) if r.topic is not None and not r.error else None
+            if log_ is None:
+                # Kafka answers these before reading (aborted transactions: an empty list,
+                # not null) and lists them after the partitions it read.
+                r.error = r.error or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                r.aborted = []
+                unhosted.append(r)
+                continue
+            try:
+                r.diverging_epoch = _check_epochs(log_, replica_id, r)
+            except KafkaError as exc:
+                r.error = exc.error_code
+            else:
+                r.log = log_
+            served.append(r)
+        # Kafka answers at once when nothing can be read, or a read failed or diverged.
+        answer_now = not served or any(r.error or r.diverging_epoch for r in served)
+        everything = served + unhosted
+        waiter = None
+        if max_wait_ms > 0 and min_bytes > 0 and not answer_now:
+            # Registered before reading: an append racing with the read still wakes us.
+            waiter = self.fetch_waiters.watch([TopicPartition(r.topic, r.index) for r in served], min_bytes)
+        try:
+            deadline = time.monotonic() + max_wait_ms / 1000
+            total = await self._read(everything, max_bytes, read_committed, use_file_regions)
+            if waiter is not None and total < min_bytes and not any(r.error for r in served):
+                waiter.needed = max(1, min_bytes - total)
+                if waiter.accumulated < waiter.needed:
+                    await waiter.wait(deadline - time.monotonic())
+                total = await self._read(everything, max_bytes, read_committed, use_file_regions)
+        except BaseException:
+            for r in everything:
+                _release(r)
+            raise
+        finally:
+            if waiter is not None:
+                self.fetch_waiters.unwatch(waiter)
+        return everything
+
+    async def _read(self, reads: list[PartitionRead], max_bytes: int, read_committed: bool,
+                    use_file_regions: bool) -> int:
+        """read_partitions on the IO pool; if the fetch is cancelled meanwhile (the client went
+        away), the regions the read still creates are closed when it finishes."""
+        task = asyncio.ensure_future(self._run_blocking(read_partitions, reads, max_bytes, read_committed,
+                                                        use_file_regions))
+        try:
+            return int(await asyncio.shield(task))
+        except asyncio.CancelledError:
+            task.add_done_callback(lambda _t: [_release(r) for r in reads])
+            raise
 
     # -- ListOffsets -----------------------------------------------------------------------------
     async def fetch_offsets(self, queries: Mapping[TopicPartition, OffsetQuery], *, version: int,

@@ -16,7 +16,7 @@ import pytest
 
 from asyncbroker.encoded_response import EncodedResponse, FileRegion
 from asyncbroker.handlers import fetch
-from asyncbroker.handlers.fetch import PartitionRead
+from asyncbroker.replica_manager import PartitionRead
 from wire.errors import ErrorCode
 from wire.messages import decode_response
 
