@@ -13,7 +13,7 @@ old segment), write the leader-epoch checkpoint, fsync when
 `flush.messages` is reached, or wait on the Log's lock while the flusher,
 retention or a DeleteRecords holds it. Storage's nonblocking append checks
 all of these before changing anything and refuses (AppendWouldBlock); the
-Produce handler then appends from the pool, one executor hop for all the
+ReplicaManager then appends from the pool, one executor hop for all the
 partitions left. Compacted logs (keys are checked per record), topics that
 recompress and requests above 256 KiB always take the hop, so the loop's
 share stays bounded. Measured on the 2-core VM, a sequential 100 B acks=-1
@@ -199,7 +199,13 @@ class Broker:
             get_log=self.get_log, hosts_topic=lambda name: self.topics.get(name) is not None,
             fetch_waiters=self.fetch_waiters, run_blocking=self.run_blocking, cleaner=lambda: self.cleaner,
             checkpoint_log_start_offsets=self.log_jobs.checkpoint_log_start_offsets_now,
-            clock_ms=self.clock.milliseconds)
+            clock_ms=self.clock.milliseconds, transaction_coordinator=lambda: self.transaction_coordinator,
+            verification_enabled=self._transaction_verification_enabled)
+
+    def _transaction_verification_enabled(self) -> bool:
+        """transaction.partition.verification.enable, which is dynamic."""
+        dynamic = self.config.dynamic_value("transaction.partition.verification.enable")
+        return self.config.transaction_partition_verification_enable if dynamic is None else dynamic.lower() == "true"
 
     def _start_group_coordinator(self) -> None:
         """Consumer groups (loading __consumer_offsets in the background; group requests

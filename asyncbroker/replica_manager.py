@@ -8,9 +8,10 @@ every blocking storage call (on the IO pool), the mapping of storage errors per 
 and what must happen around a change of the log: pausing the cleaner, checkpointing the log
 start offsets, waking parked fetches.
 
-Moved here so far: Fetch (reads and the long poll), ListOffsets, DeleteRecords,
-OffsetForLeaderEpoch and the transaction markers (WriteTxnMarkers on one node). Produce
-still reaches storage from its handler (issue 18, step 1, continues).
+Produce (the append, inline or pooled, with KIP-890's verification), Fetch (the reads and
+the long poll), ListOffsets, DeleteRecords, OffsetForLeaderEpoch and the transaction markers
+(WriteTxnMarkers on one node) all go through here; handlers decode, call and build. The
+coordinators' internal topics still append on their own (offsets_topic.CoordinatorTopic).
 """
 from __future__ import annotations
 
@@ -26,13 +27,18 @@ import msgspec
 
 from asyncbroker.encoded_response import FileRegion
 from asyncbroker.fetch_waiters import FetchWaiters
-from asyncbroker.handlers import error_code_for
+from asyncbroker.metrics import METRICS
+from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.leader_epoch import LEADER_EPOCH, UNDEFINED, check_current_leader_epoch, end_offset_for
+from storage.errors import AppendWouldBlock
 from storage.fault_injection import fault_point
+from storage.topic_name import is_internal
 from storage.topic_partition import TopicPartition
 from wire.errors import (
     ErrorCode,
     FencedLeaderEpochError,
+    InvalidRequiredAcksError,
+    InvalidTopicError,
     KafkaError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
@@ -40,9 +46,10 @@ from wire.errors import (
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
-from wire.records import ControlRecordType, build_control_batch
+from wire.records import ControlRecordType, build_control_batch, read_batch_header
 
-__all__ = ["DeleteRecordsResult", "EpochEndOffset", "FoundOffset", "OffsetQuery", "PartitionRead", "ReplicaManager"]
+__all__ = ["DeleteRecordsResult", "EpochEndOffset", "FoundOffset", "OffsetQuery", "PartitionRead", "PartitionResult",
+           "ReplicaManager"]
 
 log = logging.getLogger(__name__)
 
@@ -202,11 +209,163 @@ def _check_epochs(log_: Any, replica_id: int, r: PartitionRead) -> tuple[int, in
     return None
 
 
+# Errors Kafka's ReplicaManager reports without the partition's log start offset (its
+# appendToLocalLog treats these as "known" failures and answers UNKNOWN_LOG_APPEND_INFO).
+_NO_LOG_START_OFFSET = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.MESSAGE_TOO_LARGE,
+    ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR,
+})
+
+
+class PartitionResult:
+    """What one partition's append produced: offsets, or an error."""
+
+    __slots__ = ("index", "error", "message", "base_offset", "log_append_time", "log_start_offset", "record_errors")
+
+    def __init__(self, index: int, error: int = ErrorCode.NONE) -> None:
+        self.index = index
+        self.error: int = error
+        self.message: str | None = None
+        self.base_offset = -1
+        self.log_append_time = -1
+        self.log_start_offset = -1
+        self.record_errors: list[tuple[int, str | None]] = []
+
+    def fail(self, exc: BaseException, log_start_offset: int = -1) -> None:
+        """An append that failed. Kafka sends a message only for rejected records (the
+        record errors of v8+); the log start offset unless the error is a "known" one."""
+        self.error = error_code_for(exc)
+        self.record_errors = list(getattr(exc, "record_errors", None) or [])
+        self.message = error_message_for(exc) if self.record_errors else None
+        if self.error not in _NO_LOG_START_OFFSET:
+            self.log_start_offset = log_start_offset
+
+
+class _Append:
+    __slots__ = ("tp", "log", "records", "result", "appended_bytes", "appended_records")
+
+    def __init__(self, tp: TopicPartition, log: Any, records: bytes, result: PartitionResult) -> None:
+        self.tp = tp
+        self.log = log
+        self.records = records
+        self.result = result
+        self.appended_bytes = 0
+        self.appended_records = 0
+
+
+
+# Appends that provably cannot block are done on the event loop: storage's nonblocking append
+# refuses (AppendWouldBlock, nothing changed) when the log's lock is taken or the append would
+# roll a segment, write the leader-epoch checkpoint or fsync, and only logs whose validation is
+# per batch (not compacted, no topic codec to recompress to, no bound on old timestamps) and
+# requests of at most INLINE_APPEND_MAX_BYTES qualify, so the loop's cost stays bounded. The
+# executor hop costs a thread wake-up each way, which on a VM was most of a small produce's
+# round trip.
+INLINE_APPEND_MAX_BYTES = 256 * 1024
+"""Bytes of records one request may append on the loop (CRC work ~15 us at this size)."""
+
+
+def _append(a: _Append, *, nonblocking: bool) -> None:
+    try:
+        info = a.log.append_as_leader(a.records, leader_epoch=LEADER_EPOCH, nonblocking=nonblocking)
+    except AppendWouldBlock:
+        raise
+    except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
+        a.result.fail(exc, a.log.log_start_offset)
+        return
+    r = a.result
+    r.base_offset = info.first_offset
+    r.log_append_time = info.log_append_time
+    r.log_start_offset = info.log_start_offset
+    r.record_errors = list(info.record_errors or [])
+    a.appended_bytes = info.valid_bytes
+    a.appended_records = info.num_messages
+
+
+def _append_inline(appends: list[_Append]) -> list[_Append]:
+    """Loop side: append what cannot block; returns the appends left for an IO thread."""
+    left: list[_Append] = []
+    budget = INLINE_APPEND_MAX_BYTES
+    for a in appends:
+        config = a.log.config
+        size = len(a.records)
+        if size > budget or config.compact or config.compression_type != "producer" or config.checks_record_timestamps:
+            left.append(a)  # record-level validation or recompression: CPU that grows with the records
+            continue
+        try:
+            _append(a, nonblocking=True)
+        except AppendWouldBlock:
+            left.append(a)
+            continue
+        budget -= size
+    return left
+
+
+def _append_all(appends: list[_Append]) -> None:
+    """Executor side: append every partition; errors stay per partition."""
+    for a in appends:
+        _append(a, nonblocking=False)
+
+
+
+# Coordinator answers a producer retries: on older clients these were never sent by Produce,
+# so Kafka hands them NOT_ENOUGH_REPLICAS, which every producer treats as retriable.
+_RETRIABLE_VERIFICATION = frozenset({
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+    ErrorCode.CONCURRENT_TRANSACTIONS,
+})
+
+
+async def _verify_transaction(coordinator: Any, logs: dict[TopicPartition, Any], version: int, transactional_id: str,
+                              to_append: dict[TopicPartition, bytes]) -> dict[TopicPartition, PartitionResult]:
+    """KIP-890: a transactional batch may only land in a partition of its open transaction.
+
+    A partition where the producer already has an open transaction needs no check. Otherwise
+    a v12+ producer (transactions v2) has the partition added to its transaction here, and an
+    older one must have added it itself (AddPartitionsToTxn), else TRANSACTION_ABORTABLE.
+    """
+    to_check: dict[TopicPartition, tuple[int, int]] = {}
+    for key, records in to_append.items():
+        header = read_batch_header(records, 0)
+        if not header.is_transactional:
+            continue
+        entry = logs[key].producer_state_manager.last_entry(header.producer_id)
+        if entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == header.producer_epoch:
+            continue  # already in a transaction on this partition
+        to_check[key] = (header.producer_id, header.producer_epoch)
+    rejected: dict[TopicPartition, PartitionResult] = {}
+    for key, (producer_id, producer_epoch) in to_check.items():
+        tp = key
+        if version >= 12:
+            try:
+                await coordinator.handle_add_partitions_to_transaction(transactional_id, producer_id, producer_epoch,
+                                                                       [tp], 2)
+                code = ErrorCode.NONE
+            except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+                code = error_code_for(exc)
+        else:
+            code = coordinator.handle_verify_partitions_in_transaction(transactional_id, producer_id,
+                                                                       producer_epoch, [tp])[tp]
+        if code in _RETRIABLE_VERIFICATION:
+            code = ErrorCode.NOT_ENOUGH_REPLICAS
+        elif code == ErrorCode.PRODUCER_FENCED:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH  # what Produce has always answered a stale epoch
+        elif code == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
+            code = ErrorCode.INVALID_TXN_STATE  # TRANSACTION_ABORTABLE is known from Produce v11 (KIP-1050)
+        if code != ErrorCode.NONE:
+            result = rejected[key] = PartitionResult(key.partition, code)
+            if code == ErrorCode.INVALID_TXN_STATE:
+                result.message = "Partition was not added to the transaction"
+    return rejected
+
+
+
 class ReplicaManager:
     def __init__(self, get_log: Callable[[TopicPartition], Any], hosts_topic: Callable[[str], bool],
                  fetch_waiters: FetchWaiters, run_blocking: Callable[..., Awaitable[Any]],
                  cleaner: Callable[[], Any], checkpoint_log_start_offsets: Callable[[], Awaitable[None]],
-                 clock_ms: Callable[[], int]) -> None:
+                 clock_ms: Callable[[], int], transaction_coordinator: Callable[[], Any],
+                 verification_enabled: Callable[[], bool]) -> None:
         self._get_log = get_log
         self._hosts_topic = hosts_topic
         self.fetch_waiters = fetch_waiters
@@ -214,6 +373,8 @@ class ReplicaManager:
         self._cleaner = cleaner
         self._checkpoint_log_start_offsets = checkpoint_log_start_offsets
         self._clock_ms = clock_ms
+        self._transaction_coordinator = transaction_coordinator
+        self._verification_enabled = verification_enabled
 
     def log_of(self, tp: TopicPartition) -> Any | None:
         """The partition's Log when this node hosts it (its topic exists and the log is open)."""
@@ -268,6 +429,50 @@ class ReplicaManager:
             except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
                 out[tp] = DeleteRecordsResult(error_code_for(exc))
         return out
+
+    # -- Produce ---------------------------------------------------------------------------------
+    async def append_records(self, entries: Mapping[TopicPartition, bytes], *, acks: int,
+                             transactional_id: str | None, produce_version: int) -> dict[TopicPartition, PartitionResult]:
+        """Append each partition's (validated, framed) batch, as Kafka's appendRecords: the acks
+        check, internal topics refused (their coordinators write them), KIP-890's transaction
+        verification, then the append; parked fetches are woken with what was appended.
+
+        Appends that provably cannot block run on the event loop (see _append_inline); the rest
+        take one executor hop together.
+        """
+        results: dict[TopicPartition, PartitionResult] = {}
+        logs: dict[TopicPartition, Any] = {}
+        for tp in entries:
+            r = results[tp] = PartitionResult(tp.partition)
+            if acks not in (0, 1, -1):
+                r.fail(InvalidRequiredAcksError(f"Invalid required acks: {acks}"))
+                continue
+            if is_internal(tp.topic):
+                r.fail(InvalidTopicError(f"Cannot append to internal topic {tp.topic}"))
+                continue
+            log_ = self.log_of(tp)
+            if log_ is None:
+                r.fail(UnknownTopicOrPartitionError("This server does not host this topic-partition."))
+                continue
+            logs[tp] = log_
+        to_append = {tp: entries[tp] for tp in logs}
+        if transactional_id is not None and to_append and self._verification_enabled():
+            for tp, refused in (await _verify_transaction(self._transaction_coordinator(), logs, produce_version,
+                                                          transactional_id, to_append)).items():
+                results[tp] = refused
+                del to_append[tp]
+        appends = [_Append(tp, logs[tp], records, results[tp]) for tp, records in to_append.items()]
+        if appends:
+            blocking = _append_inline(appends)
+            if blocking:
+                await self._run_blocking(_append_all, blocking)
+            for a in appends:
+                if a.appended_bytes:
+                    self.fetch_waiters.on_append(a.tp, a.appended_bytes)
+                    METRICS.messages_in(a.tp.topic, a.appended_records)
+                elif a.result.error != ErrorCode.NONE:
+                    log.debug("Produce to %s failed: %s %s", a.tp, ErrorCode(a.result.error).name, a.result.message)
+        return results
 
     # -- Fetch -----------------------------------------------------------------------------------
     async def fetch_messages(self, reads: list[PartitionRead], *, replica_id: int, max_wait_ms: int, min_bytes: int,

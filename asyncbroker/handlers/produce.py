@@ -14,15 +14,10 @@ Kafka, only rejected records (v8+ record errors) come with a message, and a
 failed append reports the log start offset unless the error is one Kafka
 treats as "known" (unknown partition, sizes, corrupt data, storage).
 
-Appends that provably cannot block are done on the event loop: storage's
-nonblocking append refuses (AppendWouldBlock, nothing changed) when the
-log's lock is taken or the append would roll a segment, write the
-leader-epoch checkpoint or fsync, and only logs whose validation is per
-batch (not compacted, no topic codec to recompress to, no bound on old
-timestamps) and requests of at most INLINE_APPEND_MAX_BYTES qualify, so the
-loop's cost stays bounded. Everything else goes to the IO threads in one
-executor hop (see broker.py). The hop costs a thread wake-up each way, which
-on a VM was most of a small produce's round trip.
+This handler makes KafkaApis' checks; the ReplicaManager makes the rest
+(acks, internal topics, KIP-890's transaction verification) and appends,
+on the event loop when the append provably cannot block, else in one
+executor hop (see asyncbroker/replica_manager.py).
 
 acks: 1 and -1 are answered after the append (on one node the ISR is this
 node; with flush.messages=1 storage has fsynced by then); acks=0 gets no
@@ -36,15 +31,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from storage.errors import AppendWouldBlock
 from storage.topic_partition import TopicPartition
 from wire.compression import CompressionType
 from wire.errors import (
     CorruptRecordError,
     ErrorCode,
     InvalidRecordError,
-    InvalidRequiredAcksError,
-    InvalidTopicError,
     KafkaError,
     TransactionalIdAuthorizationFailedError,
     UnknownServerError,
@@ -57,15 +49,13 @@ from wire.records import (
     MAGIC_V2,
     TRANSACTIONAL_FLAG_MASK,
     batch_spans,
-    read_batch_header,
 )
 from wire.messages import ApiKey
 from wire.response_encoders import ProducePartitionResult, ProduceTopicResult, encode_produce_response
 
 from asyncbroker.connection import CloseConnection
-from asyncbroker.handlers import error_code_for, error_message_for
-from asyncbroker.leader_epoch import LEADER_EPOCH
-from asyncbroker.metrics import METRICS
+from asyncbroker.handlers import error_code_for
+from asyncbroker.replica_manager import PartitionResult
 from asyncbroker.encoded_response import EncodedResponse
 
 API_KEY = ApiKey.PRODUCE
@@ -75,96 +65,7 @@ MAX_VERSION = 12
 log = logging.getLogger(__name__)
 
 
-# Errors Kafka's ReplicaManager reports without the partition's log start offset (its
-# appendToLocalLog treats these as "known" failures and answers UNKNOWN_LOG_APPEND_INFO).
-_NO_LOG_START_OFFSET = frozenset({
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.MESSAGE_TOO_LARGE,
-    ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR,
-})
-
-
-class PartitionResult:
-    """What one partition's append produced: offsets, or an error."""
-
-    __slots__ = ("index", "error", "message", "base_offset", "log_append_time", "log_start_offset", "record_errors")
-
-    def __init__(self, index: int, error: int = ErrorCode.NONE) -> None:
-        self.index = index
-        self.error: int = error
-        self.message: str | None = None
-        self.base_offset = -1
-        self.log_append_time = -1
-        self.log_start_offset = -1
-        self.record_errors: list[tuple[int, str | None]] = []
-
-    def fail(self, exc: BaseException, log_start_offset: int = -1) -> None:
-        """An append that failed. Kafka sends a message only for rejected records (the
-        record errors of v8+); the log start offset unless the error is a "known" one."""
-        self.error = error_code_for(exc)
-        self.record_errors = list(getattr(exc, "record_errors", None) or [])
-        self.message = error_message_for(exc) if self.record_errors else None
-        if self.error not in _NO_LOG_START_OFFSET:
-            self.log_start_offset = log_start_offset
-
-
-class _Append:
-    __slots__ = ("tp", "log", "records", "result", "appended_bytes", "appended_records")
-
-    def __init__(self, tp: TopicPartition, log: Any, records: bytes, result: PartitionResult) -> None:
-        self.tp = tp
-        self.log = log
-        self.records = records
-        self.result = result
-        self.appended_bytes = 0
-        self.appended_records = 0
-
-
 _CODEC_IDS = frozenset(int(c) for c in CompressionType)
-
-INLINE_APPEND_MAX_BYTES = 256 * 1024
-"""Bytes of records one request may append on the loop (CRC work ~15 us at this size)."""
-
-
-def _append(a: _Append, *, nonblocking: bool) -> None:
-    try:
-        info = a.log.append_as_leader(a.records, leader_epoch=LEADER_EPOCH, nonblocking=nonblocking)
-    except AppendWouldBlock:
-        raise
-    except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
-        a.result.fail(exc, a.log.log_start_offset)
-        return
-    r = a.result
-    r.base_offset = info.first_offset
-    r.log_append_time = info.log_append_time
-    r.log_start_offset = info.log_start_offset
-    r.record_errors = list(info.record_errors or [])
-    a.appended_bytes = info.valid_bytes
-    a.appended_records = info.num_messages
-
-
-def _append_inline(appends: list[_Append]) -> list[_Append]:
-    """Loop side: append what cannot block; returns the appends left for an IO thread."""
-    left: list[_Append] = []
-    budget = INLINE_APPEND_MAX_BYTES
-    for a in appends:
-        config = a.log.config
-        size = len(a.records)
-        if size > budget or config.compact or config.compression_type != "producer" or config.checks_record_timestamps:
-            left.append(a)  # record-level validation or recompression: CPU that grows with the records
-            continue
-        try:
-            _append(a, nonblocking=True)
-        except AppendWouldBlock:
-            left.append(a)
-            continue
-        budget -= size
-    return left
-
-
-def _append_all(appends: list[_Append]) -> None:
-    """Executor side: append every partition; errors stay per partition."""
-    for a in appends:
-        _append(a, nonblocking=False)
 
 
 class _WholeRequestError(Exception):
@@ -244,103 +145,24 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 r.message = exc.cause.message if exc.send_message else None
                 rejected[(topic.name, pd.index)] = r
 
-    if request.transactional_id is not None and to_append:
-        rejected.update(await _verify_transaction(broker, version, request.transactional_id, to_append))
-        for key in rejected:
-            to_append.pop(key, None)
+    appended = await broker.replica_manager.append_records(
+        {TopicPartition(*key): records for key, records in to_append.items()}, acks=acks,
+        transactional_id=request.transactional_id, produce_version=version)
+    for tp, result in appended.items():
+        rejected.setdefault((tp.topic, tp.partition), result)
+    appended_keys = {(tp.topic, tp.partition) for tp in appended}
 
-    appended: dict[tuple[str, int], PartitionResult] = {}
-    appends: list[_Append] = []
-    for (name, index), records in to_append.items():
-        r = appended[(name, index)] = PartitionResult(index)
-        if acks not in (0, 1, -1):
-            r.fail(InvalidRequiredAcksError(f"Invalid required acks: {acks}"))
-            continue
-        meta = broker.topics.get(name)
-        if meta is not None and meta.is_internal:
-            # Internal topics (__consumer_offsets, ...) are written by their coordinators only.
-            r.fail(InvalidTopicError(f"Cannot append to internal topic {name}"))
-            continue
-        tp = TopicPartition(name, index)
-        appends.append(_Append(tp, broker.get_log(tp), records, r))
-
-    if appends:
-        blocking = _append_inline(appends)
-        if blocking:
-            await broker.run_blocking(_append_all, blocking)
-        waiters = broker.fetch_waiters
-        for a in appends:
-            if a.appended_bytes:
-                waiters.on_append(a.tp, a.appended_bytes)
-                METRICS.messages_in(a.tp.topic, a.appended_records)
-            elif a.result.error != ErrorCode.NONE:
-                log.debug("Produce to %s failed: %s %s", a.tp, ErrorCode(a.result.error).name, a.result.message)
-
+    # Kafka merges its maps: the appended partitions, then the ones refused before the append.
     topics_out: dict[str, list[PartitionResult]] = {}
-    for (name, _index), r in {**appended, **rejected}.items():
-        topics_out.setdefault(name, []).append(r)
+    ordered = [k for k in to_append if k in appended_keys] + [k for k in rejected if k not in appended_keys]
+    for key in ordered:
+        topics_out.setdefault(key[0], []).append(rejected[key])
     if acks == 0:
         failed = [f"{n}-{r.index}: {ErrorCode(r.error).name}" for n, rs in topics_out.items() for r in rs if r.error]
         if failed:
             raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
         return None
     return _response(version, list(topics_out.items()))
-
-
-# Coordinator answers a producer retries: on older clients these were never sent by Produce,
-# so Kafka hands them NOT_ENOUGH_REPLICAS, which every producer treats as retriable.
-_RETRIABLE_VERIFICATION = frozenset({
-    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
-    ErrorCode.CONCURRENT_TRANSACTIONS,
-})
-
-
-async def _verify_transaction(broker: Any, version: int, transactional_id: str,
-                              to_append: dict[tuple[str, int], bytes]) -> dict[tuple[str, int], PartitionResult]:
-    """KIP-890: a transactional batch may only land in a partition of its open transaction.
-
-    A partition where the producer already has an open transaction needs no check. Otherwise
-    a v12+ producer (transactions v2) has the partition added to its transaction here, and an
-    older one must have added it itself (AddPartitionsToTxn), else TRANSACTION_ABORTABLE.
-    """
-    config = broker.config
-    dynamic = config.dynamic_value("transaction.partition.verification.enable")
-    if not (config.transaction_partition_verification_enable if dynamic is None else dynamic.lower() == "true"):
-        return {}
-    coordinator = broker.transaction_coordinator
-    to_check: dict[tuple[str, int], tuple[int, int]] = {}
-    for key, records in to_append.items():
-        header = read_batch_header(records, 0)
-        if not header.is_transactional:
-            continue
-        entry = broker.get_log(TopicPartition(*key)).producer_state_manager.last_entry(header.producer_id)
-        if entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == header.producer_epoch:
-            continue  # already in a transaction on this partition
-        to_check[key] = (header.producer_id, header.producer_epoch)
-    rejected: dict[tuple[str, int], PartitionResult] = {}
-    for key, (producer_id, producer_epoch) in to_check.items():
-        tp = TopicPartition(*key)
-        if version >= 12:
-            try:
-                await coordinator.handle_add_partitions_to_transaction(transactional_id, producer_id, producer_epoch,
-                                                                       [tp], 2)
-                code = ErrorCode.NONE
-            except Exception as exc:  # noqa: BLE001 - mapped at the boundary
-                code = error_code_for(exc)
-        else:
-            code = coordinator.handle_verify_partitions_in_transaction(transactional_id, producer_id,
-                                                                       producer_epoch, [tp])[tp]
-        if code in _RETRIABLE_VERIFICATION:
-            code = ErrorCode.NOT_ENOUGH_REPLICAS
-        elif code == ErrorCode.PRODUCER_FENCED:
-            code = ErrorCode.INVALID_PRODUCER_EPOCH  # what Produce has always answered a stale epoch
-        elif code == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
-            code = ErrorCode.INVALID_TXN_STATE  # TRANSACTION_ABORTABLE is known from Produce v11 (KIP-1050)
-        if code != ErrorCode.NONE:
-            result = rejected[key] = PartitionResult(key[1], code)
-            if code == ErrorCode.INVALID_TXN_STATE:
-                result.message = "Partition was not added to the transaction"
-    return rejected
 
 
 def _check_partitions(broker: Any, version: int, request: Any
@@ -356,7 +178,7 @@ def _check_partitions(broker: Any, version: int, request: Any
         meta = broker.topics.get(name)
         for pd in topic.partition_data:
             key = (name, pd.index)
-            if meta is None or not 0 <= pd.index < meta.partitions or broker.get_log(TopicPartition(*key)) is None:
+            if meta is None or not 0 <= pd.index < meta.partitions or broker.replica_manager.log_of(TopicPartition(*key)) is None:
                 unknown[key] = PartitionResult(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
             try:
