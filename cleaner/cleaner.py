@@ -32,7 +32,7 @@ from cleaner.transaction_metadata import CleanedTransactionMetadata
 from storage.log_file_utils import CLEANED_FILE_SUFFIX, log_file, offset_index_file, time_index_file, transaction_index_file
 from storage.log_segment import LogSegment
 from storage.offset_index import OffsetIndex
-from storage.transaction_index import TransactionIndex
+from storage.transaction_index import AbortedTxn, TransactionIndex
 from wire.compression import CompressionType, compress
 from wire.errors import CorruptRecordError
 from wire.records import (
@@ -40,6 +40,8 @@ from wire.records import (
     LOG_OVERHEAD,
     BatchHeader,
     BatchHeaderFields,
+    Buffer,
+    RecordLayout,
     batch_length_at,
     encode_batch,
     read_batch_header,
@@ -154,7 +156,7 @@ def should_retain_record(offset_map: SkimpyOffsetMap, delete_horizon_ms: int | N
 # -- batch rebuilding -------------------------------------------------------------------------------
 
 
-def _rebuild_batch(h: BatchHeader, data: bytes | memoryview, retained: list, delete_horizon_ms: int | None) -> bytes:
+def _rebuild_batch(h: BatchHeader, data: Buffer, retained: list[RecordLayout], delete_horizon_ms: int | None) -> bytes:
     """Kafka's buildRetainedRecordsInto: the retained records in a new batch with the input
     batch's codec, base offset, producer fields and lastOffsetDelta (kept so the producer's
     last sequence survives), baseTimestamp = delete horizon if any, else the first record's."""
@@ -181,7 +183,7 @@ def _rebuild_batch(h: BatchHeader, data: bytes | memoryview, retained: list, del
         records_count=len(retained)), payload)
 
 
-def _timestamp_delta(data: bytes | memoryview, p: int) -> int:
+def _timestamp_delta(data: Buffer, p: int) -> int:
     """The zigzag varlong timestampDelta at `p` (a record's attributes byte + 1)."""
     v, _ = read_uvarint(data, p, len(data), 10)
     return (v >> 1) ^ -(v & 1)
@@ -256,8 +258,8 @@ def filter_batches(buf: bytes | memoryview, ctx: FilterContext) -> tuple[int, by
         last_offset = h.base_offset + h.last_offset_delta
         stats.bytes_read += size
         count = h.records_count
-        data = b""
-        records: list = []
+        data: Buffer = b""
+        records: list[RecordLayout] = []
         # -- batch level (checkBatchRetention) --
         if is_control:
             if count:
@@ -288,7 +290,7 @@ def filter_batches(buf: bytes | memoryview, ctx: FilterContext) -> tuple[int, by
             records = record_layouts(data, count)
         stats.messages_read += len(records)
         if discard_batch_records:
-            retained: list = []
+            retained: list[RecordLayout] = []
         elif is_control:
             retained = records
         else:
@@ -298,7 +300,7 @@ def filter_batches(buf: bytes | memoryview, ctx: FilterContext) -> tuple[int, by
             keys = [r[4] for r in records]
             if last_offset <= latest and None not in keys:
                 # The common case, as one comprehension: every record mapped, every key set.
-                found = offset_map.get_keys(keys)
+                found = offset_map.get_keys(keys)  # type: ignore[arg-type]  # no None: checked just above
                 retained = [r for r, f in zip(records, found) if base + r[3] >= f and (retain_deletes or not r[5])]
             else:
                 lookup_keys = [r[4] for r in records if base + r[3] <= latest and r[4] is not None]
@@ -638,13 +640,14 @@ def _index_lookup(dir: Path, segment: SegmentDescriptor, offset: int) -> int:
         index.close_handler()
 
 
-def _collect_aborted_transactions(dir: Path, segments: list[SegmentDescriptor], start: int, upper: int) -> list:
+def _collect_aborted_transactions(dir: Path, segments: list[SegmentDescriptor], start: int, upper: int
+                                  ) -> list[AbortedTxn]:
     """Kafka's collectAbortedTransactions(start, upper) over the segments' `.txnindex` files.
 
     An aborted transaction is indexed where its marker landed, which may be any later
     segment: the search runs from the floor segment of `start` on, until an entry shows the
     index is complete for `upper`, not only over the segments of [start, upper)."""
-    found = []
+    found: list[AbortedTxn] = []
     if start >= upper:
         return found
     for segment in segments[_floor_index(segments, start):]:

@@ -11,6 +11,7 @@ retention on compacted logs (cleanup.policy=compact,delete).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import multiprocessing
 import os
@@ -154,7 +155,7 @@ class LogCleaner:
         for i, executor in enumerate(self._executors):
             if executor is not None:
                 # Joining worker processes blocks: not on the event loop.
-                await loop.run_in_executor(None, lambda e=executor: e.shutdown(wait=True, cancel_futures=True))
+                await loop.run_in_executor(None, functools.partial(executor.shutdown, wait=True, cancel_futures=True))
                 self._executors[i] = None
         logger.info("Shut down log cleaner")
 
@@ -247,7 +248,7 @@ class LogCleaner:
         """Clean one log on `worker`; the partition must be InProgress. Always ends with done_cleaning.
 
         Returns the stats, or None when the clean was aborted (or the log went offline)."""
-        log: Log = ltc.log  # type: ignore[assignment]
+        log: Log = ltc.log
         tp = log.topic_partition
         start = ltc.first_dirty_offset
         end = start

@@ -165,7 +165,8 @@ class LogCleanerManager:
         return merged
 
     async def all_cleaner_checkpoints(self) -> dict[TopicPartition, int]:
-        return await self.run_blocking(self._read_all_checkpoints)
+        checkpoints: dict[TopicPartition, int] = await self.run_blocking(self._read_all_checkpoints)
+        return checkpoints
 
     def _update_checkpoints_blocking(self, data_dir: str, update: tuple[TopicPartition, int] | None,
                                      remove: TopicPartition | None) -> None:
@@ -387,7 +388,8 @@ class LogCleanerManager:
                     logger.exception("Failed to compute uncleanable bytes of %s", tp)
             return total
 
-        return await self.run_blocking(compute)
+        total: int = await self.run_blocking(compute)
+        return total
 
     # -- selection ----------------------------------------------------------------------------------
     async def grab_filthiest_compacted_log(self, pre_clean_stats: PreCleanStats | None = None,
@@ -420,7 +422,7 @@ class LogCleanerManager:
                 out.append((ltc, offsets.force_update_checkpoint))
             return out
 
-        computed = await self.run_blocking(compute)
+        computed: list[tuple[LogToClean, bool]] = await self.run_blocking(compute)
         for ltc, force in computed:
             if force:
                 log = ltc.log
@@ -454,7 +456,8 @@ class LogCleanerManager:
             return (LogToClean.of(log, offsets.first_dirty_offset, offsets.first_uncleanable_dirty_offset, delay > 0),
                     offsets.force_update_checkpoint)
 
-        ltc, force = await self.run_blocking(compute)
+        found: tuple[LogToClean, bool] = await self.run_blocking(compute)
+        ltc, force = found
         if force:
             await self.update_checkpoints(_parent_dir(log), update=(tp, ltc.first_dirty_offset))
         return ltc

@@ -36,7 +36,7 @@ class OffsetsToClean(msgspec.Struct, frozen=True):
 class LogToClean(msgspec.Struct, frozen=True):
     """A compacted log and its clean/cleanable byte split; ordered by cleanable ratio."""
 
-    log: object  # storage.log.Log (kept untyped: msgspec must not inspect it)
+    log: "Log"  # msgspec never decodes this struct, so it never resolves the annotation
     first_dirty_offset: int
     first_uncleanable_offset: int
     clean_bytes: int
@@ -160,7 +160,7 @@ def _index_bytes(index: Any) -> int:
     """Bytes of valid entries, without mapping (or creating) an index that is not open yet:
     a closed index of a non-active segment is trimmed to its entries."""
     if index.is_mapped:
-        return index.size_in_bytes
+        return int(index.size_in_bytes)
     try:
         return os.path.getsize(index.path)
     except FileNotFoundError:

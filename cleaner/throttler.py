@@ -52,11 +52,11 @@ class Throttler:
 
     @property
     def desired_rate_per_sec(self) -> float:
-        return self.state.values[2]
+        return float(self.state.values[2])
 
     @property
     def unlimited(self) -> bool:
-        return self.state.values[2] >= UNLIMITED
+        return bool(self.state.values[2] >= UNLIMITED)
 
     def maybe_throttle(self, observed: float) -> None:
         """Account `observed` bytes; once a check interval has passed over the desired rate,

@@ -3,6 +3,16 @@ from __future__ import annotations
 
 from wire.errors import KafkaStorageError
 
+__all__ = [
+    "AppendWouldBlock",
+    "CorruptIndexError",
+    "IndexFullError",
+    "InvalidOffsetError",
+    "KafkaStorageError",
+    "LogDirLockedError",
+    "LogSegmentOffsetOverflowError",
+]
+
 
 class CorruptIndexError(KafkaStorageError):
     """An index file fails its sanity check; the loader rebuilds it from the log."""

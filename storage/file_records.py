@@ -59,7 +59,7 @@ class FileRecords:
     def _adopt(self, fd: int) -> None:
         # The file object owns the fd: a FetchDataInfo holding it keeps the fd valid (and the number
         # never reused) even after the segment is deleted; the fd closes when the last holder drops it.
-        self._file = os.fdopen(fd, "r+b", buffering=0)  # type: ignore[assignment]
+        self._file = os.fdopen(fd, "r+b", buffering=0)
         self._fd = fd
 
     def _fileno(self) -> int:

@@ -38,6 +38,7 @@ from storage.producer_state_manager import ProducerStateManager
 from storage.topic_partition import TopicPartition
 from storage.transaction_index import AbortedTxn
 from wire.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
+from wire.records import BatchHeader
 
 logger = logging.getLogger(__name__)
 
@@ -269,7 +270,7 @@ class Log:
             self._group_commit(durable_to)  # outside the lock: later appends join the next fsync
         return info
 
-    def _append_would_sync(self, info: LogAppendInfo, batches: list) -> bool:
+    def _append_would_sync(self, info: LogAppendInfo, batches: list[tuple[BatchHeader, int]]) -> bool:
         """Whether appending `info` would fsync (flush.messages) or checkpoint a new leader epoch."""
         if self.unflushed_messages + info.num_messages >= self.config.flush_messages:
             return True
@@ -278,7 +279,7 @@ class Log:
                 return self.leader_epoch_cache.is_new_epoch(header.partition_leader_epoch, header.base_offset)
         return False
 
-    def _track_transactions(self, batches: list, data: bytearray, segment: LogSegment) -> None:
+    def _track_transactions(self, batches: list[tuple[BatchHeader, int]], data: bytearray, segment: LogSegment) -> None:
         psm = self.producer_state_manager
         for header, pos in batches:
             if not header.is_transactional:

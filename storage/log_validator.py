@@ -98,7 +98,7 @@ class LogValidator:
         config = self.config
         tp = topic_partition
         buf = records if isinstance(records, bytearray) else bytearray(records)
-        batches = [bp for bp in iter_batch_headers(buf, strict=True)]
+        batches: list[tuple[BatchHeader, int]] = [(bp.header, bp.position) for bp in iter_batch_headers(buf, strict=True)]
         if not batches:
             raise CorruptRecordError("produce request carries no record batch")
         target_codec = _TOPIC_CODECS.get(config.compression_type)  # None = keep the producer's codec
@@ -132,7 +132,8 @@ class LogValidator:
                 needs_recompression = True
 
         if needs_recompression:
-            buf, batches = self._recompress(buf, batches, target_codec)  # type: ignore[arg-type]
+            assert target_codec is not None  # only a topic codec makes a batch need recompression
+            buf, batches = self._recompress(buf, batches, target_codec)
             for header, _pos in batches:
                 size = header.batch_length + LOG_OVERHEAD
                 if size > config.max_message_bytes:

@@ -1,6 +1,8 @@
 """OffsetIndex: sparse map relative offset (int32) -> position in the .log (int32), 8 bytes per entry."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import struct
 
 import msgspec
@@ -23,7 +25,7 @@ class OffsetIndex(AbstractIndex):
         self._last_offset = self._entry(self._entries - 1).offset if self._entries else self.base_offset
 
     def _rel(self, slot: int) -> int:
-        return _ENTRY.unpack_from(self._mmap, slot * 8)[0]  # type: ignore[arg-type]
+        return int(_ENTRY.unpack_from(self._mmap, slot * 8)[0])  # type: ignore[arg-type]
 
     def _entry(self, slot: int) -> OffsetPosition:
         rel, pos = _ENTRY.unpack_from(self._mmap, slot * 8)  # type: ignore[arg-type]
@@ -79,7 +81,7 @@ class OffsetIndex(AbstractIndex):
             self._entries += 1
             self._last_offset = offset
 
-    def _check_entries(self, entries: int, read_entry) -> None:  # noqa: ANN001
+    def _check_entries(self, entries: int, read_entry: Callable[[int], bytes]) -> None:
         rel, pos = _ENTRY.unpack(read_entry(entries - 1))
         if rel < 0 or pos < 0:
             raise CorruptIndexError(

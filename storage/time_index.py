@@ -1,6 +1,8 @@
 """TimeIndex: sparse map max timestamp so far (int64) -> relative offset (int32), 12 bytes per entry."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import struct
 
 import msgspec
@@ -30,10 +32,10 @@ class TimeIndex(AbstractIndex):
         return TimestampOffset(ts, self.base_offset + rel)
 
     def _ts(self, slot: int) -> int:
-        return _ENTRY.unpack_from(self._mmap, slot * 12)[0]  # type: ignore[arg-type]
+        return int(_ENTRY.unpack_from(self._mmap, slot * 12)[0])  # type: ignore[arg-type]
 
     def _rel(self, slot: int) -> int:
-        return _ENTRY.unpack_from(self._mmap, slot * 12)[1]  # type: ignore[arg-type]
+        return int(_ENTRY.unpack_from(self._mmap, slot * 12)[1])  # type: ignore[arg-type]
 
     def entry(self, n: int) -> TimestampOffset:
         self._ensure()
@@ -84,7 +86,7 @@ class TimeIndex(AbstractIndex):
                 self._entries += 1
                 self._last = TimestampOffset(timestamp, offset)
 
-    def _check_entries(self, entries: int, read_entry) -> None:  # noqa: ANN001
+    def _check_entries(self, entries: int, read_entry: Callable[[int], bytes]) -> None:
         last_ts, last_rel = _ENTRY.unpack(read_entry(entries - 1))
         first_ts, _ = _ENTRY.unpack(read_entry(0))
         if last_rel < 0:

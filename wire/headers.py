@@ -106,7 +106,7 @@ def response_header_version(api_key: int, api_version: int) -> int:
 def _read_uvarint(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
     """wire's one varint reader; in a header a bad varint is a HeaderError (close the connection)."""
     try:
-        return read_uvarint(buf, pos, end, _MAX_UVARINT_BYTES)  # type: ignore[arg-type]
+        return read_uvarint(buf, pos, end, _MAX_UVARINT_BYTES)
     except CorruptRecordError as exc:
         raise HeaderError(f"{exc.message.replace(' in record', '')} in request header") from None
 

@@ -183,9 +183,15 @@ def response_class(api_key: int, api_version: int) -> type[Any]:
         raise UnsupportedApiError(f"unsupported response api_key={api_key} version={api_version}") from None
 
 
-@lru_cache(maxsize=2048)
-def _reader(cls: type[Any]) -> Any:
-    return entity_reader(cls)
+_READERS: dict[type, Any] = {}
+"""kio's reader of each schema class, built once."""
+
+
+def _reader(cls: type) -> Any:
+    reader = _READERS.get(cls)
+    if reader is None:
+        reader = _READERS[cls] = entity_reader(cls)
+    return reader
 
 
 def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview, body_offset: int) -> Any:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 from crc32c import crc32c
@@ -434,7 +434,7 @@ def clear_log_append_time(buf: bytearray | memoryview, pos: int) -> None:
 # -- varints ------------------------------------------------------------------
 
 
-def read_uvarint(data: bytes, p: int, limit: int, max_bytes: int) -> tuple[int, int]:
+def read_uvarint(data: Buffer, p: int, limit: int, max_bytes: int) -> tuple[int, int]:
     """Unsigned LEB128 at data[p:limit]; returns (value, next position)."""
     value = 0
     shift = 0
@@ -504,7 +504,8 @@ def iter_records(buf: Buffer, pos: int = 0) -> Iterator[Record]:
     return iter(decode_records(buf, pos))
 
 
-RecordColumns = tuple[list[int], list[int], "list[bytes | None]", "list[bytes | None]",
+# Values are bytes (None for null), or their lengths (-1 for null) with value_lengths=True.
+RecordColumns = tuple[list[int], list[int], "list[bytes | None]", "list[Any]",
                       "list[list[tuple[str, bytes | None]] | None] | None"]
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import struct
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
 from wire._kio_compat import (
@@ -67,7 +66,7 @@ def _too_large(kind: str, size: int, remaining: int) -> RequestDecodeError:
 
 def _uvarint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
     try:
-        return read_uvarint(buf, pos, end, 5)  # type: ignore[arg-type]
+        return read_uvarint(buf, pos, end, 5)
     except CorruptRecordError as exc:
         raise RequestDecodeError(f"bad unsigned varint in request: {exc}") from None
 
@@ -162,9 +161,19 @@ def _field_step(field: dataclasses.Field[Any], flexible: bool, is_tag: bool) -> 
     return _nullable_entity(inner) if is_optional(field) and not is_tag else inner
 
 
-@lru_cache(maxsize=4096)
-def _entity_step(cls: type[Any]) -> Step:
-    flexible = bool(cls.__flexible__)
+_STEPS: dict[type, Step] = {}
+"""The walk built for each schema class, once (there are a few thousand)."""
+
+
+def _entity_step(cls: type) -> Step:
+    step = _STEPS.get(cls)
+    if step is None:
+        step = _STEPS[cls] = _build_entity_step(cls)
+    return step
+
+
+def _build_entity_step(cls: type) -> Step:
+    flexible = bool(getattr(cls, "__flexible__"))  # every kio schema class says whether it is flexible
     steps: list[Step] = []
     tagged: dict[int, Step] = {}
     for field in dataclasses.fields(cls):

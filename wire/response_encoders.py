@@ -187,9 +187,9 @@ def _nbytes(part: Any) -> int:
     if kind is bytes or kind is bytearray:
         return len(part)
     if kind is memoryview:
-        return part.nbytes
+        return int(part.nbytes)
     try:
-        return memoryview(part).nbytes
+        return int(memoryview(part).nbytes)
     except TypeError:  # not a buffer: an opaque region reports its size via len()
         return len(part)
 
