@@ -4,9 +4,11 @@ transaction, zombie fencing, and a transaction the broker aborts at its timeout.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -161,3 +163,17 @@ def test_the_broker_aborts_a_transaction_open_past_its_timeout(broker: BrokerPro
         p.commit_transaction(10)
     assert read(broker, topic, "read_committed")[0] == []
     assert read(broker, topic, "read_uncommitted")[0] == [b"too-late"]
+
+
+def test_the_readme_snippet(broker: BrokerProcess) -> None:
+    """The transactions example of README.md runs as written (but for the address)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    (snippet,) = [b for b in blocks if "transactional.id" in b]
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic("orders", 3, 1)]).values():
+        future.result(30)
+    exec(snippet.replace("127.0.0.1:9092", broker.bootstrap), {"Producer": Producer})  # noqa: S102
+    wait_until(lambda: settled(broker, "orders"), 30, message="the snippet's transaction is still open")
+    values = read(broker, "orders", "read_committed")
+    assert sorted(v for vs in values.values() for v in vs) == [b"paid"]
