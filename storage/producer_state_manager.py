@@ -186,12 +186,15 @@ class ProducerStateManager:
         """Start from a snapshot's entries (read with read_snapshot) taken at `offset`."""
         with self._lock:
             self._clear()
-            for e in entries:
-                self.producers[e.producer_id] = e
-                if e.current_txn_first_offset >= 0:
-                    self._ongoing[e.producer_id] = e.current_txn_first_offset
-            self.map_end_offset = offset
-            self.last_snap_offset = offset
+            self._seed_locked(entries, offset)
+
+    def _seed_locked(self, entries: list[ProducerStateEntry], offset: int) -> None:
+        for e in entries:
+            self.producers[e.producer_id] = e
+            if e.current_txn_first_offset >= 0:
+                self._ongoing[e.producer_id] = e.current_txn_first_offset
+        self.map_end_offset = offset
+        self.last_snap_offset = offset
 
     # -- reading ------------------------------------------------------------------------------------
     def first_unstable_offset(self) -> int | None:
@@ -468,12 +471,7 @@ class ProducerStateManager:
                 logger.warning("Deleting corrupt producer snapshot %s: %s", path, exc)
                 path.unlink(missing_ok=True)
                 continue
-            for e in entries:
-                self.producers[e.producer_id] = e
-                if e.current_txn_first_offset >= 0:
-                    self._ongoing[e.producer_id] = e.current_txn_first_offset
-            self.map_end_offset = offset
-            self.last_snap_offset = offset
+            self._seed_locked(entries, offset)
             return
         self.map_end_offset = log_start_offset
         self.last_snap_offset = log_start_offset
