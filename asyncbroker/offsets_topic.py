@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from storage.topic_partition import TopicPartition
-from wire.errors import CoordinatorNotAvailableError, TopicExistsError
+from wire.errors import TopicExistsError
 from wire.records import ControlRecordType, Record, build_batch, decode_records, iter_batch_headers, parse_control_record
 
 log = logging.getLogger(__name__)
@@ -172,9 +172,6 @@ class CoordinatorTopic:
         for partition, partition_writes in writes.items():
             tp = TopicPartition(self.name, partition)
             try:
-                log_ = self.broker.get_log(tp)
-                if log_ is None:
-                    raise CoordinatorNotAvailableError(f"{tp} is not available")
                 batches = []
                 transactional = False
                 for records, producer in partition_writes:
@@ -185,9 +182,8 @@ class CoordinatorTopic:
                         transactional = True
                         batches.append(build_batch(entries, producer_id=producer[0], producer_epoch=producer[1],
                                                    is_transactional=True))
-                # A coordinator's transactional write carries no sequence: Kafka's COORDINATOR origin.
-                info = log_.append_as_leader(b"".join(batches), 0,
-                                             origin="coordinator" if transactional else "client")
+                info = self.broker.replica_manager.append_to_internal_topic(tp, b"".join(batches),
+                                                                           transactional=transactional)
             except Exception as exc:  # noqa: BLE001 - reported to this partition's writers
                 outcomes[partition] = exc
                 continue
@@ -207,14 +203,14 @@ class CoordinatorTopic:
         """Executor side: every record of every partition, and every transaction marker, in log order."""
         if not self.exists():
             return
+        replicas = self.broker.replica_manager
         for partition in range(self.num_partitions):
-            log_ = self.broker.get_log(TopicPartition(self.name, partition))
-            if log_ is None:
+            tp = TopicPartition(self.name, partition)
+            first = replicas.read_internal_topic(tp, 0, _READ_CHUNK)
+            if first is None:
                 continue
-            offset = log_.log_start_offset
-            end = log_.high_watermark
+            data, offset, end = first
             while offset < end:
-                data = log_.read(offset, _READ_CHUNK).read_bytes()
                 if not data:
                     break
                 progressed = False
@@ -235,6 +231,8 @@ class CoordinatorTopic:
                         yield StoredRecord(partition, rec.offset, rec.key, rec.value, producer_id)
                 if not progressed:
                     break
+                following = replicas.read_internal_topic(tp, offset, _READ_CHUNK)
+                data = following[0] if following is not None else b""
 
 
 def offsets_topic(broker: Any) -> CoordinatorTopic:

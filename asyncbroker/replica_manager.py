@@ -35,6 +35,7 @@ from storage.fault_injection import fault_point
 from storage.topic_name import is_internal
 from storage.topic_partition import TopicPartition
 from wire.errors import (
+    CoordinatorNotAvailableError,
     ErrorCode,
     FencedLeaderEpochError,
     InvalidRequiredAcksError,
@@ -473,6 +474,27 @@ class ReplicaManager:
                 elif a.result.error != ErrorCode.NONE:
                     log.debug("Produce to %s failed: %s %s", a.tp, ErrorCode(a.result.error).name, a.result.message)
         return results
+
+    # -- the coordinators' internal topics (blocking: call on the IO pool) -------------------------
+    def append_to_internal_topic(self, tp: TopicPartition, data: bytes, *, transactional: bool) -> Any:
+        """Append a coordinator's batches to its internal topic (Kafka's appendRecords with
+        internal topics allowed); COORDINATOR_NOT_AVAILABLE while the partition is missing.
+        A transactional write (TxnOffsetCommit's offsets) carries no sequence: Kafka's
+        COORDINATOR origin. Returns the LogAppendInfo."""
+        log_ = self.log_of(tp)
+        if log_ is None:
+            raise CoordinatorNotAvailableError(f"{tp} is not available")
+        return log_.append_as_leader(data, LEADER_EPOCH, origin="coordinator" if transactional else "client")
+
+    def read_internal_topic(self, tp: TopicPartition, offset: int, max_bytes: int) -> tuple[bytes, int, int] | None:
+        """Bytes of an internal topic from `offset` (for a coordinator's load), with the
+        partition's log start offset and high watermark; None when the partition is missing."""
+        log_ = self.log_of(tp)
+        if log_ is None:
+            return None
+        start, end = log_.log_start_offset, log_.high_watermark
+        data = log_.read(max(offset, start), max_bytes).read_bytes() if max(offset, start) < end else b""
+        return data, start, end
 
     # -- Fetch -----------------------------------------------------------------------------------
     async def fetch_messages(self, reads: list[PartitionRead], *, replica_id: int, max_wait_ms: int, min_bytes: int,
