@@ -12,6 +12,7 @@ does not go back within one process.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from storage.clock import SYSTEM_CLOCK, Clock
 
@@ -23,6 +24,11 @@ class AdjustableClock:
         self._base = base
         self._offset_ms = 0
         self._lock = threading.Lock()  # advance() may come from the monitor's thread
+        self._listeners: list[Callable[[], None]] = []
+
+    def add_listener(self, fn: Callable[[], None]) -> None:
+        """Call `fn` after every advance (timers re-check their deadlines; from any thread)."""
+        self._listeners.append(fn)
 
     @property
     def offset_ms(self) -> int:
@@ -41,4 +47,6 @@ class AdjustableClock:
             raise ValueError(f"the clock only moves forward (asked to move by {ms} ms)")
         with self._lock:
             self._offset_ms += ms
+        for fn in list(self._listeners):
+            fn()
         return self.milliseconds()

@@ -272,8 +272,13 @@ class ClassicGroup:
             self.supported_protocols.get(name, 0) == n for name in protocol_names
         )
 
-    def select_protocol(self) -> str:
+    def select_protocol(self) -> str | None:
+        """The protocol the members vote for; None when no protocol is supported by every
+        member (a member that lists a name twice counts twice, as in Kafka, so a lone member
+        offering "range" twice supports nothing)."""
         candidates = self.candidate_protocols()
+        if not candidates:
+            return None
         votes: dict[str, int] = {}
         for member in self.members.values():
             choice = member.vote(candidates)

@@ -82,6 +82,7 @@ from asyncbroker.coordinator_records import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
+from asyncbroker.coordinator_timer import CoordinatorTimer
 from asyncbroker.offsets_topic import offsets_topic
 
 log = logging.getLogger(__name__)
@@ -195,7 +196,8 @@ class GroupCoordinator:
         self.offsets: dict[str, dict[TopicPartitionKey, OffsetAndMetadata]] = {}
         # TxnOffsetCommit's offsets, per producer id and group, until its transaction's marker.
         self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartitionKey, OffsetAndMetadata]]] = {}
-        self._timers: dict[tuple[str, str, str], asyncio.TimerHandle] = {}
+        # Session, join and sync deadlines on the broker's clock (tests move it, not sleep).
+        self.timer = CoordinatorTimer(broker.clock)
         self._loaded: asyncio.Future[None] | None = None
         self._expiry_task: asyncio.Task[None] | None = None
         self._closed = False
@@ -314,9 +316,7 @@ class GroupCoordinator:
         if self._expiry_task is not None:
             self._expiry_task.cancel()
             self._expiry_task = None
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
+        self.timer.close()
         for group in self.groups.values():
             for member in list(group.members.values()):
                 self._complete_join(group, member, JoinGroupResult(error=ErrorCode.NOT_COORDINATOR,
@@ -326,23 +326,12 @@ class GroupCoordinator:
     # ================================================================ timers
 
     def _schedule(self, kind: str, group_id: str, member_id: str, delay_ms: int, fn: Any, *args: Any) -> None:
-        key = (kind, group_id, member_id)
-        old = self._timers.pop(key, None)
-        if old is not None:
-            old.cancel()
         if self._closed:
             return
-
-        def fire() -> None:
-            self._timers.pop(key, None)
-            fn(*args)
-
-        self._timers[key] = asyncio.get_running_loop().call_later(max(0, delay_ms) / 1000, fire)
+        self.timer.schedule((kind, group_id, member_id), delay_ms, lambda: fn(*args))
 
     def _cancel(self, kind: str, group_id: str, member_id: str = "") -> None:
-        handle = self._timers.pop((kind, group_id, member_id), None)
-        if handle is not None:
-            handle.cancel()
+        self.timer.cancel((kind, group_id, member_id))
 
     def _schedule_heartbeat(self, group: ClassicGroup, member: ClassicGroupMember, timeout_ms: int) -> None:
         self._schedule("heartbeat", group.group_id, member.member_id, timeout_ms,
@@ -627,6 +616,12 @@ class GroupCoordinator:
             self._schedule("join", group.group_id, "", group.rebalance_timeout_ms(), self._complete_join_phase, group)
             return
         now = self._now()
+        if group.members and group.select_protocol() is None:
+            # Kafka's coordinator fails this completion too and the group stays in
+            # PreparingRebalance, its members' joins unanswered until their sessions end.
+            log.error("Group %s could not complete rebalance: no protocol is supported by every member",
+                      group.group_id)
+            return
         group.init_next_generation(now)
         if group.is_in_state(_S.EMPTY):
             log.info("Group %s with generation %d is now empty", group.group_id, group.generation_id)
@@ -1157,8 +1152,7 @@ class GroupCoordinator:
         self.offsets.pop(group_id, None)
         if group is not None:
             group.transition_to(_S.DEAD, self._now())
-            for key in [k for k in self._timers if k[1] == group_id]:
-                self._timers.pop(key).cancel()
+            self.timer.cancel_matching(lambda key: key[1] == group_id)
 
     # ================================================================ expiration
 

@@ -176,8 +176,8 @@ async def test_session_timeout_removes_member_and_rebalances(broker: Broker) -> 
     a = await join_new_member(c, session=10_000)
     await c.sync_group(group_id="g", generation_id=1, member_id=a.member_id, group_instance_id=None,
                        protocol_type=None, protocol_name=None, assignments={})
-    first_b = await join(c, session=100, rebalance=10_000)
-    b_join = asyncio.ensure_future(join(c, member_id=first_b.member_id, session=100))
+    first_b = await join(c, session=10_000, rebalance=10_000)
+    b_join = asyncio.ensure_future(join(c, member_id=first_b.member_id, session=10_000))
     a_join = await join(c, member_id=a.member_id)
     b_res = await b_join
     assert a_join.generation_id == 2
@@ -185,15 +185,16 @@ async def test_session_timeout_removes_member_and_rebalances(broker: Broker) -> 
                        protocol_type=None, protocol_name=None, assignments={})
     await c.sync_group(group_id="g", generation_id=2, member_id=b_res.member_id, group_instance_id=None,
                        protocol_type=None, protocol_name=None, assignments={})
-    # b stops heartbeating; a keeps going and learns of the rebalance.
-    deadline = time.monotonic() + 5
-    while True:
-        try:
-            await c.heartbeat(group_id="g", generation_id=2, member_id=a.member_id, group_instance_id=None)
-        except RebalanceInProgressError:
-            break
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.02)
+    # b stops heartbeating; a keeps going. Just before b's session ends nothing has happened...
+    broker.clock.advance(9_000)
+    c.timer.poll()
+    await c.heartbeat(group_id="g", generation_id=2, member_id=a.member_id, group_instance_id=None)
+    assert b_res.member_id in c.groups["g"].members
+    # ...and once the clock passes it, b is removed and a learns of the rebalance.
+    broker.clock.advance(1_100)
+    c.timer.poll()
+    with pytest.raises(RebalanceInProgressError):
+        await c.heartbeat(group_id="g", generation_id=2, member_id=a.member_id, group_instance_id=None)
     assert b_res.member_id not in c.groups["g"].members
     again = await join(c, member_id=a.member_id)
     assert again.generation_id == 3 and [m.member_id for m in again.members] == [a.member_id]
@@ -201,9 +202,14 @@ async def test_session_timeout_removes_member_and_rebalances(broker: Broker) -> 
 
 async def test_pending_member_that_never_rejoins_expires(broker: Broker) -> None:
     c = await coordinator_of(broker)
-    first = await join(c, session=50)
+    first = await join(c, session=5_000)
     assert first.member_id in c.groups["g"].pending_join_members
-    await wait_for(lambda: first.member_id not in c.groups["g"].pending_join_members)
+    broker.clock.advance(4_900)
+    c.timer.poll()
+    assert first.member_id in c.groups["g"].pending_join_members
+    broker.clock.advance(200)
+    c.timer.poll()
+    assert first.member_id not in c.groups["g"].pending_join_members
 
 
 async def test_rebalance_timeout_drops_members_that_do_not_rejoin(broker: Broker) -> None:
@@ -212,9 +218,15 @@ async def test_rebalance_timeout_drops_members_that_do_not_rejoin(broker: Broker
     await c.sync_group(group_id="g", generation_id=1, member_id=a.member_id, group_instance_id=None,
                        protocol_type=None, protocol_name=None, assignments={})
     first_b = await join(c, rebalance=200)
-    started = time.monotonic()
-    b_res = await join(c, member_id=first_b.member_id, rebalance=200)  # a never rejoins
-    assert time.monotonic() - started >= 0.15
+    b_join = asyncio.ensure_future(join(c, member_id=first_b.member_id, rebalance=200))  # a never rejoins
+    await wait_for(lambda: first_b.member_id in c.groups["g"].members)
+    broker.clock.advance(150)
+    c.timer.poll()
+    await asyncio.sleep(0)
+    assert not b_join.done()  # the rebalance waits for a until the rebalance timeout
+    broker.clock.advance(100)
+    c.timer.poll()
+    b_res = await asyncio.wait_for(b_join, 5)
     assert b_res.generation_id == 2 and b_res.leader == b_res.member_id
     assert list(c.groups["g"].members) == [b_res.member_id]
 
@@ -224,9 +236,16 @@ async def test_initial_rebalance_delay_collects_members(tmp_path: Path) -> None:
     try:
         c = await coordinator_of(broker)
         ids = [(await join(c)).member_id for _ in range(3)]
-        started = time.monotonic()
-        results = await asyncio.gather(*(join(c, member_id=m) for m in ids))
-        assert time.monotonic() - started >= 0.25
+        joins = [asyncio.ensure_future(join(c, member_id=ids[0]))]
+        await wait_for(lambda: ids[0] in c.groups["g"].members)
+        broker.clock.advance(250)  # within the delay the others still join the first generation
+        c.timer.poll()
+        joins += [asyncio.ensure_future(join(c, member_id=m)) for m in ids[1:]]
+        await wait_for(lambda: all(m in c.groups["g"].members for m in ids))
+        assert not any(j.done() for j in joins)
+        broker.clock.advance(3 * 300)  # the delay (extended by each join, as Kafka's) ends
+        c.timer.poll()
+        results = await asyncio.wait_for(asyncio.gather(*joins), 5)
         assert {r.generation_id for r in results} == {1}
         leader = [r for r in results if r.members]
         assert len(leader) == 1 and len(leader[0].members) == 3
@@ -358,3 +377,22 @@ async def test_offsets_expire_after_retention_and_empty_group_is_removed(tmp_pat
     finally:
         (await coordinator_of(broker)).close()
         await broker.shutdown()
+
+
+async def test_a_protocol_offered_twice_leaves_the_group_preparing_without_a_timer_failure(
+        broker: Broker, caplog: pytest.LogCaptureFixture) -> None:
+    """As Kafka: a member listing one protocol name twice supports no protocol (each listing
+    counts), so the join phase cannot complete and the group stays in PreparingRebalance. It
+    must say so, not fail inside a timer callback."""
+    c = await coordinator_of(broker)
+    twice = [("range", b"a"), ("range", b"b")]
+    first = await join(c, "d", protocols=twice)
+    pending = asyncio.ensure_future(join(c, "d", first.member_id, protocols=twice))
+    await wait_for(lambda: first.member_id in c.groups["d"].members)
+    broker.clock.advance(5_000)
+    c.timer.poll()
+    await asyncio.sleep(0)
+    assert not pending.done() and c.describe_group("d").state == "PreparingRebalance"
+    assert "no protocol is supported by every member" in caplog.text
+    assert "Timer callback" not in caplog.text
+    pending.cancel()
