@@ -139,3 +139,30 @@ def test_an_open_transaction_of_a_killed_broker_is_aborted_after_its_timeout(tmp
         assert read_all(broker.bootstrap, "read_committed") == []
     finally:
         broker.cleanup()
+
+
+def test_an_abort_survives_a_crash_and_recovery(tmp_path: Path) -> None:
+    """Recovery empties a segment's .txnindex and must refill it from the markers: after an
+    abort and a SIGKILL, a read_committed consumer still sees none of the aborted records."""
+    broker = start(tmp_path, None)
+    try:
+        create_topic(broker.bootstrap)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "abort-tx"})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        for p in (0, 1):
+            producer.produce(TOPIC, b"aborted-%d" % p, partition=p)
+        producer.flush(10)
+        producer.abort_transaction(30)
+        producer.begin_transaction()
+        producer.produce(TOPIC, b"committed", partition=0)
+        producer.commit_transaction(30)
+        wait_until(lambda: settled(broker.bootstrap), 30, "the transactions never completed")
+        assert read_all(broker.bootstrap, "read_committed") == [(0, b"committed")]
+        assert broker.kill() == -9  # no clean shutdown: every segment is recovered at the next start
+        broker.start()
+        assert read_all(broker.bootstrap, "read_uncommitted") == [(0, b"aborted-0"), (0, b"committed"),
+                                                                  (1, b"aborted-1")]
+        assert read_all(broker.bootstrap, "read_committed") == [(0, b"committed")]
+    finally:
+        broker.cleanup()
