@@ -141,6 +141,23 @@ def test_metadata_internal_topic(brokers) -> None:  # type: ignore[no-untyped-de
     brokers.compare(scenario)
 
 
+def test_transaction_state_topic(brokers) -> None:  # type: ignore[no-untyped-def]
+    """__transaction_state (created by the first transaction coordinator lookup): its
+    partitions, the internal flag and the topic configs Kafka gives it."""
+    import txn_steps as ts
+    from admin_steps import describe_configs
+
+    def scenario(run: ScenarioRun) -> None:
+        ts.wait_for_coordinator(run)
+        for version in (1, 12):
+            metadata_topics(run, ["=__transaction_state"], version=version)
+        describe_configs(run, [(2, "=__transaction_state", ["cleanup.policy", "compression.type", "segment.bytes",
+                                                             "min.insync.replicas",
+                                                             "unclean.leader.election.enable"])])
+
+    brokers.compare(scenario)
+
+
 def _offsets_topic_ready(run: ScenarioRun) -> bool:
     t = metadata_topics(run, ["=__consumer_offsets"], record=False).topics[0]
     return t.error_code.value == 0 and all(p.leader_id >= 0 for p in t.partitions) and len(t.partitions) == 50
