@@ -202,14 +202,13 @@ class GroupCoordinator:
         self._expiry_task: asyncio.Task[None] | None = None
         self._closed = False
         self.initial_rebalance_delay_ms: int = config.group_initial_rebalance_delay_ms
-        self.min_session_timeout_ms: int = getattr(config, "group_min_session_timeout_ms", 6000)
-        self.max_session_timeout_ms: int = getattr(config, "group_max_session_timeout_ms", 1_800_000)
-        self.max_group_size: int = getattr(config, "group_max_size", 2**31 - 1)
-        self.offset_metadata_max_bytes: int = getattr(config, "offset_metadata_max_bytes", 4096)
+        # The group.* settings, read from the broker config (its table holds their defaults).
+        self.min_session_timeout_ms: int = config.group_min_session_timeout_ms
+        self.max_session_timeout_ms: int = config.group_max_session_timeout_ms
+        self.max_group_size: int = config.group_max_size
+        self.offset_metadata_max_bytes: int = config.offset_metadata_max_bytes
         self.offsets_retention_ms: int = config.offsets_retention_minutes * 60_000
-        self.offsets_retention_check_interval_ms: int = getattr(
-            config, "offsets_retention_check_interval_ms", 600_000
-        )
+        self.offsets_retention_check_interval_ms: int = config.offsets_retention_check_interval_ms
 
     # ================================================================ lifecycle
 

@@ -147,7 +147,7 @@ class CoordinatorTopic:
                     })
                 except Exception as exc:  # noqa: BLE001 - every waiter gets the failure
                     outcomes = {partition: exc for partition in by_partition}
-                waiters = getattr(self.broker, "fetch_waiters", None)
+                waiters = self.broker.fetch_waiters
                 for partition, writes in by_partition.items():
                     outcome = outcomes[partition]
                     if isinstance(outcome, BaseException):
@@ -156,8 +156,7 @@ class CoordinatorTopic:
                                 fut.set_exception(outcome)
                         continue
                     firsts, appended_bytes = outcome
-                    if waiters is not None:
-                        waiters.on_append(TopicPartition(self.name, partition), appended_bytes)
+                    waiters.on_append(TopicPartition(self.name, partition), appended_bytes)
                     for (_, _, fut), first in zip(writes, firsts):
                         if not fut.done():
                             fut.set_result(first)

@@ -57,7 +57,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 {c.name: c.value for c in topic.configs},
                 validate_only=request.validate_only,
             )
-            if not request.validate_only and getattr(broker, "cleaner", None) is not None:
+            if not request.validate_only and broker.cleaner is not None:
                 broker.cleaner.wake()  # a new compacted topic: the cleaner looks now, not after its backoff
         except KafkaError as exc:
             results.append(

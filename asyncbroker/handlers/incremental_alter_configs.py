@@ -36,7 +36,7 @@ async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
             raise InvalidRequestError("Default topic resources are not allowed.")
         validate_topic_name(resource.resource_name)
         await broker.topics.incremental_alter_configs(resource.resource_name, ops, validate_only)
-        if not validate_only and getattr(broker, "cleaner", None) is not None:
+        if not validate_only and broker.cleaner is not None:
             broker.cleaner.wake()  # e.g. cleanup.policy=compact or a lower dirty ratio: look now
         return
     if resource.resource_type == ConfigResourceType.BROKER:
