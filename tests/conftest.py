@@ -12,10 +12,15 @@ once per session, on first use, from the jars `make jvm` fetched.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
+
+# Every kio entity built in the tests, and by the brokers they start (the variable is inherited),
+# refuses field names no version has (asyncbroker/response_builder.py).
+os.environ.setdefault("BROKER_STRICT_RESPONSES", "1")
 
 from asyncbroker.testing import BrokerProcess
 from jvm.kafka_jvm import KafkaServer

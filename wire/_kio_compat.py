@@ -45,7 +45,16 @@ def check_kio_version(installed: str) -> None:
             "this release.")
 
 
-check_kio_version(importlib.metadata.version("kio"))
+def _installed_version() -> str:
+    # kio's own attribute: asking importlib.metadata scans every installed distribution,
+    # some 30 ms of the broker's startup.
+    import kio
+
+    version = getattr(kio, "__version__", None)
+    return version if isinstance(version, str) else importlib.metadata.version("kio")
+
+
+check_kio_version(_installed_version())
 
 from kio.serial._introspect import (  # noqa: E402 - only once the version is known to be verified
     EntityField,

@@ -38,9 +38,19 @@ def test_log_append_time_is_converted() -> None:
     assert part.log_append_time == datetime.datetime.fromtimestamp(1_700_000_000.123, tz=datetime.timezone.utc)
 
 
-def test_a_name_no_version_has_is_refused_and_another_versions_name_is_dropped() -> None:
+def test_a_name_no_version_has_is_refused_and_another_versions_name_is_dropped(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from asyncbroker import response_builder
+
+    monkeypatch.setattr(response_builder, "STRICT", True)
     v2 = ResponseBuilder(8, 2)
     topic = v2.entity("OffsetCommitResponseTopic", name="t", topic_id=None, partitions=())  # topic_id: v10's
     assert topic.name == "t"
     with pytest.raises(TypeError, match="has no field 'partitons' in any version"):
         v2.entity("OffsetCommitResponseTopic", name="t", partitons=())
+
+
+def test_the_suite_builds_strictly() -> None:
+    """tests/conftest.py turns the strict check on for the suite and the brokers it starts."""
+    from asyncbroker import response_builder
+
+    assert response_builder.STRICT
