@@ -24,19 +24,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from storage.atomic_file import write_atomically
+from storage.config_def import BROKER_KEYS, ConfigException, ConfigType, format_value, parse_value
 from wire.errors import InvalidConfigurationError, InvalidRequestError
 
 from asyncbroker.config import (
-    BROKER_CONFIG_KEYS,
     CLUSTER_DEFAULT_KEYS,
     DYNAMIC_BROKER_KEYS,
     PER_BROKER_ONLY_KEYS,
     TOPIC_DEFAULT_SYNONYMS,
-    ConfigException,
-    ConfigType,
     KafkaConfig,
-    format_value,
-    parse_value,
 )
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # AlterConfigOp ids
@@ -72,21 +68,19 @@ def check_broker_changes(resource_name: str, node_id: int, changes: Sequence[tup
     if resource_name != "":
         check_broker_id(resource_name, node_id, ALTER_MISMATCH, ALTER_NOT_AN_INT)
     names = [key for key, _, _ in changes]
-    static = [key for key in names if key in BROKER_CONFIG_KEYS and key not in DYNAMIC_BROKER_KEYS]
+    static = [key for key in names if key in BROKER_KEYS and key not in DYNAMIC_BROKER_KEYS]
     if static:
         raise InvalidRequestError(f"Cannot update these configs dynamically: [{', '.join(static)}]")
     for key, op, value in changes:
-        if op == DELETE or key not in BROKER_CONFIG_KEYS or value is None:
+        if op == DELETE or key not in BROKER_KEYS or value is None:
             continue
-        definition = BROKER_CONFIG_KEYS[key]
+        definition = BROKER_KEYS[key]
         if op in (APPEND, SUBTRACT) and definition.type is not ConfigType.LIST:
             # Kafka's broker-side wording (topics get "Can't APPEND to key ...").
             raise InvalidConfigurationError(
                 f"Config value {'append' if op == APPEND else 'subtract'} is not allowed for config key: {key}")
         try:
-            parsed = parse_value(definition, value)
-            if definition.validator is not None:
-                definition.validator(key, parsed)
+            parse_value(definition, value)
         except ConfigException as exc:
             raise InvalidRequestError(str(exc)) from None
     if resource_name == "":

@@ -21,7 +21,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asyncbroker.config import BROKER_CONFIG_KEYS, ConfigException, KafkaConfig
+from storage.config_def import BROKER_KEYS, ConfigException
+
+from asyncbroker.config import KafkaConfig
 
 log = logging.getLogger("asyncbroker.cli")
 
@@ -108,7 +110,7 @@ def serve(args: argparse.Namespace) -> int:
 
     configure_logging(args.log_level)
     for name in sorted(config.originals):
-        if BROKER_CONFIG_KEYS[name].inert:
+        if BROKER_KEYS[name].inert:
             log.info("%s is accepted for compatibility with Kafka's server.properties; it has no effect here", name)
     import uvloop
 

@@ -40,7 +40,8 @@ from aiomonitor.termui.commands import (
     monitor_cli,
 )
 
-from asyncbroker.config import BROKER_CONFIG_KEYS, format_value
+from storage.config_def import BROKER_KEYS, format_value
+
 from asyncbroker.metrics import METRICS
 
 DEFAULT_MONITOR_PORT = 20101
@@ -107,7 +108,7 @@ def do_metrics(ctx: click.Context) -> None:
 def do_config(ctx: click.Context, prefix: str) -> None:
     """The broker configuration (keys starting with PREFIX)"""
     broker = _broker(ctx)
-    for name in sorted(BROKER_CONFIG_KEYS):
+    for name in sorted(BROKER_KEYS):
         if name.startswith(prefix):
             marker = "*" if broker.config.is_explicit(name) else " "
             click.echo(f"{marker} {name}={format_value(broker.config.get(name))}")

@@ -27,7 +27,8 @@ from typing import Any
 
 import msgspec
 
-from storage.log_config import TOPIC_CONFIG_KEYS, LogConfig
+from storage.config_def import TOPIC_KEYS, ConfigType
+from storage.log_config import LogConfig
 from storage.topic_name import has_collision_chars, is_internal, unify_collision_chars, validate_topic_name
 from storage.topic_partition import TopicPartition
 from wire.errors import (
@@ -51,7 +52,6 @@ from asyncbroker.config import (
     ConfigEntry,
     ConfigSource,
     ConfigSynonym,
-    ConfigType,
     KafkaConfig,
 )
 
@@ -61,18 +61,6 @@ ZERO_UUID = uuid.UUID(int=0)
 # Namespace for ids of topics whose directories carry no partition.metadata
 # (written by a very old Kafka): deriving the id from the name keeps it stable.
 _LEGACY_ID_NAMESPACE = uuid.UUID("6d2b3f0e-4c1a-4f57-9d1e-4a7f3f1b2c90")
-
-_STORAGE_TYPES: dict[str, ConfigType] = {
-    "boolean": ConfigType.BOOLEAN,
-    "string": ConfigType.STRING,
-    "int": ConfigType.INT,
-    "short": ConfigType.SHORT,
-    "long": ConfigType.LONG,
-    "double": ConfigType.DOUBLE,
-    "list": ConfigType.LIST,
-    "class": ConfigType.CLASS,
-    "password": ConfigType.PASSWORD,
-}
 
 
 class AlterConfigOp(enum.IntEnum):
@@ -449,7 +437,7 @@ class TopicManager:
         except ValueError:
             # Kafka fails on an unknown operation id as on a bug: UNKNOWN_SERVER_ERROR, no text.
             raise UnknownServerError(f"Unknown alter config operation {op} for {key}") from None
-        definition = TOPIC_CONFIG_KEYS.get(key)
+        definition = TOPIC_KEYS.get(key)
         if definition is None:
             if kind is AlterConfigOp.DELETE:
                 return dict(overrides)  # Kafka deletes a key it does not know without a word
@@ -462,7 +450,7 @@ class TopicManager:
         elif kind is AlterConfigOp.DELETE:
             result.pop(key, None)
         else:
-            if definition.type != "list":
+            if definition.type is not ConfigType.LIST:
                 raise InvalidConfigurationError(f"Can't {kind.name} to key {key} because its type is not LIST.")
             current = result.get(key)
             if current is None:
@@ -508,10 +496,10 @@ class TopicManager:
         if log_config is None:
             log_config = LogConfig.from_props(overrides, self.defaults)
         effective = log_config.to_props()
-        wanted = sorted(TOPIC_CONFIG_KEYS) if keys is None else [k for k in keys if k in TOPIC_CONFIG_KEYS]
+        wanted = sorted(TOPIC_KEYS) if keys is None else [k for k in keys if k in TOPIC_KEYS]
         entries: list[ConfigEntry] = []
         for key in wanted:
-            definition = TOPIC_CONFIG_KEYS[key]
+            definition = TOPIC_KEYS[key]
             synonyms: list[ConfigSynonym] = []
             if key in overrides:
                 synonyms.append(ConfigSynonym(key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
@@ -528,7 +516,7 @@ class TopicManager:
                     read_only=False,
                     is_sensitive=False,
                     synonyms=tuple(synonyms),
-                    type=_STORAGE_TYPES.get(definition.type, ConfigType.UNKNOWN),
+                    type=definition.type,
                     documentation=definition.doc,
                 )
             )

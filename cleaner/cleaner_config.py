@@ -1,8 +1,10 @@
 """CleanerConfig: the broker-level `log.cleaner.*` tunables (Kafka's CleanerConfig).
 
-Topic-level compaction keys (min.cleanable.dirty.ratio, delete.retention.ms,
-min/max.compaction.lag.ms) live in storage's LogConfig; these are the knobs of the
-worker pool itself.
+A typed view of those keys of storage's config table (storage/config_def.py), which
+declares their names, types, defaults and documentation once; this struct names them as
+the cleaner thinks of them. Topic-level compaction keys (min.cleanable.dirty.ratio,
+delete.retention.ms, min/max.compaction.lag.ms) live in storage's LogConfig; these are
+the knobs of the worker pool itself.
 """
 from __future__ import annotations
 
@@ -10,33 +12,34 @@ from typing import Any, Mapping
 
 import msgspec
 
+from storage.config_def import BROKER_KEYS, DOUBLE_MAX, broker_default, parse_value
 from wire.errors import InvalidConfigurationError
 
 __all__ = ["CleanerConfig", "CLEANER_CONFIG_KEYS", "DOUBLE_MAX"]
 
-DOUBLE_MAX = 1.7976931348623157e308
 MAX_BUFFER_BYTES = 2**31 - 1
 
 
 class CleanerConfig(msgspec.Struct, frozen=True):
     """Kafka's defaults; `from_props` reads Kafka key names (server.properties style)."""
 
-    num_threads: int = 1
+    num_threads: int = broker_default("log.cleaner.threads")
     """log.cleaner.threads: worker processes (Kafka's CleanerThreads)."""
-    dedupe_buffer_size: int = 134_217_728
+    dedupe_buffer_size: int = broker_default("log.cleaner.dedupe.buffer.size")
     """log.cleaner.dedupe.buffer.size: offset-map memory across all workers."""
-    dedupe_buffer_load_factor: float = 0.9
+    dedupe_buffer_load_factor: float = broker_default("log.cleaner.io.buffer.load.factor")
     """log.cleaner.io.buffer.load.factor: how full a map may get before pass 1 stops."""
-    io_buffer_size: int = 524_288
+    io_buffer_size: int = broker_default("log.cleaner.io.buffer.size")
     """log.cleaner.io.buffer.size: read+write buffer memory across all workers."""
-    max_message_size: int = 1_048_588
+    max_message_size: int = broker_default("message.max.bytes")
     """message.max.bytes: the largest batch the I/O buffers must be able to grow to."""
-    max_io_bytes_per_second: float = DOUBLE_MAX
+    max_io_bytes_per_second: float = broker_default("log.cleaner.io.max.bytes.per.second")
     """log.cleaner.io.max.bytes.per.second: read+write throttle shared by all workers."""
-    backoff_ms: int = 15_000
+    backoff_ms: int = broker_default("log.cleaner.backoff.ms")
     """log.cleaner.backoff.ms: sleep when no log needs cleaning."""
-    enable_cleaner: bool = True
+    enable_cleaner: bool = broker_default("log.cleaner.enable")
     """log.cleaner.enable (deprecated in Kafka 4.1; the cleaner always runs there)."""
+    # Not a Kafka key: the offset map's hash, which Kafka fixes to MD5 as well.
     hash_algorithm: str = "MD5"
 
     @property
@@ -53,13 +56,8 @@ class CleanerConfig(msgspec.Struct, frozen=True):
     def from_props(cls, props: Mapping[str, Any]) -> "CleanerConfig":
         """Build from Kafka-named broker properties; unknown keys are ignored (they belong to
         other subsystems), bad values raise InvalidConfigurationError naming the key."""
-        values: dict[str, Any] = {}
-        for key, (field, parse) in CLEANER_CONFIG_KEYS.items():
-            if key in props:
-                try:
-                    values[field] = parse(props[key])
-                except (TypeError, ValueError):
-                    raise InvalidConfigurationError(f"Invalid value {props[key]} for configuration {key}") from None
+        values = {field: parse_value(BROKER_KEYS[key], props[key])
+                  for key, field in CLEANER_CONFIG_KEYS.items() if key in props}
         config = cls(**values)
         config.validate()
         return config
@@ -69,7 +67,7 @@ class CleanerConfig(msgspec.Struct, frozen=True):
         """Read the `log_cleaner_*` attributes of the service's KafkaConfig (duck-typed: the
         cleaner package must not import the service)."""
         values: dict[str, Any] = {}
-        for key, (field, _parse) in CLEANER_CONFIG_KEYS.items():
+        for key, field in CLEANER_CONFIG_KEYS.items():
             attr = key.replace(".", "_")
             if hasattr(broker_config, attr):
                 values[field] = getattr(broker_config, attr)
@@ -94,23 +92,14 @@ class CleanerConfig(msgspec.Struct, frozen=True):
             raise InvalidConfigurationError("log.cleaner.backoff.ms must be at least 0")
 
 
-def _bool(v: Any) -> bool:
-    if isinstance(v, bool):
-        return v
-    text = str(v).strip().lower()
-    if text not in ("true", "false"):
-        raise ValueError(v)
-    return text == "true"
-
-
-CLEANER_CONFIG_KEYS: dict[str, tuple[str, Any]] = {
-    "log.cleaner.threads": ("num_threads", int),
-    "log.cleaner.dedupe.buffer.size": ("dedupe_buffer_size", int),
-    "log.cleaner.io.buffer.load.factor": ("dedupe_buffer_load_factor", float),
-    "log.cleaner.io.buffer.size": ("io_buffer_size", int),
-    "message.max.bytes": ("max_message_size", int),
-    "log.cleaner.io.max.bytes.per.second": ("max_io_bytes_per_second", float),
-    "log.cleaner.backoff.ms": ("backoff_ms", int),
-    "log.cleaner.enable": ("enable_cleaner", _bool),
+CLEANER_CONFIG_KEYS: dict[str, str] = {
+    "log.cleaner.threads": "num_threads",
+    "log.cleaner.dedupe.buffer.size": "dedupe_buffer_size",
+    "log.cleaner.io.buffer.load.factor": "dedupe_buffer_load_factor",
+    "log.cleaner.io.buffer.size": "io_buffer_size",
+    "message.max.bytes": "max_message_size",
+    "log.cleaner.io.max.bytes.per.second": "max_io_bytes_per_second",
+    "log.cleaner.backoff.ms": "backoff_ms",
+    "log.cleaner.enable": "enable_cleaner",
 }
-"""Kafka broker key -> (CleanerConfig field, parser)."""
+"""Kafka broker key -> CleanerConfig field."""

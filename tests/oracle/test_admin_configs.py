@@ -9,9 +9,7 @@ from admin_steps import ALTER_CONFIGS, APPEND, BROKER, BROKER_LOGGER, DELETE, SE
     alter_configs, describe_configs, incremental_alter_configs, wait_for_topic_config
 from differential import ScenarioRun, entity
 from steps import DESCRIBE_CONFIGS, create_topic
-from storage.log_config import TOPIC_CONFIG_KEYS
-
-from asyncbroker.config import BROKER_CONFIG_KEYS
+from storage.config_def import BROKER_KEYS, TOPIC_KEYS
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -24,10 +22,10 @@ FIXTURE_SPECIFIC = frozenset({
     "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr",
 })
-KNOWN_BROKER_KEYS = frozenset(BROKER_CONFIG_KEYS) - FIXTURE_SPECIFIC
+KNOWN_BROKER_KEYS = frozenset(BROKER_KEYS) - FIXTURE_SPECIFIC
 # Kafka never describes its internal keys; asking for one by name returns nothing on both.
-SHARED_BROKER_KEYS = tuple(sorted(k for k in KNOWN_BROKER_KEYS if not BROKER_CONFIG_KEYS[k].internal))
-TOPIC_KEYS = tuple(sorted(TOPIC_CONFIG_KEYS))
+SHARED_BROKER_KEYS = tuple(sorted(k for k in KNOWN_BROKER_KEYS if not BROKER_KEYS[k].internal))
+TOPIC_KEYS = tuple(sorted(TOPIC_KEYS))
 CHANGED = ("cleanup.policy", "retention.ms", "segment.bytes", "min.insync.replicas", "max.message.bytes",
            "follower.replication.throttled.replicas")
 

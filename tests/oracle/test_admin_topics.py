@@ -124,10 +124,10 @@ def test_create_topics_bad_configs(brokers) -> None:  # type: ignore[no-untyped-
 def test_create_topics_validates_every_topic_key(brokers, value: str) -> None:  # type: ignore[no-untyped-def]
     """One value, set on every topic key Kafka 4.4 has (validate_only): parsing, ranges and
     messages key by key."""
-    from storage.log_config import TOPIC_CONFIG_KEYS
+    from storage.config_def import TOPIC_KEYS
 
     def scenario(run: ScenarioRun) -> None:
-        create_topics(run, [creatable(run, f"k{i}", configs={key: value}) for i, key in enumerate(sorted(TOPIC_CONFIG_KEYS))],
+        create_topics(run, [creatable(run, f"k{i}", configs={key: value}) for i, key in enumerate(sorted(TOPIC_KEYS))],
                       validate_only=True, label=f"value {value!r}")
 
     brokers.compare(scenario)

@@ -6,14 +6,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from asyncbroker.config import (
-    BROKER_CONFIG_KEYS,
-    ConfigException,
-    ConfigSource,
-    KafkaConfig,
-    parse_properties,
-)
-from storage.log_config import TOPIC_CONFIG_KEYS, LogConfig
+from asyncbroker.config import ConfigSource, KafkaConfig, parse_properties
+from storage.config_def import BROKER_KEYS, TOPIC_KEYS, ConfigException
+from storage.log_config import LogConfig
 
 # Apache Kafka 4's config/server.properties (KRaft combined mode), comments trimmed.
 KAFKA_SERVER_PROPERTIES = """\
@@ -62,7 +57,7 @@ def test_embedded_defaults() -> None:
 def test_every_key_is_a_field_with_its_default() -> None:
     fields = set(KafkaConfig.__struct_fields__)
     default = KafkaConfig()
-    for key in BROKER_CONFIG_KEYS.values():
+    for key in BROKER_KEYS.values():
         assert key.field in fields, key.name
         if key.name != "log.dirs":  # resolved from log.dir
             assert getattr(default, key.field) == key.default, key.name
@@ -117,11 +112,11 @@ def test_log_keys_feed_topic_defaults() -> None:
 def test_topic_defaults_cover_storage_keys_with_broker_fallback() -> None:
     c = KafkaConfig.load(None, (), {})
     props = c.topic_config_defaults()
-    for name, key in TOPIC_CONFIG_KEYS.items():
+    for name, key in TOPIC_KEYS.items():
         # Replication throttles have no broker-wide default in Kafka.
         if key.broker_key is not None and not name.endswith("throttled.replicas"):
             assert name in props, name
-    assert LogConfig.from_props({k: v for k, v in props.items() if k in TOPIC_CONFIG_KEYS}) == LogConfig()
+    assert LogConfig.from_props({k: v for k, v in props.items() if k in TOPIC_KEYS}) == LogConfig()
 
 
 def test_kafka_stock_server_properties_load(tmp_path: Path) -> None:
@@ -229,7 +224,7 @@ def test_broker_describe_sources() -> None:
     c = KafkaConfig.load(None, ["log.retention.hours=5"], {})
     entries = {e.name: e for e in c.describe()}
     # Kafka never lists its internal keys.
-    assert set(entries) == {name for name, key in BROKER_CONFIG_KEYS.items() if not key.internal}
+    assert set(entries) == {name for name, key in BROKER_KEYS.items() if not key.internal}
     hours = entries["log.retention.hours"]
     assert hours.value == "5" and hours.source is ConfigSource.STATIC_BROKER_CONFIG and hours.read_only
     assert [(s.value, s.source) for s in hours.synonyms] == [

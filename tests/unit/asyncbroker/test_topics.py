@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from asyncbroker.config import ConfigSource, ConfigType, KafkaConfig
+from asyncbroker.config import ConfigSource, KafkaConfig
+from storage.config_def import ConfigType
 from asyncbroker.topics import ZERO_UUID, AlterConfigOp, TopicDeletionDisabledError, TopicManager
 from storage.log_manager import LogManager
 from storage.partition_metadata import PartitionMetadataFile

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from storage.log_config import LONG_MAX, TOPIC_CONFIG_KEYS, LogConfig, java_double, parse_java_double
+from storage.config_def import LONG_MAX, TOPIC_KEYS, java_double, parse_java_double
+from storage.log_config import LogConfig
 from storage.topic_name import validate_topic_name
 from storage.topic_partition import TopicPartition
 from wire.errors import InvalidConfigurationError, InvalidTopicError
@@ -11,8 +12,8 @@ from wire.errors import InvalidConfigurationError, InvalidTopicError
 
 def test_every_key_is_a_field_with_the_same_default() -> None:
     config = LogConfig()
-    assert set(TOPIC_CONFIG_KEYS) == {f.replace("_", ".") for f in LogConfig.__struct_fields__}
-    for key in TOPIC_CONFIG_KEYS.values():
+    assert set(TOPIC_KEYS) == {f.replace("_", ".") for f in LogConfig.__struct_fields__}
+    for key in TOPIC_KEYS.values():
         assert getattr(config, key.field) == key.default, key.name
 
 
@@ -25,7 +26,7 @@ def test_kafka_defaults() -> None:
     assert c.cleanup_policy == ("delete",) and c.compression_type == "producer"
     assert c.max_message_bytes == 1048588 and c.min_cleanable_dirty_ratio == 0.5
     assert c.message_timestamp_type == "CreateTime" and c.file_delete_delay_ms == 60000
-    assert TOPIC_CONFIG_KEYS["segment.bytes"].broker_key == "log.segment.bytes"
+    assert TOPIC_KEYS["segment.bytes"].broker_key == "log.segment.bytes"
 
 
 def test_from_props_parses_types() -> None:
