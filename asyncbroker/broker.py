@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from storage.clock import Clock
 from storage.topic_partition import TopicPartition
@@ -44,13 +44,32 @@ from asyncbroker.fetch_waiters import FetchWaiters
 from asyncbroker.handlers import HandlerRegistry
 from asyncbroker.log_jobs import LogJobs
 
+if TYPE_CHECKING:  # the parts are imported where they are built (startup), to keep the first answer fast
+    from cleaner.log_cleaner import LogCleaner
+    from cleaner.log_cleaner_manager import LogCleanerManager
+    from storage.log import Log
+    from storage.log_manager import LogManager
+
+    from asyncbroker.group_coordinator import GroupCoordinator
+    from asyncbroker.producer_id_expiration import ProducerIdExpiration
+    from asyncbroker.replica_manager import ReplicaManager
+    from asyncbroker.topics import TopicManager, TopicMetadata
+    from asyncbroker.transaction_coordinator import TransactionCoordinator
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 
 class Broker:
-    """State shared by all connections of one broker process."""
+    """State shared by all connections of one broker process: the composition root.
+
+    Every part is built by `startup()`, in dependency order (logs, topics, cleaner, jobs,
+    replica manager, coordinators), and never replaced; handlers reach them as typed
+    attributes. Before startup only the config, clock, executor and handler registry exist.
+    The cleaner alone may be absent: None with log.cleaner.enable=false, and until its
+    background start has imported it.
+    """
 
     def __init__(self, config: KafkaConfig, *, clock: Clock | None = None) -> None:
         self.config = config
@@ -67,23 +86,23 @@ class Broker:
         self.io_executor = ThreadPoolExecutor(
             max_workers=max(2, config.num_io_threads), thread_name_prefix="asyncbroker-io"
         )
-        self.log_jobs: LogJobs | None = None  # retention, flush, checkpoints, delete-logs
-        self.group_coordinator: Any = None  # asyncbroker.group_coordinator.GroupCoordinator once started
-        # asyncbroker.transaction_coordinator.TransactionCoordinator once started
-        self.transaction_coordinator: Any = None
-        self.replica_manager: Any = None  # asyncbroker.replica_manager.ReplicaManager once started
-        self.producer_id_expiration: Any = None  # asyncbroker.producer_id_expiration, once started
-        self.log_manager: Any = None  # storage.log_manager.LogManager once started
-        # Log compaction (cleaner.log_cleaner.LogCleaner and its manager), None with
-        # log.cleaner.enable=false or before startup. `cleaner_manager` is the seam LogJobs
-        # (retention pauses) and TopicManager (deletion aborts) use.
-        self.cleaner: Any = None
-        self.cleaner_manager: Any = None
+        # The parts startup() builds (declared here, assigned there; see the class docstring).
+        self.log_manager: LogManager
+        self.topics: TopicManager
+        self.log_jobs: LogJobs  # retention, flush, checkpoints, delete-logs
+        self.replica_manager: ReplicaManager
+        self.group_coordinator: GroupCoordinator
+        self.producer_id_expiration: ProducerIdExpiration
+        self.transaction_coordinator: TransactionCoordinator
+        self._started = False
+        # Log compaction, None with log.cleaner.enable=false or until its background start
+        # has built it. `cleaner_manager` is the seam LogJobs (retention pauses) and
+        # TopicManager (deletion aborts) use.
+        self.cleaner: LogCleaner | None = None
+        self.cleaner_manager: LogCleanerManager | None = None
         self._cleaner_started: asyncio.Task[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.topics: Any = None  # asyncbroker.topics.TopicManager once started
-        self._logs: dict[TopicPartition, Any] = {}
-        self._auto_creating: dict[str, asyncio.Future[Any]] = {}
+        self._auto_creating: dict[str, asyncio.Future[TopicMetadata | None]] = {}
         # Producer ids: milliseconds since the epoch x 1000 at startup, then +1 per
         # producer. A restart starts above every id handed out before it (unless
         # more than 1000 producers per millisecond of uptime were initialised).
@@ -102,8 +121,13 @@ class Broker:
     # -- identity ---------------------------------------------------------
 
     @property
+    def started(self) -> bool:
+        """Whether startup() has built every part (the cleaner may still be starting)."""
+        return self._started
+
+    @property
     def cluster_id(self) -> str | None:
-        return self.log_manager.cluster_id if self.log_manager is not None else None
+        return self.log_manager.cluster_id if self._started else None
 
     def set_advertised_port(self, port: int) -> None:
         """The listener was bound on port 0: advertise the port the OS picked."""
@@ -116,11 +140,11 @@ class Broker:
 
     # -- logs -------------------------------------------------------------
 
-    def get_log(self, tp: TopicPartition) -> Any | None:
+    def get_log(self, tp: TopicPartition) -> Log | None:
         """The Log of a partition, or None. Never blocks (a dict lookup in storage)."""
         return self.log_manager.get_log(tp)
 
-    async def auto_create_topic(self, name: str) -> Any | None:
+    async def auto_create_topic(self, name: str) -> TopicMetadata | None:
         """Create `name` with broker defaults when auto.create.topics.enable allows.
 
         Returns the topic's metadata, or None when auto-creation is off.
@@ -132,19 +156,20 @@ class Broker:
         existing = self.topics.get(name)
         if existing is not None:
             return existing
-        if name == "__consumer_offsets" and self.group_coordinator is not None:
+        if name == "__consumer_offsets":
             # Kafka creates its internal topic with the coordinator's settings (compacted, N partitions).
             await self.group_coordinator.offsets_topic.ensure_created()
             return self.topics.get(name)
         pending = self._auto_creating.get(name)
         if pending is not None:
             return await asyncio.shield(pending)
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[TopicMetadata | None] = asyncio.get_running_loop().create_future()
         self._auto_creating[name] = fut
         try:
             try:
-                meta = await self.topics.create_topic(name)
-                log.info("Auto-created topic %s with %s partition(s)", name, meta.partitions)
+                created = await self.topics.create_topic(name)
+                log.info("Auto-created topic %s with %s partition(s)", name, created.partitions)
+                meta: TopicMetadata | None = created
             except TopicExistsError:
                 meta = self.topics.get(name)
             fut.set_result(meta)
@@ -184,17 +209,20 @@ class Broker:
             "Loaded %d logs from %s in %.0f ms",
             len(self.log_manager.all_logs()), ",".join(config.log_dirs), (time.monotonic() - started) * 1000,
         )
-        self.topics = TopicManager(self)
+        self.topics = TopicManager(
+            config=config, log_manager=self.log_manager, run_blocking=self.run_blocking,
+            cleaner_manager=lambda: self.cleaner_manager,
+            on_partitions_deleted=lambda partitions: self.group_coordinator.on_partitions_deleted(partitions))
         self._start_cleaner()
         self._start_jobs()
         self._start_replica_manager()
         self._start_group_coordinator()
         self._start_transaction_coordinator()
+        self._started = True
 
     def _start_replica_manager(self) -> None:
         from asyncbroker.replica_manager import ReplicaManager
 
-        assert self.log_jobs is not None
         self.replica_manager = ReplicaManager(
             get_log=self.get_log, hosts_topic=lambda name: self.topics.get(name) is not None,
             fetch_waiters=self.fetch_waiters, run_blocking=self.run_blocking, cleaner=lambda: self.cleaner,
@@ -233,7 +261,6 @@ class Broker:
             "segment.bytes": str(config.transaction_state_log_segment_bytes),
             "unclean.leader.election.enable": "false",
         })
-        assert self.log_jobs is not None
         self.transaction_coordinator = TransactionCoordinator(
             TransactionConfig.from_broker_config(config), topic, self, self.allocate_producer_id, self.clock,
             self.log_jobs.scheduler)
@@ -250,7 +277,7 @@ class Broker:
                                                                result, partitions)
         offsets_partitions = [tp for tp, code in outcome.items()
                               if code == ErrorCode.NONE and tp.topic == "__consumer_offsets"]
-        if offsets_partitions and self.group_coordinator is not None:
+        if offsets_partitions:
             self.group_coordinator.on_transaction_completed(producer_id, offsets_partitions, result)
         return outcome
 
@@ -275,7 +302,7 @@ class Broker:
                                                     run_blocking=self.run_blocking)
         self.cleaner = cleaner
         self.cleaner_manager = cleaner.manager
-        if self.log_jobs is not None:
+        if "log_jobs" in vars(self):  # built before the cleaner unless startup failed first
             self.log_jobs.cleaner_manager = cleaner.manager  # retention pauses non-compacted logs from now on
         try:
             await cleaner.startup()
@@ -283,11 +310,12 @@ class Broker:
             log.exception("The log cleaner failed to start: compacted topics will not be compacted")
             raise
 
-    async def cleaner_ready(self) -> Any:
+    async def cleaner_ready(self) -> LogCleaner:
         """The started LogCleaner (waiting for its workers to come up); raises when disabled."""
         if self._cleaner_started is None:
             raise RuntimeError("the log cleaner is disabled (log.cleaner.enable=false)")
         await asyncio.shield(self._cleaner_started)
+        assert self.cleaner is not None  # set before the start task returns
         return self.cleaner
 
     async def clean_now(self, topic: str, partition: int | None = None) -> dict[int, Any]:
@@ -305,18 +333,20 @@ class Broker:
     def _start_jobs(self) -> None:
         """LogManager's background jobs, on this loop with the work in executors (asyncbroker.log_jobs)."""
         self.log_jobs = LogJobs(self.log_manager, self.config, clock=self.clock,
-                                cleaner_manager=getattr(self, "cleaner_manager", None))
+                                cleaner_manager=self.cleaner_manager)
         self.log_jobs.start()
 
     async def shutdown(self) -> None:
-        """Stop the jobs, then flush, checkpoint and mark a clean shutdown."""
-        if self.transaction_coordinator is not None:
+        """Stop the jobs, then flush, checkpoint and mark a clean shutdown. After a startup
+        that failed midway, the parts built so far are stopped."""
+        built = vars(self)
+        if "transaction_coordinator" in built:
             await self.transaction_coordinator.shutdown()
-        if self.group_coordinator is not None:
+        if "group_coordinator" in built:
             self.group_coordinator.close()
-        if self.producer_id_expiration is not None:
+        if "producer_id_expiration" in built:
             await self.producer_id_expiration.stop()
-        if self.log_jobs is not None:
+        if "log_jobs" in built:
             await self.log_jobs.stop()  # waits for a pass already running on its threads
         if self._cleaner_started is not None:
             await asyncio.gather(self._cleaner_started, return_exceptions=True)
@@ -324,7 +354,7 @@ class Broker:
             # Before LogManager.shutdown: in-flight cleans abort, workers exit, no swap after close.
             await self.cleaner.shutdown()
         self.fetch_waiters.close()
-        if self.log_manager is not None:
+        if "log_manager" in built:
             started = time.monotonic()
             await self.run_blocking(self.log_manager.shutdown)
             log.info("Shut down LogManager in %.0f ms", (time.monotonic() - started) * 1000)

@@ -130,7 +130,8 @@ def changed_layers(config: KafkaConfig, resource_name: str, changes: Sequence[tu
 
 def read_dynamic_configs(log_dirs: Sequence[str | Path]) -> tuple[dict[str, str], dict[str, str]]:
     """The persisted layers (the newest copy among the log dirs); none when never written."""
-    newest, found = -1.0, ({}, {})
+    newest = -1.0
+    found: tuple[dict[str, str], dict[str, str]] = ({}, {})
     for d in log_dirs:
         path = Path(d) / BROKER_CONFIGS_FILE
         try:

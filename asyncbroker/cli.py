@@ -69,15 +69,15 @@ async def _serve(config: KafkaConfig, args: argparse.Namespace) -> int:
     metrics_server: asyncio.Server | None = None
     monitor: Any = None
     try:
-        await server.start()
-        METRICS.bind(server.broker)
+        broker = await server.start()
+        METRICS.bind(broker)
         if args.metrics_port is not None:
             host = args.metrics_host or config.listener_host_port()[0]
             metrics_server = await start_metrics_server(host, args.metrics_port)
         if args.monitor:
             from asyncbroker.monitor import start_monitor
 
-            monitor = start_monitor(server.broker, host=args.monitor_host, port=args.monitor_port,
+            monitor = start_monitor(broker, host=args.monitor_host, port=args.monitor_port,
                                     extra_locals={"server": server})
             log.info("aiomonitor console on %s:%d", args.monitor_host, args.monitor_port)
     except Exception as exc:  # noqa: BLE001 - any startup failure ends the process with a message
@@ -96,7 +96,7 @@ async def _serve(config: KafkaConfig, args: argparse.Namespace) -> int:
     if metrics_server is not None:
         metrics_server.close()
     await server.stop()
-    METRICS.unbind(server.broker)
+    METRICS.unbind(broker)
     return 0
 
 

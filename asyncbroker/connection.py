@@ -29,7 +29,7 @@ from wire.messages import ApiKey, decode_request, encode_response, unsupported_a
 
 from asyncbroker.encoded_response import EncodedResponse, FileRegion
 from asyncbroker.metrics import METRICS
-from asyncbroker.request_context import CLIENT_HOST
+from asyncbroker.request_context import RequestContext
 
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
@@ -77,7 +77,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._worker: asyncio.Task[None] | None = None
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
-        self._client_host = ""
+        self._ctx = RequestContext(broker)
         self._reading_paused = False
         self._write_ready: asyncio.Future[None] | None = None
         self._closing = False  # graceful: answer what is queued, then close
@@ -87,10 +87,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- asyncio.Protocol -------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport  # type: ignore[assignment]  (uvloop's TCPTransport)
+        self._transport = transport  # type: ignore[assignment]  # uvloop's TCPTransport
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self._client_host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
+        self._ctx = RequestContext(self._broker, f"/{peer[0]}" if isinstance(peer, tuple) else "")
         self._connections.add(self)
         METRICS.connection_opened()
         log.debug("Accepted connection from %s", self._peer)
@@ -186,7 +186,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- request processing -----------------------------------------------
 
     async def _serve_queue(self) -> None:
-        CLIENT_HOST.set(self._client_host)  # this task's context: every request it serves
         try:
             while self._queue and not self._closed:
                 frame = self._queue.popleft()
@@ -228,7 +227,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if header.api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer with v0 and ApiVersions' own range (all Kafka lists) so the
                 # client can retry with a version we serve.
-                own = {ApiKey.API_VERSIONS: (spec.min_version, spec.max_version)}
+                own: dict[int, tuple[int, int]] = {ApiKey.API_VERSIONS: (spec.min_version, spec.max_version)}
                 body = unsupported_api_versions_response(own)
                 self._write_frame(encode_response_header(header.correlation_id, 0), [body], len(body))
                 return
@@ -249,7 +248,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         METRICS.request(header.api_key)
         try:
-            result = await spec.handle(self._broker, header, request)
+            result = await spec.handle(self._ctx, header, request)
         except CloseConnection as exc:
             METRICS.request_error(header.api_key)
             log.info("Closing socket connection to %s: %s", self._peer, exc)

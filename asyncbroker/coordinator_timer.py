@@ -14,6 +14,7 @@ import heapq
 import itertools
 import logging
 from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 from storage.clock import Clock
 
@@ -21,12 +22,16 @@ __all__ = ["CoordinatorTimer"]
 
 log = logging.getLogger(__name__)
 
+K = TypeVar("K", bound=Hashable)
 
-class CoordinatorTimer:
+
+class CoordinatorTimer(Generic[K]):
+    """Deadlines keyed by `K` (the group coordinator's: (kind, group id, member id))."""
+
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
-        self._due: dict[Hashable, tuple[int, int, Callable[[], None]]] = {}
-        self._heap: list[tuple[int, int, Hashable]] = []
+        self._due: dict[K, tuple[int, int, Callable[[], None]]] = {}
+        self._heap: list[tuple[int, int, K]] = []
         self._seq = itertools.count()
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -35,7 +40,7 @@ class CoordinatorTimer:
         if listen is not None:
             listen(self._clock_moved)
 
-    def schedule(self, key: Hashable, delay_ms: int, fn: Callable[[], None]) -> None:
+    def schedule(self, key: K, delay_ms: int, fn: Callable[[], None]) -> None:
         """Run `fn` once the clock is `delay_ms` ahead of now, replacing `key`'s earlier deadline."""
         if self._closed:
             return
@@ -47,14 +52,14 @@ class CoordinatorTimer:
         if self._wake is not None and self._heap[0][1] == seq:
             self._wake.set()  # a new earliest deadline: re-plan the sleep
 
-    def cancel(self, key: Hashable) -> None:
+    def cancel(self, key: K) -> None:
         self._due.pop(key, None)  # its heap entry is skipped when it comes up
 
-    def cancel_matching(self, predicate: Callable[[Hashable], bool]) -> None:
+    def cancel_matching(self, predicate: Callable[[K], bool]) -> None:
         for key in [k for k in self._due if predicate(k)]:
             del self._due[key]
 
-    def __contains__(self, key: Hashable) -> bool:
+    def __contains__(self, key: object) -> bool:
         return key in self._due
 
     def poll(self) -> int:

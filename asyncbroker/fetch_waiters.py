@@ -23,7 +23,7 @@ class FetchWaiter:
     __slots__ = ("_future", "partitions", "needed", "accumulated")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, partitions: frozenset[TopicPartition], needed: int) -> None:
-        self._future: asyncio.Future[None] = loop.create_future()
+        self._future: asyncio.Future[bool] = loop.create_future()  # True: woken, False: timed out
         self.partitions = partitions
         self.needed = needed
         self.accumulated = 0
@@ -46,11 +46,11 @@ class FetchWaiter:
 
     def _timeout(self) -> None:
         if not self._future.done():
-            self._future.set_result(False)  # type: ignore[arg-type]
+            self._future.set_result(False)
 
     def _complete(self) -> None:
         if not self._future.done():
-            self._future.set_result(True)  # type: ignore[arg-type]
+            self._future.set_result(True)
 
 
 class FetchWaiters:

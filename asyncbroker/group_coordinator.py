@@ -38,7 +38,7 @@ import asyncio
 import datetime
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -84,6 +84,9 @@ from asyncbroker.coordinator_records import (
 )
 from asyncbroker.coordinator_timer import CoordinatorTimer
 from asyncbroker.offsets_topic import offsets_topic
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +190,7 @@ def _subscribed_topics(group: ClassicGroup) -> set[str] | None:
 class GroupCoordinator:
     """Every classic group of this broker, their offsets, and their timers."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
         config = broker.config
         self.config = config
@@ -197,7 +200,7 @@ class GroupCoordinator:
         # TxnOffsetCommit's offsets, per producer id and group, until its transaction's marker.
         self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartitionKey, OffsetAndMetadata]]] = {}
         # Session, join and sync deadlines on the broker's clock (tests move it, not sleep).
-        self.timer = CoordinatorTimer(broker.clock)
+        self.timer: CoordinatorTimer[tuple[str, str, str]] = CoordinatorTimer(broker.clock)
         self._loaded: asyncio.Future[None] | None = None
         self._expiry_task: asyncio.Task[None] | None = None
         self._closed = False
@@ -213,7 +216,8 @@ class GroupCoordinator:
     # ================================================================ lifecycle
 
     def _now(self) -> int:
-        return self.broker.clock.milliseconds()
+        now: int = self.broker.clock.milliseconds()
+        return now
 
     async def startup(self) -> None:
         """Load groups and offsets from `__consumer_offsets`, then start the expiration job."""
@@ -1014,8 +1018,8 @@ class GroupCoordinator:
         try:
             first = await self.offsets_topic.append(partition, records, (producer_id, producer_epoch))
         except Exception as exc:  # noqa: BLE001 - reported per partition, as Kafka does
-            code = _storage_error_code(exc)
-            return {**results, **{tp: code for tp, _ in staged}}
+            failed = _storage_error_code(exc)
+            return {**results, **{tp: failed for tp, _ in staged}}
         pending = self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {})
         for i, (tp, value) in enumerate(staged):
             pending[tp] = msgspec.structs.replace(value, record_offset=first + i)
@@ -1277,15 +1281,8 @@ def _storage_error_code(exc: BaseException) -> int:
     return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
-async def group_coordinator_for(broker: Any) -> GroupCoordinator:
-    """The broker's coordinator, created and loaded on first use.
-
-    The broker starts it at startup when wired in (see broker.py); this also
-    covers a broker that does not, so the handlers never see a half-loaded one.
-    """
-    coordinator = getattr(broker, "group_coordinator", None)
-    if coordinator is None:
-        coordinator = GroupCoordinator(broker)
-        broker.group_coordinator = coordinator
-    await coordinator.ensure_loaded()
-    return coordinator
+async def group_coordinator_for(broker: Broker) -> GroupCoordinator:
+    """The broker's coordinator once it has replayed `__consumer_offsets`: group requests
+    wait for the load, so the handlers never see a half-loaded one."""
+    await broker.group_coordinator.ensure_loaded()
+    return broker.group_coordinator

@@ -19,7 +19,7 @@ Retention and the cleaner. Kafka's retention task first pauses the cleaner on ev
 non-compacted partition (`LogCleanerManager.pauseCleaningForNonCompactedPartitions`), deletes
 their old segments, then resumes them; compacted logs get their `deleteOldSegments` from the
 cleaner thread after each clean. Pass the cleaner's manager as `cleaner_manager` and exactly
-that happens (its two methods may be plain or async):
+that happens:
 
     cleaner_manager.pause_cleaning_for_non_compacted_partitions() -> [(TopicPartition, Log)]
     cleaner_manager.resume_cleaning(partitions: list[TopicPartition]) -> None
@@ -36,11 +36,10 @@ has become due (`-delete` directories, `.deleted` segment files). Together a tes
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -48,6 +47,14 @@ from storage.errors import KafkaStorageError
 from storage.topic_partition import TopicPartition
 
 from asyncbroker.scheduler import NEVER_MS, Scheduler
+
+if TYPE_CHECKING:
+    from cleaner.log_cleaner_manager import LogCleanerManager
+    from storage.clock import Clock
+    from storage.log import Log
+    from storage.log_manager import LogManager
+
+    from asyncbroker.config import KafkaConfig
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +96,8 @@ class LogJobs:
     `advance(ms)` method (asyncbroker.adjustable_clock.AdjustableClock).
     """
 
-    def __init__(self, log_manager: Any, config: Any, *, clock: Any, cleaner_manager: Any = None,
+    def __init__(self, log_manager: LogManager, config: KafkaConfig, *, clock: Clock,
+                 cleaner_manager: LogCleanerManager | None = None,
                  scheduler: Scheduler | None = None) -> None:
         self.log_manager = log_manager
         self.config = config
@@ -118,7 +126,11 @@ class LogJobs:
                    delay_ms=initial, period_ms=c.log_flush_start_offset_checkpoint_interval_ms)
         s.schedule(DELETE_LOGS, self._delete_logs, delay_ms=initial, period_ms=None)
         loop = asyncio.get_running_loop()
-        lm.deletion_listener = lambda: loop.call_soon_threadsafe(s.wake, DELETE_LOGS)
+
+        def wake_delete_logs() -> None:  # called from storage's threads
+            loop.call_soon_threadsafe(s.wake, DELETE_LOGS)
+
+        lm.deletion_listener = wake_delete_logs
         # ReplicaManager's task in Kafka: no initial task delay, just the interval.
         hw_interval = c.replica_high_watermark_checkpoint_interval_ms
         s.schedule(HIGH_WATERMARK_CHECKPOINT, self._blocking(lm.checkpoint_high_watermarks),
@@ -145,7 +157,8 @@ class LogJobs:
     # -- levers for tests, CI and the monitor console ----------------------------------------
     async def run_retention_now(self) -> RetentionRun:
         """Run a retention pass now (waiting for one in progress first) and return what it did."""
-        return await self.scheduler.run_now(RETENTION)
+        run: RetentionRun = await self.scheduler.run_now(RETENTION)
+        return run
 
     async def delete_due_files_now(self) -> int:
         """Remove `-delete` directories and `.deleted` segment files whose delay has passed."""
@@ -164,7 +177,7 @@ class LogJobs:
         if advance is None:
             raise TypeError(f"the broker's clock {type(self.clock).__name__} cannot be advanced")
         advance(ms)
-        now = self.clock.milliseconds()
+        now: int = self.clock.milliseconds()
         logger.warning("Clock advanced by %d ms to %d (test/CI lever): time-based rules now see that time", ms, now)
         await self.delete_due_files_now()
         return now
@@ -176,14 +189,14 @@ class LogJobs:
         if cleaner is None:
             logs = self.log_manager.all_logs()
         else:
-            pairs = await _maybe_await(cleaner.pause_cleaning_for_non_compacted_partitions())
+            pairs = cleaner.pause_cleaning_for_non_compacted_partitions()
             paused = [tp for tp, _ in pairs]
             logs = [log for _, log in pairs]
         try:
             run = await self.scheduler.run_blocking(self.cleanup_logs, logs)
         finally:
-            if paused is not None:
-                await self._resume_cleaning(cleaner, paused)
+            if cleaner is not None and paused is not None:
+                self._resume_cleaning(cleaner, paused)
         self.last_retention = run
         if run.segments_deleted:
             # Kafka schedules one "delete-file" task per deletion, file.delete.delay.ms later; one
@@ -197,16 +210,16 @@ class LogJobs:
         return run
 
     @staticmethod
-    async def _resume_cleaning(cleaner: Any, partitions: list[TopicPartition]) -> None:
+    def _resume_cleaning(cleaner: LogCleanerManager, partitions: list[TopicPartition]) -> None:
         """Undo retention's pause partition by partition: one that changed state meanwhile (its
         topic was deleted) must not leave the others paused for good."""
         for tp in partitions:
             try:
-                await _maybe_await(cleaner.resume_cleaning([tp]))
+                cleaner.resume_cleaning([tp])
             except Exception as exc:  # noqa: BLE001 - the cleaner's state errors are not ours to fix
                 logger.warning("Could not resume cleaning of %s after retention: %s", tp, exc)
 
-    def cleanup_logs(self, logs: list[Any]) -> RetentionRun:
+    def cleanup_logs(self, logs: list[Log]) -> RetentionRun:
         """Blocking: `delete_old_segments` on each log, oldest segments first; then the log start
         offsets are checkpointed at once, before file.delete.delay.ms lets any file go."""
         started = time.monotonic()
@@ -277,8 +290,6 @@ class LogJobs:
         return max(0, int(self.log_manager.next_delete_delay_ms()))
 
 
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 def _interval(ms: int) -> str:

@@ -30,7 +30,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +69,8 @@ class _LogCollector:
         segments = GaugeMetricFamily("asyncbroker_log_segments", "Number of log segments", labels=["topic"])
         end = GaugeMetricFamily("asyncbroker_log_end_offset_sum", "Sum of the log end offsets of a topic's partitions",
                                 labels=["topic"])
-        if broker is not None:
-            log_manager = getattr(broker, "log_manager", None)
-            logs = list(log_manager.all_logs()) if log_manager is not None else []
+        if broker is not None and broker.started:  # scraped from another thread, maybe during startup
+            logs = list(broker.log_manager.all_logs())
             per_topic: dict[str, list[int]] = {}
             for lg in logs:
                 try:
@@ -79,8 +81,7 @@ class _LogCollector:
                 except Exception:  # a log closed by a concurrent delete: skip it in this scrape
                     continue
             partitions.add_metric([], len(logs))
-            topic_manager = getattr(broker, "topics", None)
-            topics.add_metric([], len(topic_manager.all()) if topic_manager is not None else len(per_topic))
+            topics.add_metric([], len(broker.topics.all()))
             for topic, (nbytes, nsegments, leo) in sorted(per_topic.items()):
                 size.add_metric([topic], nbytes)
                 segments.add_metric([topic], nsegments)
@@ -110,8 +111,9 @@ class _CleanerCollector:
         from prometheus_client.core import GaugeMetricFamily
 
         broker = self._metrics.broker
-        cleaner = getattr(broker, "cleaner", None)
-        loop = getattr(broker, "loop", None)
+        if broker is None:
+            return
+        cleaner, loop = broker.cleaner, broker.loop
         if cleaner is None or loop is None or loop.is_closed():
             return
         try:
@@ -171,7 +173,7 @@ class BrokerMetrics:
     """The broker's counters; see the module docstring for the calls."""
 
     def __init__(self) -> None:
-        self.broker: Any = None
+        self.broker: Broker | None = None
         self._requests: dict[str, int] = {}  # Kafka's API name -> count
         self._errors: dict[str, int] = {}
         self._messages_in: dict[str, int] = {}  # topic -> records
@@ -195,11 +197,11 @@ class BrokerMetrics:
             self._registry = registry
         return self._registry
 
-    def bind(self, broker: Any) -> None:
+    def bind(self, broker: Broker) -> None:
         """Point the scrape-time gauges at this broker (the last bound broker wins)."""
         self.broker = broker
 
-    def unbind(self, broker: Any) -> None:
+    def unbind(self, broker: Broker) -> None:
         if self.broker is broker:
             self.broker = None
 
@@ -241,7 +243,8 @@ class BrokerMetrics:
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """A sample's current value (for tests and the monitor console)."""
-        return self.registry.get_sample_value(name, labels or {})
+        value: float | None = self.registry.get_sample_value(name, labels or {})
+        return value
 
 
 METRICS = BrokerMetrics()

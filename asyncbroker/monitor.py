@@ -25,10 +25,11 @@ exposes `broker` and `server` as locals.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
@@ -44,18 +45,27 @@ from storage.config_def import BROKER_KEYS, format_value
 
 from asyncbroker.metrics import METRICS
 
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
+    from asyncbroker.log_jobs import LogJobs
+
 DEFAULT_MONITOR_PORT = 20101
 
 
 class BrokerMonitor(Monitor):
     """aiomonitor's Monitor that knows the broker it inspects."""
 
-    broker: Any = None
+    broker: Broker | None = None
 
 
-def _broker(ctx: click.Context) -> Any:
-    monitor = ctx.obj
-    broker = getattr(monitor, "broker", None)
+def _attached(ctx: click.Context) -> Broker | None:
+    """The broker of the console running this command (ctx.obj is our BrokerMonitor)."""
+    monitor: BrokerMonitor = ctx.obj
+    return monitor.broker
+
+
+def _broker(ctx: click.Context) -> Broker:
+    broker = _attached(ctx)
     if broker is None:
         raise click.ClickException("no broker attached to this monitor")
     return broker
@@ -126,14 +136,13 @@ def parse_duration_ms(text: str) -> int:
     return int(m.group(1)) * _UNIT_MS[m.group(2)]
 
 
-def _log_jobs(broker: Any) -> Any:
-    jobs = getattr(broker, "log_jobs", None)
-    if jobs is None:
+def _log_jobs(broker: Broker | None) -> LogJobs:
+    if broker is None or not broker.started:
         raise RuntimeError("no broker with LogJobs (asyncbroker.log_jobs) is attached to this monitor")
-    return jobs
+    return broker.log_jobs
 
 
-def _on_broker_loop(ctx: click.Context, work: Callable[[], Awaitable[Any]],
+def _on_broker_loop(ctx: click.Context, work: Callable[[], Coroutine[Any, Any, Any]],
                     render: Callable[[Any], Iterable[str]]) -> None:
     """Run `work` on the broker's loop, then print `render(result)`, or one ERROR line."""
     monitor = ctx.obj
@@ -141,7 +150,7 @@ def _on_broker_loop(ctx: click.Context, work: Callable[[], Awaitable[Any]],
     @auto_async_command_done
     async def run(ctx: click.Context) -> None:
         try:
-            future = asyncio.run_coroutine_threadsafe(work(), monitor._monitored_loop)
+            future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(work(), monitor._monitored_loop)
             result = await asyncio.wrap_future(future)
         except Exception as exc:  # noqa: BLE001 - reported to the console user
             click.echo(f"ERROR {type(exc).__name__}: {exc}")
@@ -181,7 +190,7 @@ def render_retention_json(result: tuple[int | None, Any]) -> list[str]:
 @custom_help_option
 def do_retention(ctx: click.Context, advance: str | None, as_json: bool) -> None:
     """Run a retention pass now (test/CI lever)"""
-    broker = getattr(ctx.obj, "broker", None)
+    broker = _attached(ctx)
 
     async def work() -> tuple[int | None, Any]:
         jobs = _log_jobs(broker)
@@ -198,7 +207,7 @@ def do_retention(ctx: click.Context, advance: str | None, as_json: bool) -> None
 @custom_help_option
 def do_advance_clock(ctx: click.Context, duration: str) -> None:
     """Move the broker's clock forward (test/CI lever)"""
-    broker = getattr(ctx.obj, "broker", None)
+    broker = _attached(ctx)
 
     async def work() -> list[str]:
         jobs = _log_jobs(broker)
@@ -241,10 +250,10 @@ def render_clean_json(result: tuple[str, dict[int, Any] | None]) -> list[str]:
 @custom_help_option
 def do_clean(ctx: click.Context, topic: str, partition: int | None, no_wait: bool, as_json: bool) -> None:
     """Compact TOPIC (or one partition) now and wait for it (test/CI lever)"""
-    broker = getattr(ctx.obj, "broker", None)
+    broker = _attached(ctx)
 
     async def work() -> tuple[str, dict[int, Any] | None]:
-        if broker is None or getattr(broker, "clean_now", None) is None:
+        if broker is None or not broker.started:
             raise RuntimeError("no broker with a log cleaner is attached to this monitor")
         if no_wait:
             await broker.cleaner_ready()  # fail now (cleaner disabled), not in the background
@@ -270,7 +279,7 @@ def _clean_finished(task: asyncio.Task[Any]) -> None:
 
 
 def start_monitor(
-    broker: Any,
+    broker: Broker,
     *,
     host: str = "127.0.0.1",
     port: int = DEFAULT_MONITOR_PORT,

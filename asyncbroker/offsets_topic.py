@@ -20,11 +20,14 @@ import asyncio
 import functools
 import logging
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from storage.topic_partition import TopicPartition
 from wire.errors import TopicExistsError
 from wire.records import ControlRecordType, Record, build_batch, decode_records, iter_batch_headers, parse_control_record
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +70,7 @@ def partition_for(group_id: str, num_partitions: int) -> int:
 class CoordinatorTopic:
     """Creates, appends to and reads back one coordinator's internal topic."""
 
-    def __init__(self, broker: Any, name: str, num_partitions: int, configs: dict[str, str]) -> None:
+    def __init__(self, broker: Broker, name: str, num_partitions: int, configs: dict[str, str]) -> None:
         self.broker = broker
         self.name = name
         self._configured_partitions = num_partitions
@@ -234,7 +237,7 @@ class CoordinatorTopic:
                 data = following[0] if following is not None else b""
 
 
-def offsets_topic(broker: Any) -> CoordinatorTopic:
+def offsets_topic(broker: Broker) -> CoordinatorTopic:
     """`__consumer_offsets` with the group coordinator's settings."""
     config = broker.config
     return CoordinatorTopic(broker, GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions, {

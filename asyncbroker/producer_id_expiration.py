@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +23,7 @@ log = logging.getLogger(__name__)
 class ProducerIdExpiration:
     """The periodic producer-id expiration job of one broker."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.expiration_ms: int = broker.config.producer_id_expiration_ms
         self.interval_ms: int = broker.config.producer_id_expiration_check_interval_ms

@@ -123,6 +123,12 @@ class PartitionRead:
         self.aborted: list[tuple[int, int]] | None = None
         self.diverging_epoch: tuple[int, int] | None = None
 
+    def topic_partition(self) -> TopicPartition:
+        """The partition read; only for reads whose topic is known (named, or its id resolved)."""
+        if self.topic is None:
+            raise ValueError(f"partition {self.index} of topic id {self.topic_id} was never resolved to a name")
+        return TopicPartition(self.topic, self.index)
+
 
 def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: bool, use_file_regions: bool) -> int:
     """Executor side: read every partition within the byte budgets; return the bytes read.
@@ -531,7 +537,7 @@ class ReplicaManager:
         waiter = None
         if max_wait_ms > 0 and min_bytes > 0 and not answer_now:
             # Registered before reading: an append racing with the read still wakes us.
-            waiter = self.fetch_waiters.watch([TopicPartition(r.topic, r.index) for r in served], min_bytes)
+            waiter = self.fetch_waiters.watch([r.topic_partition() for r in served], min_bytes)
         try:
             deadline = time.monotonic() + max_wait_ms / 1000
             total = await self._read(everything, max_bytes, read_committed, use_file_regions)
@@ -558,7 +564,11 @@ class ReplicaManager:
         try:
             return int(await asyncio.shield(task))
         except asyncio.CancelledError:
-            task.add_done_callback(lambda _t: [_release(r) for r in reads])
+            def release_all(_task: object) -> None:
+                for r in reads:
+                    _release(r)
+
+            task.add_done_callback(release_all)
             raise
 
     # -- ListOffsets -----------------------------------------------------------------------------

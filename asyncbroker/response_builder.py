@@ -14,7 +14,7 @@ import datetime
 import functools
 import os
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode as KioErrorCode
@@ -64,9 +64,12 @@ def _names_in_any_version(cls: type) -> frozenset[str]:
 
     names: set[str] = set(_field_plan(cls)[0])
     api_key = getattr(cls, "__api_key__", None)
+    if not isinstance(api_key, int):
+        return frozenset(names)
     # Nested entities are typed "nested": their module says whether they belong to a request.
-    kind = EntityType.request if cls.__module__.endswith(".request") else EntityType.response
-    api_name = api_key_map.get(api_key) if api_key is not None else None
+    kind: Literal[EntityType.request, EntityType.response] = (
+        EntityType.request if cls.__module__.endswith(".request") else EntityType.response)
+    api_name = api_key_map.get(api_key)
     for version, kinds in schema_name_map.get(api_name, {}).items() if api_name else ():
         if kind in kinds:
             other = getattr(load_payload_module(api_key, version, kind), cls.__name__, None)

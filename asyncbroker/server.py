@@ -47,7 +47,8 @@ class KafkaServer:
         self.bound_port: int = 0
         self._reaper: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
+    async def start(self) -> Broker:
+        """Build and start the broker, then listen; returns the started broker."""
         started = time.monotonic()
         log.info("[KafkaServer id=%d] starting", self.config.node_id)
         broker = Broker(self.config)
@@ -78,6 +79,7 @@ class KafkaServer:
             self.config.node_id, (time.monotonic() - started) * 1000,
             broker.cluster_id, broker.advertised_host, broker.advertised_port,
         )
+        return broker
 
     async def _close_idle_connections(self) -> None:
         """Kafka's Selector idle expiry, checked at a tenth of connections.max.idle.ms."""
@@ -99,7 +101,7 @@ class KafkaServer:
         broker = self.broker
         if broker is not None:
             broker.fetch_waiters.close()  # parked fetches answer now
-            if broker.group_coordinator is not None:
+            if broker.started:
                 broker.group_coordinator.close()  # parked JoinGroup/SyncGroup answer NOT_COORDINATOR
         conns = list(self._connections)
         if conns:

@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import inspect
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from storage.config_def import TOPIC_KEYS, ConfigType
 from storage.log_config import LogConfig
+from storage.log_manager import LogManager
 from storage.topic_name import has_collision_chars, is_internal, unify_collision_chars, validate_topic_name
 from storage.topic_partition import TopicPartition
 from wire.errors import (
@@ -54,6 +54,9 @@ from asyncbroker.config import (
     ConfigSynonym,
     KafkaConfig,
 )
+
+if TYPE_CHECKING:
+    from cleaner.log_cleaner_manager import LogCleanerManager
 
 log = logging.getLogger(__name__)
 
@@ -94,24 +97,27 @@ class TopicDeletionDisabledError(KafkaError):
 class TopicManager:
     """Topic table + admin operations over `broker.log_manager`.
 
-    Built by the Broker after `LogManager.startup()` as `TopicManager(broker)`;
-    reads the topics the log directories hold and their persisted config
-    overrides. Without a broker (unit tests), pass `config`, `log_manager`
-    and `run_blocking` instead.
+    Built by the Broker after `LogManager.startup()`; reads the topics the log
+    directories hold and their persisted config overrides. A deleted topic's
+    partitions are first taken from the cleaner (`cleaner_manager`, None while
+    it is disabled or starting), and its committed offsets go afterwards
+    (`on_partitions_deleted`, the group coordinator's), as in Kafka.
     """
 
     def __init__(
         self,
-        broker: Any,
         *,
-        config: KafkaConfig | None = None,
-        log_manager: Any = None,
-        run_blocking: Callable[..., Awaitable[Any]] | None = None,
+        config: KafkaConfig,
+        log_manager: LogManager,
+        run_blocking: Callable[..., Awaitable[Any]],
+        cleaner_manager: Callable[[], LogCleanerManager | None] = lambda: None,
+        on_partitions_deleted: Callable[[Iterable[tuple[str, int]]], Awaitable[object]] | None = None,
     ) -> None:
-        self._broker = broker
-        self.config: KafkaConfig = config if config is not None else broker.config
-        self.log_manager = log_manager if log_manager is not None else broker.log_manager
-        self._run_blocking = run_blocking if run_blocking is not None else broker.run_blocking
+        self.config = config
+        self.log_manager = log_manager
+        self._run_blocking = run_blocking
+        self._cleaner_manager = cleaner_manager
+        self._on_partitions_deleted = on_partitions_deleted
         self.defaults: LogConfig = self.config.log_config_defaults()
         self._lock = asyncio.Lock()
         self._topics: dict[str, TopicMetadata] = {}
@@ -291,17 +297,14 @@ class TopicManager:
             # Kafka aborts cleaning of the partitions before renaming them `-delete`, so the
             # cleaner never swaps segments into a directory on its way out. The seam for
             # cleaner.LogCleanerManager (plain or async method).
-            cleaner = getattr(self._broker, "cleaner_manager", None)
+            cleaner = self._cleaner_manager()
             if cleaner is not None:
-                aborted = cleaner.abort_cleaning(meta.topic_partitions())
-                if inspect.isawaitable(aborted):
-                    await aborted
+                await cleaner.abort_cleaning(meta.topic_partitions())
             await self._run_blocking(self._delete_logs_blocking, meta)
             log.info("Deleted topic %s (id %s)", name, meta.topic_id)
             # Committed offsets go with the partitions (Kafka's onPartitionsDeleted).
-            coordinator = getattr(self._broker, "group_coordinator", None)
-            if coordinator is not None and not meta.is_internal:
-                await coordinator.on_partitions_deleted((tp.topic, tp.partition) for tp in meta.topic_partitions())
+            if self._on_partitions_deleted is not None and not meta.is_internal:
+                await self._on_partitions_deleted((tp.topic, tp.partition) for tp in meta.topic_partitions())
             return meta
 
     async def delete_topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata:

@@ -22,11 +22,12 @@ Kafka writes version 1 from transaction.version 1 on, version 0 below it.
 from __future__ import annotations
 
 import io
-from typing import Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import msgspec
 from kio.serial import readers, writers
 from kio.serial.errors import BufferUnderflow
+from kio.static.primitive import i8, i16, i32, i64, uvarint
 
 from asyncbroker.transaction_state import TransactionState
 from storage.topic_partition import TopicPartition
@@ -99,7 +100,7 @@ def value_version_for(transaction_version: int) -> int:
 
 def encode_key(transactional_id: str) -> bytes:
     out = io.BytesIO()
-    writers.write_int16(out, TRANSACTION_LOG_RECORD_TYPE)
+    writers.write_int16(out, i16(TRANSACTION_LOG_RECORD_TYPE))
     writers.write_legacy_string(out, transactional_id)
     return out.getvalue()
 
@@ -113,22 +114,22 @@ def encode_value(value: TransactionLogValue, version: int) -> bytes:
         raise TransactionLogFormatError(f"an Empty transaction cannot hold partitions: {value}")
     flexible = version >= 1
     out = io.BytesIO()
-    writers.write_int16(out, version)
-    writers.write_int64(out, value.producer_id)
-    writers.write_int16(out, value.producer_epoch)
-    writers.write_int32(out, value.transaction_timeout_ms)
-    writers.write_int8(out, int(value.state))
+    writers.write_int16(out, i16(version))
+    writers.write_int64(out, i64(value.producer_id))
+    writers.write_int16(out, i16(value.producer_epoch))
+    writers.write_int32(out, i32(value.transaction_timeout_ms))
+    writers.write_int8(out, i8(int(value.state)))
     groups = None if value.state == TransactionState.EMPTY else _by_topic(value.partitions)
     _write_array_length(out, None if groups is None else len(groups), flexible)
     for topic, partition_ids in (groups or {}).items():
         (writers.write_compact_string if flexible else writers.write_legacy_string)(out, topic)
         _write_array_length(out, len(partition_ids), flexible)
         for partition in partition_ids:
-            writers.write_int32(out, partition)
+            writers.write_int32(out, i32(partition))
         if flexible:
             writers.write_empty_tagged_fields(out)
-    writers.write_int64(out, value.last_update_timestamp_ms)
-    writers.write_int64(out, value.start_timestamp_ms)
+    writers.write_int64(out, i64(value.last_update_timestamp_ms))
+    writers.write_int64(out, i64(value.start_timestamp_ms))
     if flexible:
         _write_tagged_fields(out, value)
     return out.getvalue()
@@ -145,12 +146,12 @@ def _write_array_length(out: io.BytesIO, n: int | None, flexible: bool) -> None:
     if flexible:
         writers.write_compact_array_length(out, n)
     else:
-        writers.write_legacy_array_length(out, -1 if n is None else n)
+        writers.write_legacy_array_length(out, i32(-1 if n is None else n))
 
 
 def _write_tagged_fields(out: io.BytesIO, value: TransactionLogValue) -> None:
     # Ascending tag order, and only fields away from their defaults, as Kafka's generated writer.
-    fields: list[tuple[int, Callable[[io.BytesIO, int], None], int]] = []
+    fields: list[tuple[int, Callable[[Any, Any], None], int]] = []
     if value.previous_producer_id != -1:
         fields.append((0, writers.write_int64, value.previous_producer_id))
     if value.next_producer_id != -1:
@@ -159,9 +160,9 @@ def _write_tagged_fields(out: io.BytesIO, value: TransactionLogValue) -> None:
         fields.append((2, writers.write_int16, value.client_transaction_version))
     if value.next_producer_epoch != -1:
         fields.append((3, writers.write_int16, value.next_producer_epoch))
-    writers.write_unsigned_varint(out, len(fields))
+    writers.write_unsigned_varint(out, uvarint(len(fields)))
     for tag, write, field in fields:
-        writers.write_tagged_field(out, tag, write, field)
+        writers.write_tagged_field(out, uvarint(tag), write, field)
 
 
 # ------------------------------------------------------------------ reading

@@ -1,7 +1,7 @@
 """The handler registry: one module per Kafka API, discovered at startup.
 
 Each handler module defines `API_KEY`, `MIN_VERSION`, `MAX_VERSION` and
-`async def handle(broker, header, request)`. ApiVersions advertises exactly
+`async def handle(ctx, header, request)` (ctx: a RequestContext). ApiVersions advertises exactly
 the registered ranges, clamped to the versions kio has schemas for, because
 clients pick versions from that list and must never be offered one we cannot
 decode. `error_code_for` is the single place where typed exceptions become
@@ -22,6 +22,7 @@ from wire.messages import kio_version_range
 
 log = logging.getLogger(__name__)
 
+# (ctx: RequestContext, header: RequestHeader, request: kio request entity) -> response
 HandleFn = Callable[[Any, Any, Any], Awaitable[Any]]
 
 

@@ -7,12 +7,14 @@ from typing import Any
 
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
 from asyncbroker.handlers.add_partitions_to_txn import older_fenced
 from asyncbroker.offsets_topic import GROUP_METADATA_TOPIC_NAME
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
@@ -20,13 +22,13 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     try:
-        groups = await group_coordinator_for(broker)
+        groups = await group_coordinator_for(ctx.broker)
         await groups.offsets_topic.ensure_created()
         offsets_partition = TopicPartition(GROUP_METADATA_TOPIC_NAME, groups.offsets_topic.partition_for(request.group_id))
-        await broker.transaction_coordinator.handle_add_partitions_to_transaction(
+        await ctx.broker.transaction_coordinator.handle_add_partitions_to_transaction(
             request.transactional_id, request.producer_id, request.producer_epoch, [offsets_partition], 0)
         code = ErrorCode.NONE
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary

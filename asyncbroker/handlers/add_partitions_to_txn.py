@@ -9,14 +9,19 @@ coordinator's answer applies to every partition of the transaction.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 MIN_VERSION = 0
@@ -30,7 +35,7 @@ def older_fenced(code: ErrorCode, version: int, first_version_knowing_fenced: in
     return code
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     if version < 4:
@@ -42,7 +47,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     results = []
     for txn_id, producer_id, producer_epoch, verify_only, topics in txns:
         partitions = [TopicPartition(t.name, p) for t in topics for p in t.partitions]
-        errors = await _one_transaction(broker, version, txn_id, producer_id, producer_epoch, verify_only, partitions)
+        errors = await _one_transaction(ctx.broker, version, txn_id, producer_id, producer_epoch, verify_only, partitions)
         results.append((txn_id, _by_topic(b, errors)))
     if version < 4:
         return b.entity("AddPartitionsToTxnResponse", throttle_time=0, results_by_topic_v3_and_below=results[0][1])
@@ -52,7 +57,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                         for txn_id, topics in results))
 
 
-async def _one_transaction(broker: Any, version: int, txn_id: str, producer_id: int, producer_epoch: int,
+async def _one_transaction(broker: Broker, version: int, txn_id: str, producer_id: int, producer_epoch: int,
                            verify_only: bool, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
     unknown = {tp for tp in partitions if not _hosted(broker, tp)}
     if unknown:
@@ -71,7 +76,7 @@ async def _one_transaction(broker: Any, version: int, txn_id: str, producer_id: 
     return dict.fromkeys(partitions, code)
 
 
-def _hosted(broker: Any, tp: TopicPartition) -> bool:
+def _hosted(broker: Broker, tp: TopicPartition) -> bool:
     meta = broker.topics.get(tp.topic)
     return meta is not None and 0 <= tp.partition < meta.partitions
 

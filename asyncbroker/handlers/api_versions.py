@@ -14,8 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 from asyncbroker.transaction_state_manager import FINALIZED_TRANSACTION_VERSION
 
@@ -29,11 +31,11 @@ FINALIZED_FEATURES_EPOCH = 0
 """Levels never change on this node: one epoch for its whole life."""
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     keys = tuple(
         b.entity("ApiVersion", api_key=key, min_version=lo, max_version=hi)
-        for key, (lo, hi) in broker.handlers.supported_versions().items()
+        for key, (lo, hi) in ctx.broker.handlers.supported_versions().items()
     )
     features: dict[str, Any] = {}
     if header.api_version >= 3:

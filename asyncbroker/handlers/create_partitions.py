@@ -9,9 +9,11 @@ from collections import Counter
 from typing import Any
 
 from wire.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for, error_message_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.CREATE_PARTITIONS
@@ -19,7 +21,7 @@ MIN_VERSION = 0
 MAX_VERSION = 3
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
     counts = Counter(t.name for t in request.topics)
     results = [
@@ -32,7 +34,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             continue  # answered once above
         try:
             assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
-            await broker.topics.create_partitions(topic.name, topic.count, request.validate_only, assignments)
+            await ctx.broker.topics.create_partitions(topic.name, topic.count, request.validate_only, assignments)
             code, message = ErrorCode.NONE, None
         except KafkaError as exc:
             code = error_code_for(exc)

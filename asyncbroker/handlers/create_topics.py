@@ -9,21 +9,26 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wire.errors import InvalidReplicaAssignmentError, InvalidRequestError, KafkaError
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for, error_message_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 from asyncbroker.topics import ZERO_UUID, check_manual_assignment
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.CREATE_TOPICS
 MIN_VERSION = 2
 MAX_VERSION = 7
 
 
-def _partitions_from_assignments(broker: Any, topic: Any) -> int:
+def _partitions_from_assignments(broker: Broker, topic: Any) -> int:
     """Manual assignment: partitions 0..n-1 (in any order), each on registered brokers only."""
     if topic.replication_factor != -1:
         raise InvalidRequestError(
@@ -39,7 +44,7 @@ def _partitions_from_assignments(broker: Any, topic: Any) -> int:
     return len(topic.assignments)
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
     counts = Counter(t.name for t in request.topics)
     results = []
@@ -49,16 +54,16 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         try:
             num_partitions = topic.num_partitions
             if topic.assignments:
-                num_partitions = _partitions_from_assignments(broker, topic)
-            meta = await broker.topics.create_topic(
+                num_partitions = _partitions_from_assignments(ctx.broker, topic)
+            meta = await ctx.broker.topics.create_topic(
                 topic.name,
                 num_partitions,
                 topic.replication_factor if not topic.assignments else -1,
                 {c.name: c.value for c in topic.configs},
                 validate_only=request.validate_only,
             )
-            if not request.validate_only and broker.cleaner is not None:
-                broker.cleaner.wake()  # a new compacted topic: the cleaner looks now, not after its backoff
+            if not request.validate_only and ctx.broker.cleaner is not None:
+                ctx.broker.cleaner.wake()  # a new compacted topic: the cleaner looks now, not after its backoff
         except KafkaError as exc:
             results.append(
                 rb.entity(
@@ -83,7 +88,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 config_source=int(e.source),
                 is_sensitive=e.is_sensitive,
             )
-            for e in _describe(broker, meta)
+            for e in _describe(ctx.broker, meta)
         )
         results.append(
             rb.entity(
@@ -108,7 +113,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     return rb.entity("CreateTopicsResponse", throttle_time=0, topics=tuple(results))
 
 
-def _describe(broker: Any, meta: Any) -> list[Any]:
+def _describe(broker: Broker, meta: Any) -> list[Any]:
     """The configs of the new topic as DescribeConfigs would list them (v5+ responses);
     after validate_only the topic does not exist, so describe its would-be overrides."""
     if broker.topics.get(meta.name) is None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DELETE_GROUPS
@@ -15,11 +17,11 @@ MIN_VERSION = 0
 MAX_VERSION = 2
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     names = list(dict.fromkeys(request.groups_names))
     try:
-        coordinator = await group_coordinator_for(broker)
+        coordinator = await group_coordinator_for(ctx.broker)
         results = await coordinator.delete_groups(names)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         code = error_code_for(exc)

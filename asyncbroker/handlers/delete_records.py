@@ -12,22 +12,24 @@ from __future__ import annotations
 from typing import Any
 
 from storage.topic_partition import TopicPartition
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DELETE_RECORDS
 MIN_VERSION = 0
 MAX_VERSION = 2
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     # Kafka keys the request by partition: a partition named twice is deleted up to the
     # offset of its later entry, and answered once.
     requested: dict[TopicPartition, int] = {}
     for t in request.topics:
         for p in t.partitions:
             requested[TopicPartition(t.name, p.partition_index)] = p.offset
-    results = await broker.replica_manager.delete_records(requested)
+    results = await ctx.broker.replica_manager.delete_records(requested)
     by_topic: dict[str, list[Any]] = {}
     b = ResponseBuilder(API_KEY, header.api_version)
     for tp, result in results.items():

@@ -10,9 +10,11 @@ from collections import Counter
 from typing import Any
 
 from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError, UnknownTopicOrPartitionError
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for, error_message_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 from asyncbroker.topics import ZERO_UUID, TopicDeletionDisabledError
 
@@ -26,7 +28,7 @@ _UNKNOWN_TOPIC = "This server does not host this topic-partition."
 _UNKNOWN_TOPIC_ID = "This server does not host this topic ID."
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
     if header.api_version >= 6:
         wanted: list[tuple[str | None, uuid.UUID | None]] = [(t.name, t.topic_id) for t in request.topics]
@@ -41,10 +43,10 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                                  error_code=code, error_message=message))
 
     # A name or id given twice is answered once, as Kafka's controller does.
-    for name in (n for n, c in names.items() if c > 1):
-        result(name, None, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-    for topic_id in (i for i, c in ids.items() if c > 1):
-        result(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+    for twice in (n for n, c in names.items() if c > 1):
+        result(twice, None, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+    for twice_id in (i for i, c in ids.items() if c > 1):
+        result(None, twice_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
     for name, topic_id in wanted:
         by_id = topic_id is not None and topic_id != ZERO_UUID
         if name is None and not by_id:
@@ -53,13 +55,14 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         if name is not None and by_id:
             result(name, topic_id, ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
             continue
-        if (ids[topic_id] if by_id else names[name]) > 1:
+        target_id = topic_id if by_id else None
+        if (ids[target_id] if target_id is not None else names[name or ""]) > 1:
             continue
         try:
-            if by_id:
-                meta = await broker.topics.delete_topic_by_id(topic_id)
+            if target_id is not None:
+                meta = await ctx.broker.topics.delete_topic_by_id(target_id)
             else:
-                meta = await broker.topics.delete_topic(name or "")
+                meta = await ctx.broker.topics.delete_topic(name or "")
             result(meta.name, meta.topic_id, ErrorCode.NONE, None)
         except KafkaError as exc:
             code = error_code_for(exc)

@@ -4,8 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
@@ -21,10 +23,11 @@ _ALL_CLUSTER_OPERATIONS = sum(1 << op for op in _CLUSTER_OPERATIONS)
 _OPERATIONS_OMITTED = -(2**31)
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
     endpoint_type = getattr(request, "endpoint_type", ENDPOINT_TYPE_BROKER)
-    code, message, brokers = ErrorCode.NONE, None, ()
+    code, message = ErrorCode.NONE, None
+    brokers: tuple[Any, ...] = ()
     if endpoint_type == ENDPOINT_TYPE_CONTROLLER:
         code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
         message = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
@@ -35,9 +38,9 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         brokers = (
             rb.entity(
                 "DescribeClusterBroker",
-                broker_id=broker.node_id,
-                host=broker.advertised_host,
-                port=broker.advertised_port,
+                broker_id=ctx.broker.node_id,
+                host=ctx.broker.advertised_host,
+                port=ctx.broker.advertised_port,
                 rack=None,
                 is_fenced=False,  # v2: a serving single node is never fenced
             ),
@@ -48,8 +51,8 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         error_code=code,
         error_message=message,
         endpoint_type=ENDPOINT_TYPE_BROKER,  # the type of the endpoint that answers, as Kafka echoes it
-        cluster_id=broker.cluster_id or "",
-        controller_id=broker.node_id if code == ErrorCode.NONE else -1,
+        cluster_id=ctx.broker.cluster_id or "",
+        controller_id=ctx.broker.node_id if code == ErrorCode.NONE else -1,
         brokers=brokers,
         cluster_authorized_operations=(
             _ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else _OPERATIONS_OMITTED

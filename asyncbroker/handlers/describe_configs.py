@@ -9,9 +9,10 @@ reconfigures at runtime are described as not read-only.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.topic_name import validate_topic_name
+from wire.headers import RequestHeader
 from wire.errors import (
     INVALID_REQUEST_MESSAGE,
     ErrorCode,
@@ -29,14 +30,18 @@ from asyncbroker.broker_config_changes import (
 )
 from asyncbroker.config import ConfigEntry, ConfigResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 MIN_VERSION = 1
 MAX_VERSION = 4
 
 
-def describe_resource(broker: Any, resource_type: int, name: str, keys: tuple[str, ...] | None) -> list[ConfigEntry]:
+def describe_resource(broker: Broker, resource_type: int, name: str, keys: tuple[str, ...] | None) -> list[ConfigEntry]:
     """The config entries of one resource; typed KafkaErrors for a bad resource."""
     if resource_type == ConfigResourceType.TOPIC:
         validate_topic_name(name)
@@ -54,16 +59,17 @@ def describe_resource(broker: Any, resource_type: int, name: str, keys: tuple[st
     raise InvalidRequestError(INVALID_REQUEST_MESSAGE)
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
     synonyms_wanted = bool(getattr(request, "include_synonyms", False))
     docs_wanted = bool(getattr(request, "include_documentation", False))
     results = []
     for resource in request.resources:
         keys = resource.configuration_keys
+        message: str | None
         try:
             # null and an empty list both mean every key, as in Kafka.
-            entries = describe_resource(broker, resource.resource_type, resource.resource_name,
+            entries = describe_resource(ctx.broker, resource.resource_type, resource.resource_name,
                                         tuple(keys) or None if keys is not None else None)
             code, message = ErrorCode.NONE, ""  # Kafka sends "" rather than null here
         except KafkaError as exc:

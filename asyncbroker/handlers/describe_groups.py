@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
@@ -27,11 +29,11 @@ _AUTHORIZED_OPS_OMITTED = -(2**31)
 _GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     out = []
     try:
-        coordinator = await group_coordinator_for(broker)
+        coordinator = await group_coordinator_for(ctx.broker)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         code = error_code_for(exc)
         out = [b.entity("DescribedGroup", error_code=code, group_id=g, group_state="", protocol_type="",

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_LOG_DIRS
@@ -32,9 +34,9 @@ def _disk_usage(dirs: list[str]) -> dict[str, tuple[int, int]]:
     return out
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
-    dirs = [os.path.abspath(d) for d in broker.config.log_dirs]
+    dirs = [os.path.abspath(d) for d in ctx.broker.config.log_dirs]
     wanted: dict[str, set[int] | None] | None = None
     if request.topics is not None:
         wanted = {}
@@ -42,13 +44,13 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             wanted.setdefault(t.topic, set()).update(t.partitions)  # type: ignore[union-attr]
     # log dir -> topic -> [(partition, size)]
     per_dir: dict[str, dict[str, list[tuple[int, int]]]] = {d: {} for d in dirs}
-    for lg in broker.log_manager.all_logs():
+    for lg in ctx.broker.log_manager.all_logs():
         tp = lg.topic_partition
         if wanted is not None and tp.partition not in (wanted.get(tp.topic) or ()):
             continue
         parent = os.path.abspath(Path(lg.dir).parent)
         per_dir.setdefault(parent, {}).setdefault(tp.topic, []).append((tp.partition, int(lg.size_in_bytes)))
-    usage = await broker.run_blocking(_disk_usage, list(per_dir)) if header.api_version >= 4 else {}
+    usage = await ctx.broker.run_blocking(_disk_usage, list(per_dir)) if header.api_version >= 4 else {}
     results = []
     for log_dir, topics in per_dir.items():
         topic_entities = tuple(
@@ -60,7 +62,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                         "DescribeLogDirsPartition",
                         partition_index=p,
                         partition_size=size,
-                        offset_lag=0,  # no future (moving) replicas on this broker
+                        offset_lag=0,  # no future (moving) replicas on this ctx.broker
                         is_future_key=False,
                     )
                     for p, size in sorted(parts)

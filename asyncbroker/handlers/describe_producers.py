@@ -13,8 +13,10 @@ from typing import Any
 
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
@@ -22,13 +24,13 @@ MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     topics = []
     for t in request.topics:
         partitions = []
         for index in t.partition_indexes:
-            log_ = broker.get_log(TopicPartition(t.name, index))
+            log_ = ctx.broker.get_log(TopicPartition(t.name, index))
             if log_ is None:
                 partitions.append(b.entity("PartitionResponse", partition_index=index,
                                            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=None,

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
@@ -15,12 +17,12 @@ MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     states = []
     for txn_id in request.transactional_ids:
         try:
-            d = broker.transaction_coordinator.handle_describe_transactions(txn_id)
+            d = ctx.broker.transaction_coordinator.handle_describe_transactions(txn_id)
         except Exception as exc:  # noqa: BLE001 - mapped at the boundary
             states.append(b.entity("TransactionState", error_code=error_code_for(exc), transactional_id=txn_id,
                                    transaction_state="", transaction_timeout=0, transaction_start_time=0,

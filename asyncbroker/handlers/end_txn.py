@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 from wire.records import ControlRecordType
 
 from asyncbroker.handlers import error_code_for
 from asyncbroker.handlers.add_partitions_to_txn import older_fenced
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.END_TXN
@@ -22,12 +24,12 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     result = ControlRecordType.COMMIT if request.committed else ControlRecordType.ABORT
     try:
-        answer = await broker.transaction_coordinator.handle_end_transaction(
+        answer = await ctx.broker.transaction_coordinator.handle_end_transaction(
             request.transactional_id, request.producer_id, request.producer_epoch, result, 2 if version >= 5 else 0)
         return b.entity("EndTxnResponse", throttle_time=0, error_code=ErrorCode.NONE,
                         producer_id=answer.producer_id, producer_epoch=answer.producer_epoch)

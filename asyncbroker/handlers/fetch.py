@@ -26,14 +26,19 @@ replica id is refused, as no other broker replicates from this one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 from wire.response_encoders import FetchPartitionData, FetchTopicData, encode_fetch_response
 
 from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.replica_manager import PartitionRead
+from asyncbroker.request_context import RequestContext
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.FETCH
 MIN_VERSION = 4
@@ -44,12 +49,12 @@ READ_COMMITTED = 1
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     session_epoch = getattr(request, "session_epoch", FINAL_EPOCH)
     if session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
-        # An incremental fetch: it names a session, and this broker keeps none.
-        return _response(broker, version, [], error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+        # An incremental fetch: it names a session, and this ctx.broker keeps none.
+        return _response(ctx.broker, version, [], error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     replica_state = getattr(request, "replica_state", None)
     replica_id = replica_state.replica_id if replica_state is not None else getattr(request, "replica_id", -1)
 
@@ -63,13 +68,13 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     for (_key, _index), (t, p) in requested.items():
         if version >= 13:
             # Topic ids (v13+) are resolved here, as KafkaApis does before the ReplicaManager.
-            meta = broker.topics.by_id(t.topic_id) if t.topic_id is not None else None
+            meta = ctx.broker.topics.by_id(t.topic_id) if t.topic_id is not None else None
             name = meta.name if meta is not None else None
             topic_id = t.topic_id
             unknown_topic = ErrorCode.UNKNOWN_TOPIC_ID if meta is None else ErrorCode.NONE
         else:
             name = t.topic
-            meta = broker.topics.get(name)
+            meta = ctx.broker.topics.get(name)
             topic_id = meta.topic_id if meta is not None else None
             unknown_topic = ErrorCode.NONE
         r = PartitionRead(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
@@ -77,16 +82,16 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                           last_fetched_epoch=getattr(p, "last_fetched_epoch", -1) if version >= 12 else -1)
         r.error = unknown_topic
         reads.append(r)
-    reads = await broker.replica_manager.fetch_messages(
+    reads = await ctx.broker.replica_manager.fetch_messages(
         reads, replica_id=replica_id, max_wait_ms=int(request.max_wait.total_seconds() * 1000),
         min_bytes=request.min_bytes,
         # fetch.max.bytes caps what one response may carry, whatever the client asks.
-        max_bytes=min(request.max_bytes, broker.config.fetch_max_bytes),
-        read_committed=request.isolation_level == READ_COMMITTED, use_file_regions=broker.use_sendfile)
-    return _response(broker, version, reads)
+        max_bytes=min(request.max_bytes, ctx.broker.config.fetch_max_bytes),
+        read_committed=request.isolation_level == READ_COMMITTED, use_file_regions=ctx.broker.use_sendfile)
+    return _response(ctx.broker, version, reads)
 
 
-def _response(broker: Any, version: int, reads: list[PartitionRead], error: int = ErrorCode.NONE) -> EncodedResponse:
+def _response(broker: Broker, version: int, reads: list[PartitionRead], error: int = ErrorCode.NONE) -> EncodedResponse:
     return EncodedResponse.of(encode_fetch_response(version, fetch_topics(reads), error_code=error))
 
 

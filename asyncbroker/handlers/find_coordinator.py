@@ -11,10 +11,12 @@ from typing import Any
 
 from wire.error_messages import default_message, message_or_name
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.FIND_COORDINATOR
@@ -26,14 +28,14 @@ TRANSACTION_KEY_TYPE = 1
 SHARE_KEY_TYPE = 2
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
     error: int = ErrorCode.NONE
     if key_type == GROUP_KEY_TYPE:
         try:
-            coordinator = await group_coordinator_for(broker)
+            coordinator = await group_coordinator_for(ctx.broker)
             await coordinator.offsets_topic.ensure_created()
         except Exception as exc:  # noqa: BLE001 - mapped at the boundary
             error = error_code_for(exc)
@@ -41,7 +43,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif key_type == TRANSACTION_KEY_TYPE:
         try:
-            await broker.transaction_coordinator.txn_manager.topic.ensure_created()
+            await ctx.broker.transaction_coordinator.txn_manager.topic.ensure_created()
         except Exception as exc:  # noqa: BLE001 - mapped at the boundary
             error = error_code_for(exc)
             if error not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
@@ -56,9 +58,9 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     def fields(message: str | None) -> dict[str, Any]:
         return dict(
             error_code=error, error_message=message,
-            node_id=broker.node_id if ok else -1,
-            host=broker.advertised_host if ok else "",
-            port=broker.advertised_port if ok else -1,
+            node_id=ctx.broker.node_id if ok else -1,
+            host=ctx.broker.advertised_host if ok else "",
+            port=ctx.broker.advertised_port if ok else -1,
         )
 
     if version >= 4:

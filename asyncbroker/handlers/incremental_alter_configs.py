@@ -8,10 +8,11 @@ topic defaults apply at once, to every log, and persist.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.topic_name import validate_topic_name
 from wire.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownServerError
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.broker_config_changes import (
@@ -22,14 +23,18 @@ from asyncbroker.broker_config_changes import (
 )
 from asyncbroker.config import ConfigResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 MIN_VERSION = 0
 MAX_VERSION = 1
 
 
-async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
+async def _alter(broker: Broker, resource: Any, validate_only: bool) -> None:
     ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
     if resource.resource_type == ConfigResourceType.TOPIC:
         if resource.resource_name == "":
@@ -52,7 +57,7 @@ async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
     raise InvalidRequestError(f"Unknown resource type {resource.resource_type}")
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
     counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
@@ -60,7 +65,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise InvalidRequestError("Each resource must appear at most once.")
-            await _alter(broker, resource, request.validate_only)
+            await _alter(ctx.broker, resource, request.validate_only)
             code, message = ErrorCode.NONE, None
         except KafkaError as exc:
             code = error_code_for(exc)

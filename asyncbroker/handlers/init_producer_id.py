@@ -15,10 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
 from asyncbroker.handlers.add_partitions_to_txn import older_fenced
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 from asyncbroker.transaction_coordinator import ProducerIdAndEpoch
 
@@ -30,7 +32,7 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     pid = getattr(request, "producer_id", NO_PRODUCER_ID)
@@ -42,7 +44,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     timeout = request.transaction_timeout
     timeout_ms = int(timeout.total_seconds() * 1000) if hasattr(timeout, "total_seconds") else int(timeout)
     try:
-        got = await broker.transaction_coordinator.handle_init_producer_id(request.transactional_id, timeout_ms,
+        got = await ctx.broker.transaction_coordinator.handle_init_producer_id(request.transactional_id, timeout_ms,
                                                                            expected)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         return _error(b, older_fenced(error_code_for(exc), version, 4))

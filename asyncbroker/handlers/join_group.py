@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import JoinGroupResult, group_coordinator_for, millis
-from asyncbroker.request_context import CLIENT_HOST
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.JOIN_GROUP
@@ -21,7 +22,7 @@ MIN_VERSION = 0
 MAX_VERSION = 9
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     session_timeout = millis(request.session_timeout)
     # v0 has no rebalance timeout: the session timeout stands in for it (from v1 the value is
@@ -29,13 +30,13 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     rebalance_timeout = millis(getattr(request, "rebalance_timeout", request.session_timeout))
     instance_id = getattr(request, "group_instance_id", None)
     try:
-        coordinator = await group_coordinator_for(broker)
+        coordinator = await group_coordinator_for(ctx.broker)
         result = await coordinator.join_group(
             group_id=request.group_id,
             member_id=request.member_id,
             group_instance_id=instance_id,
             client_id=header.client_id or "",
-            client_host=CLIENT_HOST.get(),
+            client_host=ctx.client_host,
             session_timeout_ms=session_timeout,
             rebalance_timeout_ms=rebalance_timeout,
             protocol_type=request.protocol_type,

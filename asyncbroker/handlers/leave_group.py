@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.LEAVE_GROUP
@@ -16,7 +18,7 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     if version >= 3:
@@ -26,7 +28,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     top: int = ErrorCode.NONE
     results: list[int] = []
     try:
-        coordinator = await group_coordinator_for(broker)
+        coordinator = await group_coordinator_for(ctx.broker)
         results = await coordinator.leave_group(request.group_id, leaving)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         top = error_code_for(exc)

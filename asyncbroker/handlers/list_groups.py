@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.LIST_GROUPS
@@ -16,12 +18,12 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     error: int = ErrorCode.NONE
     groups: tuple[Any, ...] = ()
     try:
-        coordinator = await group_coordinator_for(broker)
+        coordinator = await group_coordinator_for(ctx.broker)
         listed = coordinator.list_groups(getattr(request, "states_filter", ()) or (),
                                          getattr(request, "types_filter", ()) or ())
         groups = tuple(

@@ -15,9 +15,11 @@ from typing import Any
 
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.replica_manager import FoundOffset, OffsetQuery
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.LIST_OFFSETS
@@ -31,7 +33,7 @@ READ_COMMITTED = 1
 NO_EPOCH = -1
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     """Kafka keys the answer by partition: a partition named twice in one request answers
     once, INVALID_REQUEST; every error answers offset, timestamp and epoch -1."""
     version = header.api_version
@@ -45,7 +47,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                    p.timestamp, getattr(p, "current_leader_epoch", NO_EPOCH))
                for t in request.topics for p in t.partitions
                if TopicPartition(t.name, p.partition_index) not in duplicates}
-    found = await broker.replica_manager.fetch_offsets(
+    found = await ctx.broker.replica_manager.fetch_offsets(
         queries, version=version, read_committed=getattr(request, "isolation_level", 0) == READ_COMMITTED)
     by_topic: dict[str, dict[int, FoundOffset]] = {}
     for t in request.topics:

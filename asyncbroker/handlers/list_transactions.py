@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
@@ -16,10 +18,10 @@ MIN_VERSION = 0
 MAX_VERSION = 2
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     try:
-        listed, unknown = broker.transaction_coordinator.handle_list_transactions(
+        listed, unknown = ctx.broker.transaction_coordinator.handle_list_transactions(
             set(request.producer_id_filters), set(request.state_filters), getattr(request, "duration_filter", -1),
             getattr(request, "transactional_id_pattern", None))
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary

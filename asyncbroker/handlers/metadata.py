@@ -16,9 +16,11 @@ from typing import Any
 
 from storage.topic_name import is_internal, validate_topic_name
 from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.METADATA
@@ -87,10 +89,10 @@ def _error_response(b: ResponseBuilder, requested: Any, error: ErrorCode) -> Any
                     topics=topics, cluster_authorized_operations=_AUTHORIZED_OPS_OMITTED, error_code=error)
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
-    node = broker.node_id
+    node = ctx.broker.node_id
     topics_out: list[Any] = []
     topic_ops = (_TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False)
                  else _AUTHORIZED_OPS_OMITTED)
@@ -102,7 +104,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
             error_code=error,
             name=name,
             topic_id=topic_id or _ZERO_UUID,
-            is_internal=bool(name) and is_internal(name),
+            is_internal=name is not None and is_internal(name),
             partitions=parts,
             topic_authorized_operations=topic_ops,
         )
@@ -117,25 +119,25 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         requested = [t for t in requested if _has_id(t)]
     # v0: an empty list means all topics; v1+: null means all topics.
     if requested is None or (version == 0 and not requested):
-        for meta in sorted(broker.topics.all(), key=lambda m: m.name):
-            topics_out.append(topic_entity(meta.name, meta.topic_id, ErrorCode.NONE, meta.partitions))
+        for listed in sorted(ctx.broker.topics.all(), key=lambda m: m.name):
+            topics_out.append(topic_entity(listed.name, listed.topic_id, ErrorCode.NONE, listed.partitions))
     else:
         allow_auto = getattr(request, "allow_auto_topic_creation", True)
         for t in requested:
             name = t.name
             topic_id = getattr(t, "topic_id", None)
             if not name and topic_id is not None and topic_id != _ZERO_UUID:
-                meta = broker.topics.by_id(topic_id)
+                meta = ctx.broker.topics.by_id(topic_id)
                 if meta is None:
                     topics_out.append(topic_entity(None, topic_id, UnknownTopicIdError.error_code, 0))
                 else:
                     topics_out.append(topic_entity(meta.name, meta.topic_id, ErrorCode.NONE, meta.partitions))
                 continue
-            meta = broker.topics.get(name)
+            meta = ctx.broker.topics.get(name)
             if meta is None:
                 try:
                     validate_topic_name(name)
-                    if allow_auto and await broker.auto_create_topic(name) is not None:
+                    if allow_auto and await ctx.broker.auto_create_topic(name) is not None:
                         # Kafka 4.4 answers the request that triggers the creation with
                         # UNKNOWN_TOPIC_OR_PARTITION and serves the topic from the next one on
                         # (clients retry); answering the same keeps clients on Kafka's path.
@@ -153,13 +155,13 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 topics_out.append(topic_entity(meta.name, meta.topic_id, ErrorCode.NONE, meta.partitions))
 
     brokers = (
-        b.entity("MetadataResponseBroker", node_id=node, host=broker.advertised_host, port=broker.advertised_port, rack=None),
+        b.entity("MetadataResponseBroker", node_id=node, host=ctx.broker.advertised_host, port=ctx.broker.advertised_port, rack=None),
     )
     return b.entity(
         "MetadataResponse",
         throttle_time=0,
         brokers=brokers,
-        cluster_id=broker.cluster_id,
+        cluster_id=ctx.broker.cluster_id,
         controller_id=node,
         topics=tuple(topics_out),
         cluster_authorized_operations=(_CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False)

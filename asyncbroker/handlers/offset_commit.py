@@ -15,11 +15,13 @@ import uuid
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.group_coordinator import group_coordinator_for, millis
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 
 API_KEY = ApiKey.OFFSET_COMMIT
 MIN_VERSION = 2
@@ -28,7 +30,7 @@ MAX_VERSION = 10
 TopicKey = str | uuid.UUID  # a name, or (v10) an id
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     answered: dict[TopicKey, list[tuple[int, int]]] = {}
     items: list[tuple[str, int, int, int, str | None]] = []
@@ -37,11 +39,11 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         key: TopicKey
         if version >= 10:
             key = t.topic_id if t.topic_id is not None else uuid.UUID(int=0)
-            meta = broker.topics.by_id(key)
+            meta = ctx.broker.topics.by_id(key)
             missing = ErrorCode.UNKNOWN_TOPIC_ID
         else:
             key = t.name
-            meta = broker.topics.get(t.name)
+            meta = ctx.broker.topics.get(t.name)
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         for p in t.partitions:
             if meta is None:
@@ -55,7 +57,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     if items:
         retention = getattr(request, "retention_time", None)
         try:
-            coordinator = await group_coordinator_for(broker)
+            coordinator = await group_coordinator_for(ctx.broker)
             results = await coordinator.commit_offsets(
                 group_id=request.group_id,
                 member_id=request.member_id,

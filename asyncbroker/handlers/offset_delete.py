@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.OFFSET_DELETE
@@ -16,7 +18,7 @@ MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     top: int = ErrorCode.NONE
     # Kafka's order: partitions of unknown topics (or unknown partitions) first, in request
@@ -24,14 +26,14 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     answered: dict[str, list[tuple[int, int]]] = {}
     wanted: list[tuple[str, int]] = []
     for t in request.topics:
-        meta = broker.topics.get(t.name)
+        meta = ctx.broker.topics.get(t.name)
         for p in t.partitions:
             if meta is None or not 0 <= p.partition_index < meta.partitions:
                 answered.setdefault(t.name, []).append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 wanted.append((t.name, p.partition_index))
     try:
-        coordinator = await group_coordinator_for(broker)
+        coordinator = await group_coordinator_for(ctx.broker)
         results = await coordinator.delete_offsets(request.group_id, wanted)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         top = error_code_for(exc)

@@ -9,14 +9,19 @@ has written is UNSTABLE_OFFSET_COMMIT until the transaction ends.
 from __future__ import annotations
 
 import uuid
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import FetchedOffset, group_coordinator_for
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.OFFSET_FETCH
 ZERO_UUID = uuid.UUID(int=0)
@@ -44,7 +49,7 @@ class _NamedTopic(NamedTuple):
     partition_indexes: Any
 
 
-def _fetch_by_id(broker: Any, group: Any, result: Any) -> tuple[int, dict[Any, list[FetchedOffset]]]:
+def _fetch_by_id(broker: Broker, group: Any, result: Any) -> tuple[int, dict[Any, list[FetchedOffset]]]:
     """v10 names topics by id: resolve them, answer unknown ids with UNKNOWN_TOPIC_ID in
     their place in the request, and key the answer by id."""
     if group.topics is None:
@@ -75,13 +80,13 @@ def _fetch_by_id(broker: Any, group: Any, result: Any) -> tuple[int, dict[Any, l
     return error, out
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     coordinator = None
     load_error: int = ErrorCode.NONE
     try:
-        coordinator = await group_coordinator_for(broker)
+        coordinator = await group_coordinator_for(ctx.broker)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         load_error = error_code_for(exc)
 
@@ -96,7 +101,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         groups = []
         for g in request.groups:
             if version >= 10:
-                error, by_topic = _fetch_by_id(broker, g, result)
+                error, by_topic = _fetch_by_id(ctx.broker, g, result)
             else:
                 error, rows = result(g.group_id, g.topics)
                 by_topic = _by_topic(rows)

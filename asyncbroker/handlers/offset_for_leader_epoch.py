@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from storage.topic_partition import TopicPartition
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
@@ -19,13 +21,13 @@ MIN_VERSION = 2
 MAX_VERSION = 4
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
     topics = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
-            found = broker.replica_manager.offsets_for_leader_epoch(
+            found = ctx.broker.replica_manager.offsets_for_leader_epoch(
                 TopicPartition(t.topic, p.partition), p.current_leader_epoch, p.leader_epoch)
             parts.append(rb.entity("EpochEndOffset", error_code=found.error, partition=p.partition,
                                    leader_epoch=found.leader_epoch, end_offset=found.end_offset))

@@ -29,10 +29,11 @@ that passed the checks before it.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.topic_partition import TopicPartition
 from wire.compression import CompressionType
+from wire.headers import RequestHeader
 from wire.errors import (
     CorruptRecordError,
     ErrorCode,
@@ -54,9 +55,13 @@ from wire.messages import ApiKey
 from wire.response_encoders import ProducePartitionResult, ProduceTopicResult, encode_produce_response
 
 from asyncbroker.connection import CloseConnection
+from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.handlers import error_code_for
 from asyncbroker.replica_manager import PartitionResult
-from asyncbroker.encoded_response import EncodedResponse
+from asyncbroker.request_context import RequestContext
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.PRODUCE
 MIN_VERSION = 3
@@ -125,7 +130,7 @@ def _validate_records(version: int, records: bytes | None) -> bytes:
     return records if first.size == len(records) else records[: first.size]
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     """KafkaApis.handleProduceRequest's order: request-wide framing and transactional checks,
     then per partition unknown topic/partition and record validation, then acks, internal
     topics and the append. Results are keyed by partition and merged as Kafka merges its
@@ -136,7 +141,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         if _probe_first_batches(request) and request.transactional_id is None:
             raise _WholeRequestError(TransactionalIdAuthorizationFailedError(
                 "Transactional records need a transactional id"), send_message=False)
-        rejected, to_append = _check_partitions(broker, version, request)
+        rejected, to_append = _check_partitions(ctx.broker, version, request)
     except _WholeRequestError as exc:
         rejected, to_append = {}, {}
         for topic in request.topic_data:
@@ -145,7 +150,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 r.message = exc.cause.message if exc.send_message else None
                 rejected[(topic.name, pd.index)] = r
 
-    appended = await broker.replica_manager.append_records(
+    appended = await ctx.broker.replica_manager.append_records(
         {TopicPartition(*key): records for key, records in to_append.items()}, acks=acks,
         transactional_id=request.transactional_id, produce_version=version)
     for tp, result in appended.items():
@@ -165,7 +170,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
     return _response(version, list(topics_out.items()))
 
 
-def _check_partitions(broker: Any, version: int, request: Any
+def _check_partitions(broker: Broker, version: int, request: Any
                       ) -> tuple[dict[tuple[str, int], PartitionResult], dict[tuple[str, int], bytes]]:
     """Per partition, before any append: an unknown topic or partition (Produce never creates
     topics: clients ask Metadata for that), then the records' framing rules. Returns the

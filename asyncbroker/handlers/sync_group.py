@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import SyncGroupResult, group_coordinator_for
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.SYNC_GROUP
@@ -16,7 +18,7 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     if header.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
         # From v5 the protocol type and name are mandatory: Kafka refuses the request before
@@ -24,7 +26,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
         return b.entity("SyncGroupResponse", throttle_time=0, error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                         protocol_type=None, protocol_name=None, assignment=b"")
     try:
-        coordinator = await group_coordinator_for(broker)
+        coordinator = await group_coordinator_for(ctx.broker)
         result = await coordinator.sync_group(
             group_id=request.group_id,
             generation_id=request.generation_id,

@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
+from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
@@ -23,13 +25,13 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(broker: Any, header: Any, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     answered: dict[str, list[tuple[int, int]]] = {}
     items: list[tuple[str, int, int, int, str | None]] = []
     for t in request.topics:
-        meta = broker.topics.get(t.name)
+        meta = ctx.broker.topics.get(t.name)
         for p in t.partitions:
             if meta is None or not 0 <= p.partition_index < meta.partitions:
                 answered.setdefault(t.name, []).append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
@@ -38,7 +40,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                               getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
     if items:
         try:
-            coordinator = await group_coordinator_for(broker)
+            coordinator = await group_coordinator_for(ctx.broker)
             results = await coordinator.commit_transactional_offsets(
                 group_id=request.group_id, transactional_id=request.transactional_id,
                 producer_id=request.producer_id, producer_epoch=request.producer_epoch,
@@ -46,7 +48,7 @@ async def handle(broker: Any, header: Any, request: Any) -> Any:
                 group_instance_id=getattr(request, "group_instance_id", None),
                 generation_id=getattr(request, "generation_id", -1), offsets=items, api_version=version)
         except Exception as exc:  # noqa: BLE001 - mapped at the boundary
-            code = error_code_for(exc)
+            code: int = error_code_for(exc)
             results = {(topic, partition): code for topic, partition, *_ in items}
         for topic, partition, *_ in items:
             code = results.get((topic, partition), ErrorCode.NONE)

@@ -283,7 +283,7 @@ def free_port_block(n: int) -> int:
     for _ in range(200):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
+            base: int = probe.getsockname()[1]
         if base + n > 65535:
             continue
         try:

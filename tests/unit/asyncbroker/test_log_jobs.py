@@ -48,7 +48,7 @@ class Env:
                                       halt=self.halts.append)
         self.log_manager.startup()
         self.jobs = LogJobs(self.log_manager, self.config, clock=self.clock)
-        self.topics = TopicManager(None, config=self.config, log_manager=self.log_manager,
+        self.topics = TopicManager(config=self.config, log_manager=self.log_manager,
                                    run_blocking=self.jobs.scheduler.run_blocking)
 
     def log(self, config: LogConfig | None = None, tp: TopicPartition = TP):

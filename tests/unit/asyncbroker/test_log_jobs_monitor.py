@@ -48,7 +48,7 @@ async def test_retention_and_advance_clock_commands_on_a_live_monitor(tmp_path: 
     log = env.log(LogConfig(segment_bytes=3000, retention_ms=7 * DAY_MS))
     env.fill(log, 10)
     port = free_port_block()
-    monitor = start_monitor(types.SimpleNamespace(log_jobs=env.jobs), port=port)
+    monitor = start_monitor(types.SimpleNamespace(log_jobs=env.jobs, started=True), port=port)
     try:
         def script() -> tuple[list[str], list[str], list[str]]:
             with MonitorClient(port=port, timeout=20) as client:
@@ -82,7 +82,7 @@ async def test_retention_json_output_decodes_into_a_retention_run(tmp_path: Path
     log = env.log(LogConfig(segment_bytes=3000, retention_bytes=5000))
     env.fill(log, 30)
     port = free_port_block()
-    monitor = start_monitor(types.SimpleNamespace(log_jobs=env.jobs), port=port)
+    monitor = start_monitor(types.SimpleNamespace(log_jobs=env.jobs, started=True), port=port)
     try:
         def script() -> list[str]:
             with MonitorClient(port=port, timeout=20) as client:

@@ -46,7 +46,7 @@ class Node:
             [Path(d) for d in self.config.log_dirs], self.config.log_config_defaults(), node_id=self.config.node_id
         )
         self.log_manager.startup()
-        self.topics = TopicManager(None, config=self.config, log_manager=self.log_manager, run_blocking=_to_thread)
+        self.topics = TopicManager(config=self.config, log_manager=self.log_manager, run_blocking=_to_thread)
         return self.topics
 
     def stop(self) -> None:
