@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # the parts are imported where they are built (startup), to k
     from storage.log_manager import LogManager
 
     from asyncbroker.group_coordinator import GroupCoordinator
+    from asyncbroker.offsets_topic import CoordinatorTopic
     from asyncbroker.producer_id_expiration import ProducerIdExpiration
     from asyncbroker.replica_manager import ReplicaManager
     from asyncbroker.topics import TopicManager, TopicMetadata
@@ -241,20 +242,26 @@ class Broker:
         from asyncbroker.group_coordinator import GroupCoordinator
         from asyncbroker.producer_id_expiration import ProducerIdExpiration
 
-        self.group_coordinator = GroupCoordinator(self)
+        from asyncbroker.offsets_topic import offsets_topic_configs
+
+        self.group_coordinator = GroupCoordinator(
+            self.config, self._coordinator_topic(*offsets_topic_configs(self.config)), clock=self.clock,
+            run_blocking=self.run_blocking, transaction_coordinator=lambda: self.transaction_coordinator)
         self.group_coordinator.start_loading()
-        self.producer_id_expiration = ProducerIdExpiration(self)
+        self.producer_id_expiration = ProducerIdExpiration(
+            log_manager=self.log_manager, clock=self.clock, run_blocking=self.run_blocking,
+            expiration_ms=self.config.producer_id_expiration_ms,
+            interval_ms=self.config.producer_id_expiration_check_interval_ms)
         self.producer_id_expiration.start()
 
     def _start_transaction_coordinator(self) -> None:
         """Transactions: `__transaction_state` is loaded in the background (requests for a
         transactional id get COORDINATOR_LOAD_IN_PROGRESS until then, as from Kafka)."""
-        from asyncbroker.offsets_topic import CoordinatorTopic
         from asyncbroker.transaction_coordinator import TransactionCoordinator
         from asyncbroker.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME, TransactionConfig
 
         config = self.config
-        topic = CoordinatorTopic(self, TRANSACTION_STATE_TOPIC_NAME, config.transaction_state_log_num_partitions, {
+        topic = self._coordinator_topic(TRANSACTION_STATE_TOPIC_NAME, config.transaction_state_log_num_partitions, {
             "cleanup.policy": "compact",
             "compression.type": "uncompressed",
             "min.insync.replicas": str(config.transaction_state_log_min_isr),
@@ -265,6 +272,20 @@ class Broker:
             TransactionConfig.from_broker_config(config), topic, self, self.allocate_producer_id, self.clock,
             self.log_jobs.scheduler)
         self.transaction_coordinator.startup()
+
+    def _coordinator_topic(self, name: str, num_partitions: int, configs: dict[str, str]) -> CoordinatorTopic:
+        """A coordinator's internal topic, created on first use through this broker's parts."""
+        from asyncbroker.offsets_topic import CoordinatorTopic
+
+        return CoordinatorTopic(name, num_partitions, configs, topics=self.topics,
+                                replica_manager=self.replica_manager, fetch_waiters=self.fetch_waiters,
+                                run_blocking=self.run_blocking, clock=self.clock)
+
+    async def loaded_group_coordinator(self) -> GroupCoordinator:
+        """The group coordinator once it has replayed `__consumer_offsets`: group requests
+        wait for the load, so the handlers never see a half-loaded one."""
+        await self.group_coordinator.ensure_loaded()
+        return self.group_coordinator
 
     async def write_txn_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                                 result: Any, partitions: frozenset[TopicPartition]) -> dict[TopicPartition, Any]:

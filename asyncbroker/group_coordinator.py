@@ -37,11 +37,12 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from storage.clock import Clock
 from storage.topic_partition import TopicPartition
 from wire.errors import (
     CoordinatorNotAvailableError,
@@ -83,10 +84,11 @@ from asyncbroker.coordinator_records import (
     encode_offset_commit_value,
 )
 from asyncbroker.coordinator_timer import CoordinatorTimer
-from asyncbroker.offsets_topic import offsets_topic
+from asyncbroker.offsets_topic import CoordinatorTopic
 
 if TYPE_CHECKING:
-    from asyncbroker.broker import Broker
+    from asyncbroker.config import KafkaConfig
+    from asyncbroker.transaction_coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -190,17 +192,21 @@ def _subscribed_topics(group: ClassicGroup) -> set[str] | None:
 class GroupCoordinator:
     """Every classic group of this broker, their offsets, and their timers."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        config = broker.config
+    def __init__(self, config: KafkaConfig, offsets_topic: CoordinatorTopic, *, clock: Clock,
+                 run_blocking: Callable[..., Awaitable[Any]],
+                 transaction_coordinator: Callable[[], TransactionCoordinator]) -> None:
         self.config = config
-        self.offsets_topic = offsets_topic(broker)
+        self.offsets_topic = offsets_topic
+        self.clock = clock
+        self.run_blocking = run_blocking
+        # Built after this coordinator (it needs the producer-id allocator); read when used.
+        self._transaction_coordinator = transaction_coordinator
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets: dict[str, dict[TopicPartitionKey, OffsetAndMetadata]] = {}
         # TxnOffsetCommit's offsets, per producer id and group, until its transaction's marker.
         self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartitionKey, OffsetAndMetadata]]] = {}
         # Session, join and sync deadlines on the broker's clock (tests move it, not sleep).
-        self.timer: CoordinatorTimer[tuple[str, str, str]] = CoordinatorTimer(broker.clock)
+        self.timer: CoordinatorTimer[tuple[str, str, str]] = CoordinatorTimer(clock)
         self._loaded: asyncio.Future[None] | None = None
         self._expiry_task: asyncio.Task[None] | None = None
         self._closed = False
@@ -216,7 +222,7 @@ class GroupCoordinator:
     # ================================================================ lifecycle
 
     def _now(self) -> int:
-        now: int = self.broker.clock.milliseconds()
+        now: int = self.clock.milliseconds()
         return now
 
     async def startup(self) -> None:
@@ -237,11 +243,11 @@ class GroupCoordinator:
         await asyncio.shield(self._loaded)
 
     async def _load(self) -> None:
-        started = self.broker.clock.milliseconds()
+        started = self.clock.milliseconds()
         if not self.offsets_topic.exists():
             self._start_expiry_job()
             return
-        rows = await self.broker.run_blocking(lambda: list(self.offsets_topic.read_all_blocking()))
+        rows = await self.run_blocking(lambda: list(self.offsets_topic.read_all_blocking()))
         group_values: dict[str, GroupMetadataValue] = {}
         for partition, offset, key_bytes, value_bytes, producer_id, control in rows:
             if control is not None:
@@ -988,7 +994,7 @@ class GroupCoordinator:
                 raise IllegalGenerationError(f"Generation {generation_id} is not the group's {group.generation_id}")
         partition = self.offsets_topic.partition_for(group_id)
         offsets_tp = TopicPartition(self.offsets_topic.name, partition)
-        coordinator = self.broker.transaction_coordinator
+        coordinator = self._transaction_coordinator()
         if api_version >= 5:
             # Transactions v2: the offsets partition joins the transaction here (no AddOffsetsToTxn).
             await coordinator.handle_add_partitions_to_transaction(transactional_id, producer_id, producer_epoch,
@@ -1279,10 +1285,3 @@ def _storage_error_code(exc: BaseException) -> int:
             return code
     log.error("Unexpected error writing to __consumer_offsets", exc_info=exc)
     return ErrorCode.UNKNOWN_SERVER_ERROR
-
-
-async def group_coordinator_for(broker: Broker) -> GroupCoordinator:
-    """The broker's coordinator once it has replayed `__consumer_offsets`: group requests
-    wait for the load, so the handlers never see a half-loaded one."""
-    await broker.group_coordinator.ensure_loaded()
-    return broker.group_coordinator

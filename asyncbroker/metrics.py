@@ -30,12 +30,31 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from asyncbroker.broker import Broker
+    from cleaner.log_cleaner import LogCleaner
+    from storage.log_manager import LogManager
+
+    from asyncbroker.topics import TopicManager
 
 log = logging.getLogger(__name__)
+
+
+class ScrapedBroker(Protocol):
+    """What a scrape reads of the bound broker (the Broker is one): its logs and topics once
+    started, and the cleaner's state through the loop it lives on."""
+
+    @property
+    def started(self) -> bool: ...
+    @property
+    def log_manager(self) -> LogManager: ...
+    @property
+    def topics(self) -> TopicManager: ...
+    @property
+    def cleaner(self) -> LogCleaner | None: ...
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None: ...
 
 
 def api_name(api: int | str) -> str:
@@ -173,7 +192,7 @@ class BrokerMetrics:
     """The broker's counters; see the module docstring for the calls."""
 
     def __init__(self) -> None:
-        self.broker: Broker | None = None
+        self.broker: ScrapedBroker | None = None
         self._requests: dict[str, int] = {}  # Kafka's API name -> count
         self._errors: dict[str, int] = {}
         self._messages_in: dict[str, int] = {}  # topic -> records
@@ -197,11 +216,11 @@ class BrokerMetrics:
             self._registry = registry
         return self._registry
 
-    def bind(self, broker: Broker) -> None:
+    def bind(self, broker: ScrapedBroker) -> None:
         """Point the scrape-time gauges at this broker (the last bound broker wins)."""
         self.broker = broker
 
-    def unbind(self, broker: Broker) -> None:
+    def unbind(self, broker: ScrapedBroker) -> None:
         if self.broker is broker:
             self.broker = None
 

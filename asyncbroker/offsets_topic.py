@@ -19,15 +19,21 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from storage.clock import Clock
 
 from storage.topic_partition import TopicPartition
 from wire.errors import TopicExistsError
 from wire.records import ControlRecordType, Record, build_batch, decode_records, iter_batch_headers, parse_control_record
 
+from asyncbroker.fetch_waiters import FetchWaiters
+
 if TYPE_CHECKING:
-    from asyncbroker.broker import Broker
+    from asyncbroker.config import KafkaConfig
+    from asyncbroker.replica_manager import ReplicaManager
+    from asyncbroker.topics import TopicManager
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +76,14 @@ def partition_for(group_id: str, num_partitions: int) -> int:
 class CoordinatorTopic:
     """Creates, appends to and reads back one coordinator's internal topic."""
 
-    def __init__(self, broker: Broker, name: str, num_partitions: int, configs: dict[str, str]) -> None:
-        self.broker = broker
+    def __init__(self, name: str, num_partitions: int, configs: dict[str, str], *, topics: TopicManager,
+                 replica_manager: ReplicaManager, fetch_waiters: FetchWaiters,
+                 run_blocking: Callable[..., Awaitable[Any]], clock: Clock) -> None:
+        self.topics = topics
+        self.replica_manager = replica_manager
+        self.fetch_waiters = fetch_waiters
+        self.run_blocking = run_blocking
+        self.clock = clock
         self.name = name
         self._configured_partitions = num_partitions
         self._configs = configs
@@ -81,11 +93,11 @@ class CoordinatorTopic:
 
     @property
     def num_partitions(self) -> int:
-        meta = self.broker.topics.get(self.name)
+        meta = self.topics.get(self.name)
         return meta.partitions if meta is not None else self._configured_partitions
 
     def exists(self) -> bool:
-        return self.broker.topics.get(self.name) is not None
+        return self.topics.get(self.name) is not None
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
@@ -100,7 +112,7 @@ class CoordinatorTopic:
 
     async def _create(self) -> None:
         try:
-            await self.broker.topics.create_topic(self.name, num_partitions=self._configured_partitions,
+            await self.topics.create_topic(self.name, num_partitions=self._configured_partitions,
                                                   configs=self._configs)
             log.info("Created internal topic %s with %d partitions", self.name, self._configured_partitions)
         except TopicExistsError:
@@ -144,13 +156,13 @@ class CoordinatorTopic:
                     by_partition.setdefault(partition, []).append((records, producer, fut))
                 try:
                     await self.ensure_created()
-                    outcomes = await self.broker.run_blocking(self._write_all, {
+                    outcomes = await self.run_blocking(self._write_all, {
                         partition: [(records, producer) for records, producer, _ in writes]
                         for partition, writes in by_partition.items()
                     })
                 except Exception as exc:  # noqa: BLE001 - every waiter gets the failure
                     outcomes = {partition: exc for partition in by_partition}
-                waiters = self.broker.fetch_waiters
+                waiters = self.fetch_waiters
                 for partition, writes in by_partition.items():
                     outcome = outcomes[partition]
                     if isinstance(outcome, BaseException):
@@ -169,7 +181,7 @@ class CoordinatorTopic:
     def _write_all(self, writes: dict[int, list[tuple[Sequence[tuple[bytes, bytes | None]], Producer | None]]]
                    ) -> dict[int, tuple[list[int], int] | BaseException]:
         """Executor side: one append per partition; a failure stays with its partition."""
-        now = self.broker.clock.milliseconds()
+        now = self.clock.milliseconds()
         outcomes: dict[int, tuple[list[int], int] | BaseException] = {}
         for partition, partition_writes in writes.items():
             tp = TopicPartition(self.name, partition)
@@ -184,7 +196,7 @@ class CoordinatorTopic:
                         transactional = True
                         batches.append(build_batch(entries, producer_id=producer[0], producer_epoch=producer[1],
                                                    is_transactional=True))
-                info = self.broker.replica_manager.append_to_internal_topic(tp, b"".join(batches),
+                info = self.replica_manager.append_to_internal_topic(tp, b"".join(batches),
                                                                            transactional=transactional)
             except Exception as exc:  # noqa: BLE001 - reported to this partition's writers
                 outcomes[partition] = exc
@@ -199,13 +211,14 @@ class CoordinatorTopic:
 
     async def read_all(self) -> list[StoredRecord]:
         """Every record, read on the IO pool (see read_all_blocking)."""
-        return await self.broker.run_blocking(lambda: list(self.read_all_blocking()))
+        records: list[StoredRecord] = await self.run_blocking(lambda: list(self.read_all_blocking()))
+        return records
 
     def read_all_blocking(self) -> Iterator[StoredRecord]:
         """Executor side: every record of every partition, and every transaction marker, in log order."""
         if not self.exists():
             return
-        replicas = self.broker.replica_manager
+        replicas = self.replica_manager
         for partition in range(self.num_partitions):
             tp = TopicPartition(self.name, partition)
             first = replicas.read_internal_topic(tp, 0, _READ_CHUNK)
@@ -237,11 +250,10 @@ class CoordinatorTopic:
                 data = following[0] if following is not None else b""
 
 
-def offsets_topic(broker: Broker) -> CoordinatorTopic:
-    """`__consumer_offsets` with the group coordinator's settings."""
-    config = broker.config
-    return CoordinatorTopic(broker, GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions, {
+def offsets_topic_configs(config: KafkaConfig) -> tuple[str, int, dict[str, str]]:
+    """`__consumer_offsets`' name, partition count and topic configs, as Kafka creates it."""
+    return GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions, {
         "cleanup.policy": "compact",
         "compression.type": "producer",
         "segment.bytes": str(config.offsets_topic_segment_bytes),
-    })
+    }

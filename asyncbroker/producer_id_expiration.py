@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-if TYPE_CHECKING:
-    from asyncbroker.broker import Broker
+from storage.clock import Clock
+from storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 
@@ -23,10 +24,14 @@ log = logging.getLogger(__name__)
 class ProducerIdExpiration:
     """The periodic producer-id expiration job of one broker."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.expiration_ms: int = broker.config.producer_id_expiration_ms
-        self.interval_ms: int = broker.config.producer_id_expiration_check_interval_ms
+    def __init__(self, *, log_manager: LogManager, clock: Clock,
+                 run_blocking: Callable[..., Awaitable[Any]],
+                 expiration_ms: int, interval_ms: int) -> None:
+        self.log_manager = log_manager
+        self.clock = clock
+        self.run_blocking = run_blocking
+        self.expiration_ms = expiration_ms  # producer.id.expiration.ms
+        self.interval_ms = interval_ms  # producer.id.expiration.check.interval.ms
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -44,12 +49,13 @@ class ProducerIdExpiration:
 
     async def run_once(self) -> int:
         """Expire idle producers in every partition now; returns how many were removed."""
-        return await self.broker.run_blocking(self._expire_all)
+        removed: int = await self.run_blocking(self._expire_all)
+        return removed
 
     def _expire_all(self) -> int:
-        now = self.broker.clock.milliseconds()
+        now = self.clock.milliseconds()
         removed = 0
-        for partition_log in self.broker.log_manager.all_logs():
+        for partition_log in self.log_manager.all_logs():
             if not partition_log.is_closed:
                 removed += partition_log.remove_expired_producers(now, self.expiration_ms)
         return removed

@@ -10,7 +10,6 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
 from asyncbroker.handlers.add_partitions_to_txn import older_fenced
 from asyncbroker.offsets_topic import GROUP_METADATA_TOPIC_NAME
@@ -25,7 +24,7 @@ MAX_VERSION = 4
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     try:
-        groups = await group_coordinator_for(ctx.broker)
+        groups = await ctx.broker.loaded_group_coordinator()
         await groups.offsets_topic.ensure_created()
         offsets_partition = TopicPartition(GROUP_METADATA_TOPIC_NAME, groups.offsets_topic.partition_for(request.group_id))
         await ctx.broker.transaction_coordinator.handle_add_partitions_to_transaction(

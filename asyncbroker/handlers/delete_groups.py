@@ -7,7 +7,6 @@ from typing import Any
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -21,7 +20,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     b = ResponseBuilder(API_KEY, header.api_version)
     names = list(dict.fromkeys(request.groups_names))
     try:
-        coordinator = await group_coordinator_for(ctx.broker)
+        coordinator = await ctx.broker.loaded_group_coordinator()
         results = await coordinator.delete_groups(names)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         code = error_code_for(exc)

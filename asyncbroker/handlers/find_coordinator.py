@@ -14,7 +14,6 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -35,7 +34,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     error: int = ErrorCode.NONE
     if key_type == GROUP_KEY_TYPE:
         try:
-            coordinator = await group_coordinator_for(ctx.broker)
+            coordinator = await ctx.broker.loaded_group_coordinator()
             await coordinator.offsets_topic.ensure_created()
         except Exception as exc:  # noqa: BLE001 - mapped at the boundary
             error = error_code_for(exc)

@@ -8,7 +8,6 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -21,7 +20,7 @@ MAX_VERSION = 4
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     error: int = ErrorCode.NONE
     try:
-        coordinator = await group_coordinator_for(ctx.broker)
+        coordinator = await ctx.broker.loaded_group_coordinator()
         await coordinator.heartbeat(
             group_id=request.group_id,
             generation_id=request.generation_id,

@@ -12,7 +12,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import JoinGroupResult, group_coordinator_for, millis
+from asyncbroker.group_coordinator import JoinGroupResult, millis
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -30,7 +30,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     rebalance_timeout = millis(getattr(request, "rebalance_timeout", request.session_timeout))
     instance_id = getattr(request, "group_instance_id", None)
     try:
-        coordinator = await group_coordinator_for(ctx.broker)
+        coordinator = await ctx.broker.loaded_group_coordinator()
         result = await coordinator.join_group(
             group_id=request.group_id,
             member_id=request.member_id,

@@ -8,7 +8,6 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -23,7 +22,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     error: int = ErrorCode.NONE
     groups: tuple[Any, ...] = ()
     try:
-        coordinator = await group_coordinator_for(ctx.broker)
+        coordinator = await ctx.broker.loaded_group_coordinator()
         listed = coordinator.list_groups(getattr(request, "states_filter", ()) or (),
                                          getattr(request, "types_filter", ()) or ())
         groups = tuple(

@@ -19,7 +19,7 @@ from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.encoded_response import EncodedResponse
-from asyncbroker.group_coordinator import group_coordinator_for, millis
+from asyncbroker.group_coordinator import millis
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 
@@ -57,7 +57,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     if items:
         retention = getattr(request, "retention_time", None)
         try:
-            coordinator = await group_coordinator_for(ctx.broker)
+            coordinator = await ctx.broker.loaded_group_coordinator()
             results = await coordinator.commit_offsets(
                 group_id=request.group_id,
                 member_id=request.member_id,

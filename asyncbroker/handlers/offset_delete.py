@@ -8,7 +8,6 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -33,7 +32,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             else:
                 wanted.append((t.name, p.partition_index))
     try:
-        coordinator = await group_coordinator_for(ctx.broker)
+        coordinator = await ctx.broker.loaded_group_coordinator()
         results = await coordinator.delete_offsets(request.group_id, wanted)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         top = error_code_for(exc)

@@ -15,7 +15,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import FetchedOffset, group_coordinator_for
+from asyncbroker.group_coordinator import FetchedOffset
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -86,7 +86,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     coordinator = None
     load_error: int = ErrorCode.NONE
     try:
-        coordinator = await group_coordinator_for(ctx.broker)
+        coordinator = await ctx.broker.loaded_group_coordinator()
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         load_error = error_code_for(exc)
 

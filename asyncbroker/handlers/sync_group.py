@@ -8,7 +8,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import SyncGroupResult, group_coordinator_for
+from asyncbroker.group_coordinator import SyncGroupResult
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -26,7 +26,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         return b.entity("SyncGroupResponse", throttle_time=0, error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                         protocol_type=None, protocol_name=None, assignment=b"")
     try:
-        coordinator = await group_coordinator_for(ctx.broker)
+        coordinator = await ctx.broker.loaded_group_coordinator()
         result = await coordinator.sync_group(
             group_id=request.group_id,
             generation_id=request.generation_id,

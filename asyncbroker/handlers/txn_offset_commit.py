@@ -15,7 +15,6 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import group_coordinator_for
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -40,7 +39,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                               getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
     if items:
         try:
-            coordinator = await group_coordinator_for(ctx.broker)
+            coordinator = await ctx.broker.loaded_group_coordinator()
             results = await coordinator.commit_transactional_offsets(
                 group_id=request.group_id, transactional_id=request.transactional_id,
                 producer_id=request.producer_id, producer_epoch=request.producer_epoch,

@@ -14,7 +14,7 @@ import pytest
 from asyncbroker.broker import Broker
 from asyncbroker.classic_group import ClassicGroupState
 from asyncbroker.config import KafkaConfig
-from asyncbroker.group_coordinator import GroupCoordinator, JoinGroupResult, group_coordinator_for
+from asyncbroker.group_coordinator import GroupCoordinator, JoinGroupResult
 from asyncbroker.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from storage.clock import MockClock
 from wire.errors import (
@@ -57,7 +57,7 @@ async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
 
 
 async def coordinator_of(broker: Broker) -> GroupCoordinator:
-    return await group_coordinator_for(broker)
+    return await broker.loaded_group_coordinator()
 
 
 def join(c: GroupCoordinator, group: str = "g", member_id: str = "", *, instance: str | None = None,
