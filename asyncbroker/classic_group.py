@@ -23,6 +23,7 @@ import msgspec
 MEMBER_ID_DELIMITER = "-"
 NO_LEADER = ""
 NO_GENERATION = -1
+CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 class ClassicGroupState(enum.Enum):
@@ -298,3 +299,25 @@ class ClassicGroup:
 
     def assignments(self) -> dict[str, bytes]:
         return {m.member_id: m.assignment for m in self.members.values()}
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members of a 'consumer' group subscribe to (None when unknown)."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        try:
+            for member in self.members.values():
+                data = member.metadata(self.protocol_name)
+                # ConsumerProtocolSubscription: int16 version, then (v0 prefix of every
+                # version) an array of topic names.
+                pos = 2
+                count = int.from_bytes(data[pos:pos + 4], "big", signed=True)
+                pos += 4
+                for _ in range(max(count, 0)):
+                    n = int.from_bytes(data[pos:pos + 2], "big", signed=True)
+                    pos += 2
+                    topics.add(data[pos:pos + n].decode("utf-8"))
+                    pos += n
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return topics

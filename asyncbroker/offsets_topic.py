@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from storage.clock import Clock
 
 from storage.topic_partition import TopicPartition
-from wire.errors import TopicExistsError
+from wire.errors import ErrorCode, InvalidCommitOffsetSizeError, KafkaError, TopicExistsError
 from wire.records import ControlRecordType, Record, build_batch, decode_records, iter_batch_headers, parse_control_record
 
 from asyncbroker.fetch_waiters import FetchWaiters
@@ -257,3 +257,21 @@ def offsets_topic_configs(config: KafkaConfig) -> tuple[str, int, dict[str, str]
         "compression.type": "producer",
         "segment.bytes": str(config.offsets_topic_segment_bytes),
     }
+
+
+def append_error_code(exc: BaseException) -> int:
+    """How Kafka reports a failed write to `__consumer_offsets` to a group's clients: the
+    append's error mapped to the coordinator errors a client knows to retry on."""
+    if isinstance(exc, KafkaError):
+        code = exc.error_code
+        if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+            return ErrorCode.NOT_COORDINATOR
+        if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
+            return InvalidCommitOffsetSizeError.error_code
+        if code in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):
+            return code
+    log.error("Unexpected error writing to __consumer_offsets", exc_info=exc)
+    return ErrorCode.UNKNOWN_SERVER_ERROR

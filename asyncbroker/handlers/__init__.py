@@ -10,6 +10,7 @@ Kafka error codes.
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import logging
 import pkgutil
@@ -87,3 +88,10 @@ def error_message_for(exc: BaseException) -> str | None:
     if isinstance(exc, KafkaError):
         return exc.wire_message
     return None
+
+
+def millis(value: Any) -> int:
+    """A duration field of a decoded request (kio gives timedeltas) in milliseconds."""
+    if isinstance(value, datetime.timedelta):
+        return (value.days * 86_400_000) + (value.seconds * 1000) + (value.microseconds // 1000)
+    return int(value)

@@ -12,8 +12,8 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import JoinGroupResult, millis
-from asyncbroker.handlers import error_code_for
+from asyncbroker.group_metadata_manager import JoinGroupResult
+from asyncbroker.handlers import error_code_for, millis
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 

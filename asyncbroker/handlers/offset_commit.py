@@ -19,8 +19,7 @@ from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.encoded_response import EncodedResponse
-from asyncbroker.group_coordinator import millis
-from asyncbroker.handlers import error_code_for
+from asyncbroker.handlers import error_code_for, millis
 from asyncbroker.request_context import RequestContext
 
 API_KEY = ApiKey.OFFSET_COMMIT

@@ -15,7 +15,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import FetchedOffset
+from asyncbroker.offset_metadata_manager import FetchedOffset
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder

@@ -8,7 +8,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.group_coordinator import SyncGroupResult
+from asyncbroker.group_metadata_manager import SyncGroupResult
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder

@@ -14,7 +14,8 @@ import pytest
 from asyncbroker.broker import Broker
 from asyncbroker.classic_group import ClassicGroupState
 from asyncbroker.config import KafkaConfig
-from asyncbroker.group_coordinator import GroupCoordinator, JoinGroupResult
+from asyncbroker.group_coordinator import GroupCoordinator
+from asyncbroker.group_metadata_manager import JoinGroupResult
 from asyncbroker.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from storage.clock import MockClock
 from wire.errors import (
