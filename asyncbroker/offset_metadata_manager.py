@@ -156,20 +156,7 @@ class OffsetMetadataManager:
             self.group_manager.complete_and_schedule_next_heartbeat(group, member)
         now = self._now()
         expire = now + retention_time_ms if retention_time_ms is not None and retention_time_ms >= 0 else -1
-        results: dict[TopicPartitionKey, int] = {}
-        records: list[tuple[bytes, bytes | None]] = []
-        staged: list[tuple[TopicPartitionKey, OffsetAndMetadata]] = []
-        for topic, partition, offset, leader_epoch, metadata in offsets:
-            meta = metadata or ""
-            if len(meta.encode("utf-8")) > self.offset_metadata_max_bytes:
-                results[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            value = OffsetAndMetadata(offset, leader_epoch, meta, now, expire)
-            records.append((
-                encode_offset_commit_key(OffsetCommitKey(group_id, topic, partition)),
-                encode_offset_commit_value(OffsetCommitValue(offset, meta, now, leader_epoch, expire)),
-            ))
-            staged.append(((topic, partition), value))
+        results, records, staged = self._stage(group_id, offsets, now, expire)
         if records:
             try:
                 first = await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
@@ -186,6 +173,24 @@ class OffsetMetadataManager:
                 per_group[tp] = msgspec.structs.replace(value, record_offset=first + i)
                 results[tp] = ErrorCode.NONE
         return results
+
+    def _stage(self, group_id: str, offsets: Sequence[tuple[str, int, int, int, str | None]], now: int,
+               expire: int) -> tuple[dict[TopicPartitionKey, int], list[tuple[bytes, bytes | None]],
+                                     list[tuple[TopicPartitionKey, OffsetAndMetadata]]]:
+        """A commit's records and the offsets they become once appended; a partition whose
+        metadata is over offset.metadata.max.bytes gets OFFSET_METADATA_TOO_LARGE instead."""
+        results: dict[TopicPartitionKey, int] = {}
+        records: list[tuple[bytes, bytes | None]] = []
+        staged: list[tuple[TopicPartitionKey, OffsetAndMetadata]] = []
+        for topic, partition, offset, leader_epoch, metadata in offsets:
+            meta = metadata or ""
+            if len(meta.encode("utf-8")) > self.offset_metadata_max_bytes:
+                results[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            records.append((encode_offset_commit_key(OffsetCommitKey(group_id, topic, partition)),
+                            encode_offset_commit_value(OffsetCommitValue(offset, meta, now, leader_epoch, expire))))
+            staged.append(((topic, partition), OffsetAndMetadata(offset, leader_epoch, meta, now, expire)))
+        return results, records, staged
 
     def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey] | None, *,
                       require_stable: bool = False) -> list[FetchedOffset]:
@@ -257,18 +262,7 @@ class OffsetMetadataManager:
                 code = ErrorCode.INVALID_TXN_STATE  # TRANSACTION_ABORTABLE is known from TxnOffsetCommit v5
             if code != ErrorCode.NONE:
                 return {(t, p): code for t, p, *_ in offsets}
-        now = self._now()
-        results: dict[TopicPartitionKey, int] = {}
-        records: list[tuple[bytes, bytes | None]] = []
-        staged: list[tuple[TopicPartitionKey, OffsetAndMetadata]] = []
-        for topic, part, offset, leader_epoch, metadata in offsets:
-            meta = metadata or ""
-            if len(meta.encode("utf-8")) > self.offset_metadata_max_bytes:
-                results[(topic, part)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            records.append((encode_offset_commit_key(OffsetCommitKey(group_id, topic, part)),
-                            encode_offset_commit_value(OffsetCommitValue(offset, meta, now, leader_epoch, -1))))
-            staged.append(((topic, part), OffsetAndMetadata(offset, leader_epoch, meta, now, -1)))
+        results, records, staged = self._stage(group_id, offsets, self._now(), -1)
         if not records:
             return results
         try:

@@ -130,7 +130,8 @@ async def test_second_member_triggers_rebalance_and_leader_gets_all_metadata(bro
     follower = asyncio.ensure_future(c.sync_group(group_id="g", generation_id=2, member_id=b_res.member_id,
                                                   group_instance_id=None, protocol_type="consumer",
                                                   protocol_name="range", assignments={}))
-    await asyncio.sleep(0.01)
+    # Parked: its SyncGroup reached the coordinator and waits on the member, unanswered.
+    await wait_for(lambda: c.groups["g"].members[b_res.member_id].sync_future is not None)
     assert not follower.done()
     leader = await c.sync_group(group_id="g", generation_id=2, member_id=a.member_id, group_instance_id=None,
                                 protocol_type="consumer", protocol_name="range",
