@@ -43,6 +43,7 @@ from asyncbroker.config import KafkaConfig
 from asyncbroker.fetch_waiters import FetchWaiters
 from asyncbroker.handlers import HandlerRegistry
 from asyncbroker.log_jobs import LogJobs
+from asyncbroker.metadata_response_cache import MetadataResponseCache
 
 if TYPE_CHECKING:  # the parts are imported where they are built (startup), to keep the first answer fast
     from cleaner.log_cleaner import LogCleaner
@@ -90,6 +91,7 @@ class Broker:
         # The parts startup() builds (declared here, assigned there; see the class docstring).
         self.log_manager: LogManager
         self.topics: TopicManager
+        self.metadata_responses: MetadataResponseCache  # encoded Metadata answers, per topics generation
         self.log_jobs: LogJobs  # retention, flush, checkpoints, delete-logs
         self.replica_manager: ReplicaManager
         self.group_coordinator: GroupCoordinator
@@ -205,7 +207,7 @@ class Broker:
             recovery_threads_per_data_dir=config.num_recovery_threads_per_data_dir,
         )
         started = time.monotonic()
-        await self.run_blocking(self.log_manager.startup)
+        await self.run_blocking(self._load_logs)
         log.info(
             "Loaded %d logs from %s in %.0f ms",
             len(self.log_manager.all_logs()), ",".join(config.log_dirs), (time.monotonic() - started) * 1000,
@@ -214,12 +216,23 @@ class Broker:
             config=config, log_manager=self.log_manager, run_blocking=self.run_blocking,
             cleaner_manager=lambda: self.cleaner_manager,
             on_partitions_deleted=lambda partitions: self.group_coordinator.on_partitions_deleted(partitions))
+        topics = self.topics
+        self.metadata_responses = MetadataResponseCache(lambda: topics.generation)
         self._start_cleaner()
         self._start_jobs()
         self._start_replica_manager()
         self._start_group_coordinator()
         self._start_transaction_coordinator()
         self._started = True
+
+    def _load_logs(self) -> None:
+        """Blocking: open (recovering if needed) every log, and lead each in LEADER_EPOCH (a log
+        without that epoch in its checkpoint gets it now, as on Kafka's makeLeader)."""
+        from asyncbroker.leader_epoch import become_leader
+
+        self.log_manager.startup()
+        for partition_log in self.log_manager.all_logs():
+            become_leader(partition_log)
 
     def _start_replica_manager(self) -> None:
         from asyncbroker.replica_manager import ReplicaManager

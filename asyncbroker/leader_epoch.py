@@ -7,14 +7,24 @@ it with Kafka's errors.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wire.errors import FencedLeaderEpochError, UnknownLeaderEpochError
+
+if TYPE_CHECKING:
+    from storage.log import Log
 
 UNDEFINED = -1
 # The epoch Metadata reports for every partition (see metadata.py); fencing
 # and the answer must agree with it or clients would loop on FENCED_LEADER_EPOCH.
 LEADER_EPOCH = 0
+
+
+def become_leader(log: Log) -> None:
+    """This node leads `log` in LEADER_EPOCH from its end on (when a partition is created, and
+    for every log found at startup): Kafka writes that to the leader-epoch checkpoint at once
+    (`0 0` for a new partition). Blocking: it may write and fsync the checkpoint."""
+    log.maybe_assign_epoch_start_offset(LEADER_EPOCH, log.log_end_offset)
 
 
 def end_offset_for(log: Any, epoch: int) -> tuple[int, int]:

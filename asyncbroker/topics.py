@@ -47,6 +47,7 @@ from wire.errors import (
 )
 
 from asyncbroker.broker_config_changes import changed_layers, write_dynamic_configs
+from asyncbroker.leader_epoch import become_leader
 from asyncbroker.config import (
     TOPIC_DEFAULT_SYNONYMS,
     ConfigEntry,
@@ -123,6 +124,9 @@ class TopicManager:
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, str] = {}
         self._log_configs: dict[str, LogConfig] = {}
+        # Bumped by every change to a topic's metadata: what was derived from an older
+        # generation (the encoded Metadata answers) is stale.
+        self.generation = 0
         self._load()
 
     # ------------------------------------------------------------ reading
@@ -144,12 +148,14 @@ class TopicManager:
         self._topics[meta.name] = meta
         self._by_id[meta.topic_id] = meta.name
         self._log_configs.pop(meta.name, None)
+        self.generation += 1
 
     def _drop(self, name: str) -> None:
         meta = self._topics.pop(name, None)
         if meta is not None:
             self._by_id.pop(meta.topic_id, None)
         self._log_configs.pop(name, None)
+        self.generation += 1
 
     def get(self, name: str) -> TopicMetadata | None:
         return self._topics.get(name)
@@ -273,7 +279,7 @@ class TopicManager:
         try:
             for partition in range(first, end):
                 tp = TopicPartition(name, partition)
-                self.log_manager.create_log(tp, log_config, topic_id)
+                become_leader(self.log_manager.create_log(tp, log_config, topic_id))
                 created.append(tp)
         except BaseException:
             # All or nothing: a half-created topic would resurface at the next

@@ -292,6 +292,16 @@ class Log:
     def _update_log_end_offset(self, offset: int, segment: LogSegment) -> None:
         self._next_offset_metadata = LogOffsetMetadata(offset, segment.base_offset, segment.size())
 
+    @_handles_io_errors("assigning a leader epoch")
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """This node became the partition's leader in `leader_epoch` from `start_offset`
+        (Kafka's makeLeader): recorded and checkpointed now, so the epoch is on disk before
+        any append in it, and the first append has no checkpoint to write. A no-op when the
+        epoch is already the latest."""
+        with self._lock:
+            self._check_open()
+            self.leader_epoch_cache.assign(leader_epoch, start_offset)
+
     # -- rolling --------------------------------------------------------------------------------
     def _maybe_roll(self, messages_size: int, info: LogAppendInfo, now: int, *,
                     nonblocking: bool = False) -> LogSegment:

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Hashable
 from typing import Any
 
 from storage.topic_name import is_internal, validate_topic_name
 from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError
 from wire.headers import RequestHeader
-from wire.messages import ApiKey
+from wire.messages import ApiKey, encode_response
 
+from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -89,7 +91,35 @@ def _error_response(b: ResponseBuilder, requested: Any, error: ErrorCode) -> Any
                     topics=topics, cluster_authorized_operations=_AUTHORIZED_OPS_OMITTED, error_code=error)
 
 
+def _cache_key(version: int, request: Any) -> Hashable:
+    """What in a Metadata request shapes its answer (besides the topics themselves)."""
+    requested = request.topics
+    return (
+        version,
+        None if requested is None else tuple((t.name, getattr(t, "topic_id", None)) for t in requested),
+        getattr(request, "allow_auto_topic_creation", True),
+        getattr(request, "include_topic_authorized_operations", False),
+        getattr(request, "include_cluster_authorized_operations", False),
+    )
+
+
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+    """The answer, from the encoded-answer cache while no topic has changed since it was built
+    (see MetadataResponseCache), else built and kept when every topic in it was found."""
+    cache = ctx.broker.metadata_responses
+    key = _cache_key(header.api_version, request)
+    body = cache.get(key)
+    if body is None:
+        generation = cache.generation()
+        response = await _answer(ctx, header, request)
+        if getattr(response, "error_code", ErrorCode.NONE) != ErrorCode.NONE or any(t.error_code != ErrorCode.NONE for t in response.topics):
+            return response
+        body = encode_response(response)
+        cache.put(key, generation, body)
+    return EncodedResponse([body], len(body))
+
+
+async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     node = ctx.broker.node_id

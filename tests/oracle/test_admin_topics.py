@@ -4,6 +4,7 @@ compared with Kafka 4.4."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -297,3 +298,30 @@ def test_kafka_topics_tool(brokers) -> None:  # type: ignore[no-untyped-def]
         tool(run, "delete", "--delete", "--topic", name)
 
     brokers.compare(scenario, known={"KD-200": {"2:.elr[0]", "2:.elr[1]", "2:.elr[2]"}})
+
+
+def leader_epoch_checkpoints(log_dirs: dict[str, Path]):  # type: ignore[no-untyped-def]
+    """What a partition's leader-epoch-checkpoint says once the topic exists, after its first
+    batch, and after CreatePartitions: Kafka's leader writes epoch 0 from offset 0 when it
+    becomes leader, before any append."""
+    def checkpoints(run: ScenarioRun, label: str, partitions: int) -> None:
+        def read() -> list[str] | None:
+            files = [log_dirs[run.broker] / f"{run.topic('t')}-{p}" / "leader-epoch-checkpoint"
+                     for p in range(partitions)]
+            return [f.read_text() for f in files] if all(f.exists() for f in files) else None
+
+        run.note(label, run.wait_until(read, f"leader-epoch-checkpoint of {partitions} partitions", 30))
+
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "t", 2)
+        checkpoints(run, "created", 2)
+        produce(run, "t", {0: batch([(b"k", b"v")] * 3)})
+        checkpoints(run, "after the first batch", 2)
+        create_partitions(run, [("t", 3, None)])
+        wait_for_partitions(run, "t", 3)
+        checkpoints(run, "grown", 3)
+    return scenario
+
+
+def test_leader_epoch_checkpoints(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(leader_epoch_checkpoints({"kafka": brokers.kafka.log_dir, "asyncbroker": brokers.ours.log_dir}))
