@@ -157,9 +157,14 @@ def test_every_kind_of_file_asyncbroker_writes_passes_dump_log_segments() -> Non
 
         broker.advance_clock(2 * DAY_MS)
         run = broker.run_retention()
-        gone = {d.topic for d in run.deletions}
         # compact,delete logs are the cleaner's to delete from, as in Kafka (not this pass).
-        assert {"by-time", "by-size", "deleted"} <= gone, run
+        assert "compact-delete" not in {d.topic for d in run.deletions}, run
+        # Each lost its oldest segments: in this pass, or (for "deleted", whose segments are due
+        # from DeleteRecords on) in the periodic one when a loaded machine took past its initial
+        # delay to get here.
+        for topic in ("by-time", "by-size", "deleted"):
+            bases = [int(f.name.split(".")[0]) for f in (broker.log_dir / f"{topic}-0").glob("*.log")]
+            assert bases and min(bases) > 0, (topic, sorted(bases), run)
 
         # A SIGKILL mid-stream: the restart recovers the unflushed segments; then more writes.
         produce(b, "idempotent", [(b"x%d" % i, b"v") for i in range(100)], rounds=2, **{"enable.idempotence": True})
