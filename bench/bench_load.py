@@ -1,13 +1,17 @@
-"""Load: many concurrent connections and partitions, mixed produce/fetch/metadata.
+"""Load: many concurrent connections and partitions, mixed produce/fetch/metadata, on
+asyncbroker and on Kafka 4.4 in the same run.
 
-    .venv/bin/python bench/bench_load.py [--connections 1000] [--partitions 1000] [--seconds 30]
+    .venv/bin/python bench/bench_load.py [--connections 1000] [--partitions 1000] [--seconds 20]
+    BENCH_BROKERS=asyncbroker .venv/bin/python bench/bench_load.py      # skip Kafka
 
 One asyncio client process opens N connections to a broker subprocess; each connection loops
 over a random mix (60% Produce acks=1 of a 200 B record, 30% Fetch of a random partition,
 10% Metadata of the topic) for the given time. Reported: requests/s, p50/p99/max latency per
 kind, errors, the broker's RSS and open fds before, at peak and after the clients leave (an
-fd leak shows as "after" above "before"). tests/integration/test_load.py runs a bounded form
-and asserts no errors, no fd leak and bounded RSS; the numbers are only printed.
+fd leak shows as "after" above "before"), and, before the load, the quiet round trip of a
+Metadata request for the whole topic (the median of 50). Each figure is
+printed with Kafka's beside it and the ratio. tests/integration/test_load.py runs a bounded
+form on asyncbroker and asserts no errors, no fd leak and bounded RSS; numbers are only printed.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import struct
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +58,7 @@ class LoadResult:
     rss_kib: dict[str, int] = field(default_factory=dict)
     fds: dict[str, int] = field(default_factory=dict)
     topic_create_s: float = 0.0
+    metadata_quiet_ms: float = 0.0  # quiet, before the load: the median of 50 Metadata of the topic
 
     def percentile(self, kind: str, q: float) -> float:
         values = sorted(self.latencies[kind])
@@ -63,7 +69,8 @@ class LoadResult:
     def report(self) -> str:
         lines = [f"load: {self.connections} connections, {self.partitions} partitions, {self.seconds:.0f}s: "
                  f"{self.requests} requests ({self.requests / self.seconds:,.0f}/s), {len(self.errors)} errors; "
-                 f"topic creation {self.topic_create_s:.1f}s"]
+                 f"topic ready in {self.topic_create_s:.1f}s; quiet Metadata of the topic p50 "
+                 f"{self.metadata_quiet_ms:.2f} ms"]
         for kind in sorted(self.latencies):
             lines.append(f"  {kind:9} n={len(self.latencies[kind]):7}  p50 {self.percentile(kind, 0.5):7.2f} ms  "
                          f"p99 {self.percentile(kind, 0.99):7.2f} ms  max {self.percentile(kind, 1.0):7.2f} ms")
@@ -254,28 +261,87 @@ async def _worker(client: Client, result: LoadResult, requests: Requests, deadli
             result.errors.append(f"{kind} p{partition}: error {err}")
 
 
-async def run_load_async(broker: BrokerProcess, connections: int, partitions: int, seconds: float) -> LoadResult:
+@dataclass
+class Target:
+    """A broker under load: where it listens, and its process (for RSS and fds)."""
+
+    name: str
+    host: str
+    port: int
+    pid: int
+
+
+async def wait_for_leaders(client: Client, partitions: int, timeout: float = 120.0) -> None:
+    """Until Metadata shows every partition of the topic with a leader (Kafka's controller
+    answers CreateTopics before its broker leads them all)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        resp: Any = await client.call(METADATA)
+        topic = resp.topics[0]
+        if topic.error_code == 0 and len(topic.partitions) == partitions \
+                and all(p.error_code == 0 and p.leader_id >= 0 for p in topic.partitions):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{TOPIC}: not every partition has a leader after {timeout}s")
+        await asyncio.sleep(0.1)  # polling a condition, bounded by the deadline
+
+
+async def wait_for_produce(client: Client, requests: "Requests", timeout: float = 120.0) -> None:
+    """Until every partition takes a record: Kafka answers NOT_LEADER_OR_FOLLOWER for a while
+    after its Metadata already names the leader (its replica manager catches up with the
+    metadata image). One record per partition, on both brokers alike."""
+    deadline = time.monotonic() + timeout
+    pending = list(range(len(requests.produce)))
+    while pending:
+        waiting = []
+        for partition in pending:
+            data = await client.call_encoded(0, 9, requests.produce[partition])
+            err = first_error_code("produce", data)
+            if err == 6:  # NOT_LEADER_OR_FOLLOWER
+                waiting.append(partition)
+            elif err:
+                raise RuntimeError(f"produce to partition {partition}: error {err}")
+        pending = waiting
+        if pending and time.monotonic() > deadline:
+            raise RuntimeError(f"{len(pending)} partitions still refuse produce after {timeout}s")
+        if pending:
+            await asyncio.sleep(0.1)  # polling a condition, bounded by the deadline
+
+
+async def quiet_metadata(client: Client, body: bytes, result: LoadResult) -> None:
+    times = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        data = await client.call_encoded(3, 12, body)
+        times.append((time.perf_counter() - t0) * 1000)
+        if first_error_code("metadata", data):
+            raise RuntimeError(f"Metadata of {TOPIC}: error {first_error_code('metadata', data)}")
+    result.metadata_quiet_ms = sorted(times)[len(times) // 2]
+
+
+async def run_load_async(target: Target, connections: int, partitions: int, seconds: float) -> LoadResult:
     result = LoadResult(connections, partitions, seconds)
-    pid = broker.process.pid  # type: ignore[union-attr]
-    host, port = broker.host, broker.port
+    pid, host, port = target.pid, target.host, target.port
     admin = await Client.connect(host, port)
     started = time.monotonic()
     resp = await admin.call(ct5.CreateTopicsRequest(topics=(ct5.CreatableTopic(
         name=TOPIC, num_partitions=partitions, replication_factor=1, assignments=(), configs=()),),
         timeout=datetime.timedelta(seconds=120), validate_only=False))
-    result.topic_create_s = time.monotonic() - started
     err = resp.topics[0].error_code  # type: ignore[attr-defined]
     if err:
         raise RuntimeError(f"create topic: error {err}")
+    await wait_for_leaders(admin, partitions)
+    requests = Requests(partitions)
+    await wait_for_produce(admin, requests)
+    result.topic_create_s = time.monotonic() - started
+    await quiet_metadata(admin, requests.metadata, result)
     admin.close()
-    await asyncio.sleep(0.2)
     result.rss_kib["before"] = rss_kib(pid)
     result.fds["before"] = fd_count(pid)
     clients: list[Client] = []
     for i in range(0, connections, 100):  # connect in waves (the listen backlog is finite)
         clients += await asyncio.gather(*(Client.connect(host, port) for _ in range(min(100, connections - i))))
     rng = random.Random(1)
-    requests = Requests(partitions)
     deadline = time.monotonic() + seconds
     workers = [asyncio.ensure_future(_worker(c, result, requests, deadline, random.Random(rng.random())))
                for c in clients]
@@ -296,13 +362,31 @@ async def run_load_async(broker: BrokerProcess, connections: int, partitions: in
     return result
 
 
-def run_load(connections: int, partitions: int, seconds: float, overrides: list[str] | None = None) -> LoadResult:
+def _raise_fd_limit(connections: int) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = connections + 256
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+
+
+def run_load(connections: int, partitions: int, seconds: float, overrides: list[str] | None = None) -> LoadResult:
+    """The load on asyncbroker, as `make run` starts it (plus `overrides`)."""
+    _raise_fd_limit(connections)
     with BrokerProcess(list(overrides or [])) as broker:
-        return asyncio.run(run_load_async(broker, connections, partitions, seconds))
+        target = Target("asyncbroker", broker.host, broker.port, broker.process.pid)  # type: ignore[union-attr]
+        return asyncio.run(run_load_async(target, connections, partitions, seconds))
+
+
+def run_load_kafka(connections: int, partitions: int, seconds: float) -> LoadResult:
+    """The same load on a single-node KRaft Kafka 4.4 (the jars `make jvm` fetched)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from jvm.kafka_jvm import KafkaServer
+
+    _raise_fd_limit(connections)
+    with KafkaServer({"num.partitions": "1"}, heap="1g") as kafka:
+        assert kafka.process is not None
+        target = Target("kafka", "127.0.0.1", kafka.port, kafka.process.pid)
+        return asyncio.run(run_load_async(target, connections, partitions, seconds))
 
 
 def main() -> int:
@@ -311,17 +395,34 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("BENCH_SECONDS", "20")))
     args = parser.parse_args()
-    result = run_load(args.connections, args.partitions, args.seconds)
-    print(result.report())
-    for kind in sorted(result.latencies):
-        print(f"RESULT load {kind} p99 ({args.connections} conns, {args.partitions} partitions) | "
-              f"{result.percentile(kind, 0.99):.1f} | ms |")
-    print(f"RESULT load requests/s | {result.requests / args.seconds:,.0f} | req/s |")
-    print(f"RESULT load errors | {len(result.errors)} | | 0")
-    print(f"RESULT load broker peak RSS | {result.rss_kib.get('peak', 0) // 1024} | MiB |")
-    for e in result.errors[:10]:
-        print("  error:", e)
-    return 1 if result.errors else 0
+    brokers = os.environ.get("BENCH_BROKERS", "asyncbroker,kafka").split(",")
+    results: dict[str, LoadResult] = {}
+    for name in brokers:
+        run = run_load if name == "asyncbroker" else run_load_kafka
+        results[name] = run(args.connections, args.partitions, args.seconds)
+        print(f"{name}: {results[name].report()}", flush=True)
+        for e in results[name].errors[:10]:
+            print("  error:", e)
+    shape = f"({args.connections} conns, {args.partitions} partitions)"
+
+    def row(name: str, unit: str, value: Callable[[LoadResult], float], lower_is_better: bool = True) -> None:
+        ours = value(results["asyncbroker"]) if "asyncbroker" in results else None
+        theirs = value(results["kafka"]) if "kafka" in results else None
+        versus = ""
+        if ours is not None and theirs is not None and ours > 0 and theirs > 0:
+            versus = f" (Kafka 4.4 {theirs:,.3f}, ratio {(theirs / ours if lower_is_better else ours / theirs):.2f}x)"
+        if ours is not None:
+            shown = f"{ours:,.3f}" if ours < 10 else f"{ours:,.1f}"
+            print(f"RESULT load {name} {shape} | {shown} | {unit} |{versus}", flush=True)
+
+    for kind in ("produce", "fetch", "metadata"):
+        row(f"{kind} p99", "ms", lambda r, k=kind: r.percentile(k, 0.99))
+    row("requests/s", "req/s", lambda r: r.requests / args.seconds, lower_is_better=False)
+    row("quiet Metadata p50", "ms", lambda r: r.metadata_quiet_ms)
+    row("broker peak RSS", "MiB", lambda r: r.rss_kib.get("peak", 0) / 1024)
+    errors = sum(len(r.errors) for r in results.values())
+    print(f"RESULT load errors | {errors} | | 0")
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
