@@ -37,11 +37,10 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from crc32c import crc32c
 
 from storage.transaction_index import AbortedTxn
 from wire.errors import InvalidProducerEpochError, OutOfOrderSequenceError
-from wire.records import BatchHeader, ControlRecordType, decode_records, parse_control_record
+from wire.records import BatchHeader, ControlRecordType, crc32c, decode_records, parse_control_record
 
 logger = logging.getLogger(__name__)
 

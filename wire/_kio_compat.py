@@ -11,7 +11,6 @@ To move to a newer kio: run that test against it, fix what it finds, widen the r
 """
 from __future__ import annotations
 
-import importlib.metadata
 import re
 
 VERIFIED = ((0, 6, 5), (0, 7, 0))
@@ -51,7 +50,11 @@ def _installed_version() -> str:
     import kio
 
     version = getattr(kio, "__version__", None)
-    return version if isinstance(version, str) else importlib.metadata.version("kio")
+    if isinstance(version, str):
+        return version
+    import importlib.metadata  # a kio without the attribute: the slow way, only then
+
+    return importlib.metadata.version("kio")
 
 
 check_kio_version(_installed_version())
