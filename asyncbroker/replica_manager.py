@@ -30,7 +30,7 @@ from asyncbroker.fetch_waiters import FetchWaiters
 from asyncbroker.metrics import METRICS
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.leader_epoch import LEADER_EPOCH, UNDEFINED, check_current_leader_epoch, end_offset_for
-from storage.errors import AppendWouldBlock
+from storage.errors import AppendWouldBlock, ReadWouldBlock
 from storage.fault_injection import fault_point
 from storage.topic_name import is_internal
 from storage.topic_partition import TopicPartition
@@ -93,6 +93,10 @@ _SPECIAL_SINCE = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
 
 # Record slices at least this large are left in the file and sent with sendfile.
 FILE_REGION_MIN_BYTES = 64 * 1024
+# A fetch of at most this many partitions is first read on the loop (from the page cache, see
+# _read): each partition's read is an index lookup and a short header scan, and bytes above
+# FILE_REGION_MIN_BYTES are not copied but sent from the file.
+INLINE_READ_MAX_PARTITIONS = 16
 
 
 class PartitionRead:
@@ -130,8 +134,11 @@ class PartitionRead:
         return TopicPartition(self.topic, self.index)
 
 
-def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: bool, use_file_regions: bool) -> int:
-    """Executor side: read every partition within the byte budgets; return the bytes read.
+def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: bool, use_file_regions: bool,
+                    nonblocking: bool = False) -> int:
+    """Read every partition within the byte budgets; return the bytes read. On an IO thread, or
+    `nonblocking` on the loop: then every byte must be in the page cache, else ReadWouldBlock
+    (what was read is released by the caller, which reads again on an IO thread).
 
     `max_bytes` bounds the whole response and each partition's own bound applies, except that
     the first partition with data returns at least one whole batch even when larger (KIP-74);
@@ -154,7 +161,10 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
             continue
         limit = min(r.max_bytes, remaining)
         try:
-            info = log_.read(r.fetch_offset, limit, isolation=isolation, min_one_message=min_one)
+            info = log_.read(r.fetch_offset, limit, isolation=isolation, min_one_message=min_one,
+                             nonblocking=nonblocking)
+        except ReadWouldBlock:
+            raise
         except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
             # A failed partition reports no offsets (-1), as Kafka's error answers do.
             r.error = error_code_for(exc)
@@ -172,7 +182,7 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
             # segment is closed or deleted before the connection sends it.
             r.records = FileRegion(os.dup(info.file.fileno()), info.position, size)
         else:
-            r.records = info.read_bytes()
+            r.records = info.read_bytes(nonblocking=nonblocking)
         r.size = size
         total += size
         remaining = max(0, remaining - size)
@@ -557,8 +567,16 @@ class ReplicaManager:
 
     async def _read(self, reads: list[PartitionRead], max_bytes: int, read_committed: bool,
                     use_file_regions: bool) -> int:
-        """read_partitions on the IO pool; if the fetch is cancelled meanwhile (the client went
-        away), the regions the read still creates are closed when it finishes."""
+        """read_partitions on the loop when every byte it needs is in the page cache (a fetch of
+        a few partitions: no executor hop, as appends that cannot block), else
+        on the IO pool; if the fetch is cancelled meanwhile (the client went away), the regions
+        the pooled read still creates are closed when it finishes."""
+        if len(reads) <= INLINE_READ_MAX_PARTITIONS:
+            try:
+                return read_partitions(reads, max_bytes, read_committed, use_file_regions, nonblocking=True)
+            except ReadWouldBlock:
+                for r in reads:
+                    _release(r)
         task = asyncio.ensure_future(self._run_blocking(read_partitions, reads, max_bytes, read_committed,
                                                         use_file_regions))
         try:

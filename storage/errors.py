@@ -34,6 +34,11 @@ class LogDirLockedError(KafkaStorageError):
     """Another process holds the `.lock` of a log directory."""
 
 
+class ReadWouldBlock(Exception):
+    """Control flow, not a failure: a nonblocking read (the event loop's fast path) needed
+    bytes that are not in the page cache; the caller reads again from an IO thread."""
+
+
 class AppendWouldBlock(Exception):
     """Control flow, not a failure: a nonblocking append (the event loop's fast path) found
     the lock taken or work that touches the disk (a roll, a checkpoint, an fsync) and

@@ -1,12 +1,12 @@
 """FetchDataInfo: what a read of the log found, for Fetch to send."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from storage.file_records import pread
 from storage.log_offset_metadata import LogOffsetMetadata
 from storage.transaction_index import AbortedTxn
 
@@ -27,7 +27,8 @@ class FetchDataInfo(msgspec.Struct):
     aborted_transactions: list[AbortedTxn] | None = None
     path: Path | None = None
 
-    def read_bytes(self) -> bytes:
+    def read_bytes(self, *, nonblocking: bool = False) -> bytes:
+        """The bytes; `nonblocking`: only from the page cache, else ReadWouldBlock."""
         if self.file is None or self.size == 0:
             return b""
-        return os.pread(self.file.fileno(), self.size, self.position)
+        return pread(self.file.fileno(), self.size, self.position, nonblocking=nonblocking)

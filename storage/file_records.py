@@ -14,6 +14,7 @@ from typing import Iterator, NamedTuple
 
 import msgspec
 
+from storage.errors import ReadWouldBlock
 from wire.errors import CorruptRecordError, UnsupportedForMessageFormatError
 from wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, TimestampType, decode_records, read_batch_header
 
@@ -40,6 +41,22 @@ class FileBatch(NamedTuple):
     position: int
     buf: bytes | None  # the chunk holding the batch when data was requested
     offset_in_buf: int
+
+
+def pread(fd: int, size: int, position: int, *, nonblocking: bool = False) -> bytes:
+    """os.pread; `nonblocking` reads only what the page cache already holds (RWF_NOWAIT) and
+    raises ReadWouldBlock rather than wait for the disk (a short read counts as missing bytes:
+    the reads here never ask past the file's end)."""
+    if not nonblocking:
+        return os.pread(fd, size, position)
+    buf = bytearray(size)
+    try:
+        read = os.preadv(fd, [buf], position, os.RWF_NOWAIT)
+    except BlockingIOError:
+        raise ReadWouldBlock(f"{size} bytes at {position} are not in the page cache") from None
+    if read < size:
+        raise ReadWouldBlock(f"only {read} of {size} bytes at {position} are in the page cache")
+    return bytes(buf)
 
 
 class FileRecords:
@@ -175,7 +192,8 @@ class FileRecords:
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self._fileno(), size, position)
 
-    def batches(self, start: int = 0, end: int | None = None, *, with_data: bool = False) -> Iterator[FileBatch]:
+    def batches(self, start: int = 0, end: int | None = None, *, with_data: bool = False,
+                nonblocking: bool = False) -> Iterator[FileBatch]:
         """Walk batches in [start, end). Stops quietly at a partial trailing batch;
         a structurally invalid header raises CorruptRecordError/UnsupportedForMessageFormatError."""
         end = self._size if end is None else end
@@ -190,7 +208,7 @@ class FileRecords:
             rel = pos - base
             avail = len(buf) - rel
             if avail < BATCH_HEADER_SIZE:
-                buf = os.pread(fd, min(chunk, end - pos), pos)
+                buf = pread(fd, min(chunk, end - pos), pos, nonblocking=nonblocking)
                 base, rel, avail = pos, 0, len(buf)
                 if avail < BATCH_HEADER_SIZE:
                     return  # a partial trailing header: never visible below the LEO
@@ -199,16 +217,17 @@ class FileRecords:
             if pos + size > end:
                 return
             if with_data and size > avail:
-                buf = os.pread(fd, max(size, min(READ_CHUNK, end - pos)), pos)
+                buf = pread(fd, max(size, min(READ_CHUNK, end - pos)), pos, nonblocking=nonblocking)
                 base, rel = pos, 0
                 if len(buf) < size:
                     return
             yield FileBatch(header, pos, buf if with_data else None, rel)
             pos += size
 
-    def search_for_offset_from_position(self, target_offset: int, starting_position: int) -> LogOffsetPosition | None:
+    def search_for_offset_from_position(self, target_offset: int, starting_position: int, *,
+                                        nonblocking: bool = False) -> LogOffsetPosition | None:
         """First batch (from starting_position) whose last offset >= target_offset."""
-        for batch in self.batches(starting_position):
+        for batch in self.batches(starting_position, nonblocking=nonblocking):
             last = batch.header.base_offset + batch.header.last_offset_delta
             if last >= target_offset:
                 return LogOffsetPosition(last, batch.position, batch.header.batch_length + LOG_OVERHEAD)

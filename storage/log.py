@@ -429,8 +429,12 @@ class Log:
 
     # -- read -----------------------------------------------------------------------------------
     def read(self, fetch_offset: int, max_bytes: int, *, isolation: Isolation = "read_uncommitted",
-             min_one_message: bool = True) -> FetchDataInfo:
-        """File range of the batches from fetch_offset, bounded by max_bytes and the isolation's upper offset."""
+             min_one_message: bool = True, nonblocking: bool = False) -> FetchDataInfo:
+        """File range of the batches from fetch_offset, bounded by max_bytes and the isolation's upper offset.
+
+        nonblocking=True is the event loop's fast path: the batch headers it scans must be in the
+        page cache (else ReadWouldBlock, nothing changed); with read_committed, the aborted
+        transactions' index reads are nonblocking too."""
         if self._closed:
             # Offline (its dir failed) or deleted: KAFKA_STORAGE_ERROR rather than a read of closed files.
             raise KafkaStorageError(f"The log for partition {self.topic_partition} is offline")
@@ -449,7 +453,7 @@ class Log:
         if fetch_offset >= max_metadata.message_offset:
             return FetchDataInfo(self._offset_metadata_or_offset(fetch_offset))
         if max_metadata.message_offset_only:
-            max_metadata = self._convert_to_offset_metadata(max_metadata.message_offset)
+            max_metadata = self._convert_to_offset_metadata(max_metadata.message_offset, nonblocking=nonblocking)
         segment = self.segments.floor_segment(fetch_offset)
         while segment is not None:
             if segment.base_offset < max_metadata.segment_base_offset:
@@ -458,7 +462,7 @@ class Log:
                 max_position = max_metadata.relative_position_in_segment
             else:
                 break
-            found = segment.read(fetch_offset, max_bytes, max_position, min_one_message)
+            found = segment.read(fetch_offset, max_bytes, max_position, min_one_message, nonblocking=nonblocking)
             if found is not None:
                 info = FetchDataInfo(
                     LogOffsetMetadata(fetch_offset, segment.base_offset, found.position),
@@ -467,7 +471,8 @@ class Log:
                 )
                 if isolation == "read_committed":
                     info.aborted_transactions = self._collect_aborted(
-                        fetch_offset, self._fetch_upper_bound_offset(segment, fetch_offset, found.position, found.size))
+                        fetch_offset, self._fetch_upper_bound_offset(segment, fetch_offset, found.position, found.size),
+                        nonblocking=nonblocking)
                 return info
             segment = self.segments.higher_segment(segment.base_offset)
         return FetchDataInfo(LogOffsetMetadata(fetch_offset))
@@ -486,10 +491,10 @@ class Log:
         following = self.segments.higher_segment(segment.base_offset)
         return following.base_offset if following is not None else self.log_end_offset
 
-    def _collect_aborted(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+    def _collect_aborted(self, fetch_offset: int, upper_bound: int, *, nonblocking: bool = False) -> list[AbortedTxn]:
         found: list[AbortedTxn] = []
         for segment in self.segments.values(fetch_offset, None):
-            result = segment.collect_aborted_txns(fetch_offset, upper_bound)
+            result = segment.collect_aborted_txns(fetch_offset, upper_bound, nonblocking=nonblocking)
             found.extend(result.aborted_transactions)
             if result.is_complete:
                 break
@@ -502,13 +507,13 @@ class Log:
             return hw
         return self._convert_to_offset_metadata(first_unstable)
 
-    def _convert_to_offset_metadata(self, offset: int) -> LogOffsetMetadata:
+    def _convert_to_offset_metadata(self, offset: int, *, nonblocking: bool = False) -> LogOffsetMetadata:
         if offset == self._next_offset_metadata.message_offset:
             return self._next_offset_metadata
         segment = self.segments.floor_segment(offset)
         if segment is None:
             return LogOffsetMetadata(offset)
-        found = segment.translate_offset(offset)
+        found = segment.translate_offset(offset, nonblocking=nonblocking)
         if found is None:
             return LogOffsetMetadata(offset, segment.base_offset, segment.size())
         return LogOffsetMetadata(offset, segment.base_offset, found.position)

@@ -175,20 +175,22 @@ class LogSegment:
         self.txn_index.append(aborted)
 
     # -- reading --------------------------------------------------------------------------------
-    def translate_offset(self, offset: int, starting_file_position: int = 0) -> LogOffsetPosition | None:
+    def translate_offset(self, offset: int, starting_file_position: int = 0, *,
+                         nonblocking: bool = False) -> LogOffsetPosition | None:
         """Position of the batch holding `offset`: sparse index lookup, then a short forward scan."""
         mapping = self.offset_index.lookup(offset)
-        return self.log.search_for_offset_from_position(offset, max(mapping.position, starting_file_position))
+        return self.log.search_for_offset_from_position(offset, max(mapping.position, starting_file_position),
+                                                        nonblocking=nonblocking)
 
     def read(self, start_offset: int, max_size: int, max_position: int | None = None,
-             min_one_message: bool = False) -> SegmentRead | None:
+             min_one_message: bool = False, *, nonblocking: bool = False) -> SegmentRead | None:
         """Byte range starting at the batch holding start_offset, at most max_size bytes
         (at least that batch when min_one_message), never past max_position. None if beyond the segment."""
         if max_size < 0:
             raise ValueError(f"Invalid max size {max_size} for log read from segment {self.log.path}")
         if max_position is None:
             max_position = self.size()
-        found = self.translate_offset(start_offset)
+        found = self.translate_offset(start_offset, nonblocking=nonblocking)
         if found is None:
             return None
         start_position = found.position
@@ -224,8 +226,9 @@ class LogSegment:
         position = self.offset_index.lookup(max(ts_offset.offset, starting_offset)).position
         return self.log.search_for_timestamp(timestamp, position, starting_offset)
 
-    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
-        return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int, *,
+                             nonblocking: bool = False) -> TxnIndexSearchResult:
+        return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset, nonblocking=nonblocking)
 
     # -- recovery -------------------------------------------------------------------------------
     def recover(self, leader_epoch_cache: "LeaderEpochFileCache | None" = None) -> int:

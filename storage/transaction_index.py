@@ -8,7 +8,8 @@ from pathlib import Path
 
 import msgspec
 
-from storage.errors import CorruptIndexError
+from storage.errors import CorruptIndexError, ReadWouldBlock
+from storage.file_records import pread
 
 _RECORD = struct.Struct(">hqqqq")
 RECORD_SIZE = _RECORD.size  # 34
@@ -57,9 +58,16 @@ class TransactionIndex:
                 f.write(txn.encode())
             self._last_offset = txn.last_offset
 
-    def _read_all(self) -> list[AbortedTxn]:
+    def _read_all(self, *, nonblocking: bool = False) -> list[AbortedTxn]:
         try:
-            data = self._path.read_bytes()
+            if nonblocking:
+                fd = os.open(self._path, os.O_RDONLY)
+                try:
+                    data = pread(fd, os.fstat(fd).st_size, 0, nonblocking=True)
+                finally:
+                    os.close(fd)
+            else:
+                data = self._path.read_bytes()
         except FileNotFoundError:
             return []
         out = []
@@ -70,14 +78,21 @@ class TransactionIndex:
             out.append(AbortedTxn(pid, first, last, lso))
         return out
 
-    def all_aborted_txns(self) -> list[AbortedTxn]:
-        with self._lock:
-            return self._read_all()
+    def all_aborted_txns(self, *, nonblocking: bool = False) -> list[AbortedTxn]:
+        """Every entry; `nonblocking` (the event loop's read): from the page cache, without waiting
+        for an append in progress, else ReadWouldBlock."""
+        if not self._lock.acquire(blocking=not nonblocking):
+            raise ReadWouldBlock(f"{self._path} is being appended to")
+        try:
+            return self._read_all(nonblocking=nonblocking)
+        finally:
+            self._lock.release()
 
-    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int, *,
+                             nonblocking: bool = False) -> TxnIndexSearchResult:
         """Aborted txns overlapping [fetch_offset, upper_bound_offset); complete unless a later segment may add more."""
         found = []
-        for txn in self.all_aborted_txns():
+        for txn in self.all_aborted_txns(nonblocking=nonblocking):
             if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
                 found.append(txn)
             if txn.last_stable_offset >= upper_bound_offset:

@@ -10,7 +10,7 @@ from kafka.record.default_records import DefaultRecordBatch
 
 from storage_testlib import BASE_TS, batch
 from storage.clock import MockClock
-from storage.errors import AppendWouldBlock
+from storage.errors import AppendWouldBlock, ReadWouldBlock
 from storage.log import Log
 from storage.log_config import LogConfig
 from wire.compression import CompressionType
@@ -102,6 +102,34 @@ def test_read_returns_file_positions(make_log) -> None:
     assert info.path is not None and info.path.name == "00000000000000000000.log"
     assert os.pread(info.file.fileno(), info.size, info.position) == info.read_bytes()
     assert info.fetch_offset_metadata.segment_base_offset == 0
+
+
+def drop_from_page_cache(path: Path) -> None:
+    """Write the file's pages back and evict them (what a cold read after a restart meets)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def test_nonblocking_reads_come_from_the_page_cache_or_not_at_all(make_log) -> None:
+    """The event loop's read: the same answer as a blocking one while the bytes are cached,
+    ReadWouldBlock (and nothing else) once they are not."""
+    log = make_log(LogConfig(index_interval_bytes=1))
+    for _ in range(20):
+        log.append_as_leader(batch(5, value_size=200))
+    blocking = log.read(37, 4_000)
+    cached = log.read(37, 4_000, nonblocking=True)
+    assert (cached.position, cached.size) == (blocking.position, blocking.size)
+    assert cached.read_bytes(nonblocking=True) == blocking.read_bytes()
+    assert blocking.path is not None
+    drop_from_page_cache(blocking.path)
+    with pytest.raises(ReadWouldBlock):
+        log.read(37, 4_000, nonblocking=True).read_bytes(nonblocking=True)
+    assert log.read(37, 4_000).read_bytes() == cached.read_bytes()  # the IO thread's read, which caches
+    assert log.read(37, 4_000, nonblocking=True).read_bytes(nonblocking=True) == cached.read_bytes()
 
 
 def test_max_bytes_and_min_one_message(make_log) -> None:
@@ -516,6 +544,19 @@ def test_aborted_transactions_reported_to_read_committed(make_log, log_dir: Path
     log.append_as_leader(_marker(42, ControlRecordType.COMMIT), origin="coordinator")
     assert log.last_stable_offset == 8
     assert len(log.read(4, 10_000, isolation="read_committed").aborted_transactions) == 0
+
+
+def test_nonblocking_read_committed_reads_the_transaction_index_from_the_page_cache(make_log, log_dir: Path) -> None:
+    log = make_log()
+    log.append_as_leader(build_batch([Record(offset=i, timestamp=BASE_TS, value=b"t") for i in range(3)],
+                                     is_transactional=True, producer_id=42, producer_epoch=0, base_sequence=0))
+    log.append_as_leader(_marker(42, ControlRecordType.ABORT), origin="coordinator")
+    cached = log.read(0, 10_000, isolation="read_committed", nonblocking=True)
+    assert cached.aborted_transactions == log.read(0, 10_000, isolation="read_committed").aborted_transactions
+    assert [(a.producer_id, a.first_offset, a.last_offset) for a in cached.aborted_transactions or ()] == [(42, 0, 3)]
+    drop_from_page_cache(log_dir / "00000000000000000000.txnindex")
+    with pytest.raises(ReadWouldBlock):
+        log.read(0, 10_000, isolation="read_committed", nonblocking=True)
 
 
 # -- the nonblocking append (the event loop's fast path) ----------------------------------------
