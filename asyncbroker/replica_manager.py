@@ -95,7 +95,8 @@ _SPECIAL_SINCE = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
 FILE_REGION_MIN_BYTES = 64 * 1024
 # A fetch of at most this many partitions is first read on the loop (from the page cache, see
 # _read): each partition's read is an index lookup and a short header scan, and bytes above
-# FILE_REGION_MIN_BYTES are not copied but sent from the file.
+# FILE_REGION_MIN_BYTES are not copied but sent from the file. The index is a mapping: a page of
+# it not in memory is read on the loop, as the produce fast path's index appends are.
 INLINE_READ_MAX_PARTITIONS = 16
 
 

@@ -6,6 +6,7 @@ the 61-byte headers, never the records.
 """
 from __future__ import annotations
 
+import errno
 import io
 import os
 import threading
@@ -54,6 +55,12 @@ def pread(fd: int, size: int, position: int, *, nonblocking: bool = False) -> by
         read = os.preadv(fd, [buf], position, os.RWF_NOWAIT)
     except BlockingIOError:
         raise ReadWouldBlock(f"{size} bytes at {position} are not in the page cache") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+        # A filesystem that cannot answer without waiting (tmpfs, some network ones): read it
+        # where waiting is allowed.
+        raise ReadWouldBlock(f"{exc.strerror}: a nonblocking read") from None
     if read < size:
         raise ReadWouldBlock(f"only {read} of {size} bytes at {position} are in the page cache")
     return bytes(buf)
