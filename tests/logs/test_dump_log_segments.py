@@ -149,10 +149,13 @@ def test_every_kind_of_file_asyncbroker_writes_passes_dump_log_segments() -> Non
         for _ in range(3):
             produce(b, "idempotent", [(b"i%d" % i, b"v%d" % i) for i in range(300)], rounds=6,
                     **{"enable.idempotence": True, "acks": "all"})
-        produce(b, "deleted", [(b"d%d" % i, b"v%d" % i) for i in range(100)], rounds=5)
+        # Five rounds of 20 records, 10 ms apart in their timestamps: segment.ms=1 rolls at every
+        # round whatever the broker's speed (a roll by time compares record timestamps).
+        rounds_apart = [now + (i // 20) * 10 for i in range(100)]
+        produce(b, "deleted", [(b"d%d" % i, b"v%d" % i) for i in range(100)], rounds=5, timestamps=rounds_apart)
         assert delete_records(b, "deleted", 37) == 37
         for topic in ("by-time", "by-size"):
-            produce(b, topic, [(b"r%d" % i, b"r" * 100) for i in range(100)], rounds=5)
+            produce(b, topic, [(b"r%d" % i, b"r" * 100) for i in range(100)], rounds=5, timestamps=rounds_apart)
         commit_group_offsets(b, "codecs", "workload-group", 50)
 
         broker.advance_clock(2 * DAY_MS)
