@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import enum
 import struct
-
-import cramjam
+from types import ModuleType
 
 from wire.errors import CorruptRecordError
 
@@ -27,6 +26,21 @@ MAX_DECOMPRESSED_SIZE = 128 * 1024 * 1024
 """Largest records section we inflate. A few KiB of zstd or gzip can expand to gigabytes
 (a decompression bomb); Kafka's Java reader streams records and never holds them all, we
 decompress whole sections, so the output is capped and a bigger one is CorruptRecordError."""
+
+
+_CRAMJAM: ModuleType | None = None
+
+
+def _cramjam() -> ModuleType:
+    """cramjam, imported at the first compressed batch rather than with this module: its
+    extension is 1.4 MB of an idle broker's RSS, and a broker whose clients never compress
+    never needs it."""
+    global _CRAMJAM
+    if _CRAMJAM is None:
+        import cramjam
+
+        _CRAMJAM = cramjam
+    return _CRAMJAM
 
 
 class CompressionType(enum.IntEnum):
@@ -61,16 +75,16 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview)
     if codec is CompressionType.NONE:
         return bytes(data)
     if codec is CompressionType.GZIP:
-        return bytes(cramjam.gzip.compress(data))
+        return bytes(_cramjam().gzip.compress(data))
     if codec is CompressionType.SNAPPY:
         return _xerial_compress(data)
     if codec is CompressionType.LZ4:
         # Independent blocks: Kafka's KafkaLZ4BlockInputStream rejects linked blocks.
-        c = cramjam.lz4.Compressor(block_linked=False, content_checksum=False)
+        c = _cramjam().lz4.Compressor(block_linked=False, content_checksum=False)
         c.compress(data if isinstance(data, bytes) else bytes(data))
         return bytes(c.finish())
     if codec is CompressionType.ZSTD:
-        return bytes(cramjam.zstd.compress(data, level=3))
+        return bytes(_cramjam().zstd.compress(data, level=3))
     raise ValueError(f"unsupported codec {codec}")  # pragma: no cover
 
 
@@ -84,12 +98,12 @@ def decompress(codec: CompressionType | int, data: bytes | bytearray | memoryvie
         return bytes(data)
     try:
         if codec is CompressionType.GZIP:
-            return _bounded(cramjam.gzip.decompress_into, data)
+            return _bounded(_cramjam().gzip.decompress_into, data)
         if codec is CompressionType.SNAPPY:
             return _snappy_decompress(data)
         if codec is CompressionType.LZ4:
-            return _bounded(cramjam.lz4.decompress_into, data)
-        return _bounded(cramjam.zstd.decompress_into, data)
+            return _bounded(_cramjam().lz4.decompress_into, data)
+        return _bounded(_cramjam().zstd.decompress_into, data)
     except CorruptRecordError:
         raise
     except Exception as exc:  # cramjam raises its own DecompressionError / ValueError
@@ -100,7 +114,7 @@ def _xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
     mv = memoryview(data).cast("B")
     parts = [XERIAL_HEADER]
     for start in range(0, len(mv), _XERIAL_BLOCK):
-        block = bytes(cramjam.snappy.compress_raw(mv[start : start + _XERIAL_BLOCK]))
+        block = bytes(_cramjam().snappy.compress_raw(mv[start : start + _XERIAL_BLOCK]))
         parts.append(_INT32.pack(len(block)))
         parts.append(block)
     return b"".join(parts)
@@ -127,7 +141,7 @@ def _bounded(decompress_into: object, data: bytes | bytearray | memoryview,
 
 
 def _check_raw_snappy_len(mv: memoryview, budget: int) -> int:
-    n = cramjam.snappy.decompress_raw_len(mv)
+    n: int = _cramjam().snappy.decompress_raw_len(mv)
     if n > budget:
         raise CorruptRecordError(f"snappy block inflates past the {MAX_DECOMPRESSED_SIZE} byte limit")
     return n
@@ -140,9 +154,9 @@ def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
     if bytes(mv[:10]) == b"\xff\x06\x00\x00sNaPpY":
         # The official snappy *framing* format; not what Kafka clients write,
         # but unambiguous, so accept it.
-        return _bounded(cramjam.snappy.decompress_into, mv)
+        return _bounded(_cramjam().snappy.decompress_into, mv)
     _check_raw_snappy_len(mv, MAX_DECOMPRESSED_SIZE)
-    return bytes(cramjam.snappy.decompress_raw(mv))
+    return bytes(_cramjam().snappy.decompress_raw(mv))
 
 
 def _xerial_decompress(mv: memoryview) -> bytes:
@@ -160,6 +174,6 @@ def _xerial_decompress(mv: memoryview) -> bytes:
         if n < 0 or pos + n > end:
             raise CorruptRecordError("xerial snappy block length past the data")
         budget -= _check_raw_snappy_len(mv[pos : pos + n], budget)
-        out.append(bytes(cramjam.snappy.decompress_raw(mv[pos : pos + n])))
+        out.append(bytes(_cramjam().snappy.decompress_raw(mv[pos : pos + n])))
         pos += n
     return b"".join(out)

@@ -1,0 +1,48 @@
+"""What a broker loads only when it is first needed, seen in its own process maps: the
+CRC-32C extension at the first batch it checks, the compression codecs (cramjam) at the first
+batch whose records it must read (a compacted topic's keys; a batch it only stores, it never
+inflates). A broker serving Metadata alone pays for neither (start time, RSS)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from asyncbroker.testing import BrokerProcess
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def broker() -> Iterator[BrokerProcess]:
+    with BrokerProcess(["num.partitions=1"]) as b:
+        yield b
+
+
+def loaded(broker: BrokerProcess, package: str) -> bool:
+    """Whether the broker process has mapped an extension module of `package`."""
+    assert broker.process is not None
+    maps = Path(f"/proc/{broker.process.pid}/maps").read_text()
+    return f"/site-packages/{package}/" in maps
+
+
+def produce(bootstrap: str, topic: str, **conf: object) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, **conf})
+    p.produce(topic, key=b"k", value=b"v" * 100)
+    assert p.flush(30) == 0
+
+
+def test_codecs_and_crc_load_at_their_first_use(broker: BrokerProcess) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic("compacted", 1, 1, config={"cleanup.policy": "compact"})]).values():
+        future.result(timeout=30)
+    assert not loaded(broker, "cramjam") and not loaded(broker, "crc32c")
+    produce(broker.bootstrap, "plain", **{"compression.type": "none"})
+    assert loaded(broker, "crc32c") and not loaded(broker, "cramjam")
+    produce(broker.bootstrap, "compacted", **{"compression.type": "gzip"})
+    assert loaded(broker, "cramjam")
