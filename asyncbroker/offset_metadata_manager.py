@@ -350,16 +350,13 @@ class OffsetMetadataManager:
         """
         return await self._cleanup_group_metadata(self._expired_offsets, "expired")
 
-    async def on_partitions_deleted(self, partitions: Iterable[TopicPartitionKey]) -> int:
+    async def on_partitions_deleted(self, deleted: set[TopicPartitionKey]) -> int:
         """Kafka's onPartitionsDeleted: every group's offsets on deleted partitions are
         tombstoned and dropped, so a topic recreated under the same name starts with no
         committed position; a group left empty without offsets is removed, as on expiry.
 
         Returns the number of offsets removed.
         """
-        deleted = set(partitions)
-        if not deleted:
-            return 0
         return await self._cleanup_group_metadata(
             lambda group, per_group, now: [tp for tp in per_group if tp in deleted], "deleted-partition")
 

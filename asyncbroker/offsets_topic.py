@@ -23,7 +23,6 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from storage.clock import Clock
-
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode, InvalidCommitOffsetSizeError, KafkaError, TopicExistsError
 from wire.records import ControlRecordType, Record, build_batch, decode_records, iter_batch_headers, parse_control_record
@@ -113,7 +112,7 @@ class CoordinatorTopic:
     async def _create(self) -> None:
         try:
             await self.topics.create_topic(self.name, num_partitions=self._configured_partitions,
-                                                  configs=self._configs)
+                                           configs=self._configs)
             log.info("Created internal topic %s with %d partitions", self.name, self._configured_partitions)
         except TopicExistsError:
             pass
@@ -197,7 +196,7 @@ class CoordinatorTopic:
                         batches.append(build_batch(entries, producer_id=producer[0], producer_epoch=producer[1],
                                                    is_transactional=True))
                 info = self.replica_manager.append_to_internal_topic(tp, b"".join(batches),
-                                                                           transactional=transactional)
+                                                                     transactional=transactional)
             except Exception as exc:  # noqa: BLE001 - reported to this partition's writers
                 outcomes[partition] = exc
                 continue

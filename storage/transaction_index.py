@@ -60,16 +60,13 @@ class TransactionIndex:
 
     def _read_all(self, *, nonblocking: bool = False) -> list[AbortedTxn]:
         try:
-            if nonblocking:
-                fd = os.open(self._path, os.O_RDONLY)
-                try:
-                    data = pread(fd, os.fstat(fd).st_size, 0, nonblocking=True)
-                finally:
-                    os.close(fd)
-            else:
-                data = self._path.read_bytes()
+            fd = os.open(self._path, os.O_RDONLY)
         except FileNotFoundError:
             return []
+        try:
+            data = pread(fd, os.fstat(fd).st_size, 0, nonblocking=nonblocking)
+        finally:
+            os.close(fd)
         out = []
         for pos in range(0, len(data) - RECORD_SIZE + 1, RECORD_SIZE):
             version, pid, first, last, lso = _RECORD.unpack_from(data, pos)

@@ -34,6 +34,7 @@ from wire.messages import ApiKey
 from wire.response_encoders import FetchPartitionData, FetchTopicData, encode_fetch_response
 
 from asyncbroker.encoded_response import EncodedResponse
+from asyncbroker.handlers import millis
 from asyncbroker.replica_manager import PartitionRead
 from asyncbroker.request_context import RequestContext
 
@@ -83,7 +84,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         r.error = unknown_topic
         reads.append(r)
     reads = await ctx.broker.replica_manager.fetch_messages(
-        reads, replica_id=replica_id, max_wait_ms=int(request.max_wait.total_seconds() * 1000),
+        reads, replica_id=replica_id, max_wait_ms=millis(request.max_wait),
         min_bytes=request.min_bytes,
         # fetch.max.bytes caps what one response may carry, whatever the client asks.
         max_bytes=min(request.max_bytes, ctx.broker.config.fetch_max_bytes),

@@ -18,7 +18,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.handlers import error_code_for
+from asyncbroker.handlers import error_code_for, millis
 from asyncbroker.handlers.add_partitions_to_txn import older_fenced
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -42,7 +42,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         return _error(b, ErrorCode.INVALID_REQUEST)
     expected = None if pid == NO_PRODUCER_ID else ProducerIdAndEpoch(pid, epoch)
     timeout = request.transaction_timeout
-    timeout_ms = int(timeout.total_seconds() * 1000) if hasattr(timeout, "total_seconds") else int(timeout)
+    timeout_ms = millis(timeout)
     try:
         got = await ctx.broker.transaction_coordinator.handle_init_producer_id(request.transactional_id, timeout_ms,
                                                                            expected)

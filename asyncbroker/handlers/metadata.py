@@ -112,8 +112,9 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     if body is None:
         generation = cache.generation()
         response = await _answer(ctx, header, request)
-        if getattr(response, "error_code", ErrorCode.NONE) != ErrorCode.NONE or any(t.error_code != ErrorCode.NONE for t in response.topics):
-            return response
+        failed = getattr(response, "error_code", ErrorCode.NONE) != ErrorCode.NONE
+        if failed or any(t.error_code != ErrorCode.NONE for t in response.topics):
+            return response  # never kept: an error entry can change without a new generation
         body = encode_response(response)
         cache.put(key, generation, body)
     return EncodedResponse([body], len(body))

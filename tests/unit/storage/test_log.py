@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
-from storage_testlib import BASE_TS, batch
+from storage_testlib import BASE_TS, batch, drop_from_page_cache
 from storage.clock import MockClock
 from storage.errors import AppendWouldBlock, ReadWouldBlock
 from storage.log import Log
@@ -102,16 +102,6 @@ def test_read_returns_file_positions(make_log) -> None:
     assert info.path is not None and info.path.name == "00000000000000000000.log"
     assert os.pread(info.file.fileno(), info.size, info.position) == info.read_bytes()
     assert info.fetch_offset_metadata.segment_base_offset == 0
-
-
-def drop_from_page_cache(path: Path) -> None:
-    """Write the file's pages back and evict them (what a cold read after a restart meets)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def test_nonblocking_reads_come_from_the_page_cache_or_not_at_all(make_log) -> None:

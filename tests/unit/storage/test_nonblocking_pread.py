@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from storage_testlib import drop_from_page_cache
 from storage.errors import ReadWouldBlock
 from storage.file_records import pread
 
@@ -24,8 +25,7 @@ def test_cached_bytes_are_read_and_evicted_ones_are_not(tmp_path: Path) -> None:
     fd = written(tmp_path, data)
     try:
         assert pread(fd, 4096, 8192, nonblocking=True) == data[8192:12288]
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        drop_from_page_cache(tmp_path / "segment.log")
         with pytest.raises(ReadWouldBlock):
             pread(fd, 4096, 8192, nonblocking=True)
         assert pread(fd, 4096, 8192) == data[8192:12288]  # the blocking read
