@@ -73,18 +73,43 @@ def partition_size(run: ScenarioRun, symbol: str, partition: int = 0) -> int:
     return int(sizes[0])
 
 
-def wait_for_state(run: ScenarioRun, what: str, condition: Callable[[], bool], timeout: float = 60.0) -> None:
+def wait_for_state(run: ScenarioRun, what: str, condition: Callable[[], bool], timeout: float = 60.0, *,
+                   symbol: str | None = None) -> None:
     """Wait until `condition` holds, and record that it did. On Kafka a timeout fails the test
     (the scenario's expectation is wrong); on asyncbroker it is recorded, so the transcripts
-    show the divergence and the state it left, step by step."""
+    show the divergence and the state it left, step by step: with `symbol`, also every batch
+    the partition then served."""
     try:
         run.wait_until(condition, what, timeout=timeout)
     except AssertionError:
         if run.broker == "kafka":
             raise
-        run.note(f"reached: {what}", False)
+        # In the step itself, so the transcripts stay aligned and the difference shows it.
+        run.note(f"reached: {what}", False if symbol is None else {"not reached; batches": batch_layout(run, symbol)})
         return
     run.note(f"reached: {what}", True)
+
+
+def batch_layout(run: ScenarioRun, symbol: str, partition: int = 0) -> list[list[object]]:
+    """[base offset, last offset, control?, transactional?, [(offset, key, value)]] of every
+    batch from the log start to the high watermark: what a divergence in the cleaner's
+    outcome is read from."""
+    out: list[list[object]] = []
+    position = earliest(run, symbol, partition)
+    for _ in range(10_000):  # bounded: each round makes progress or returns
+        p = fetch(run, symbol, {partition: position}, record=False).responses[0].partitions[0]
+        data = bytes(p.records or b"")
+        batches = list(iter_batch_headers(data))
+        for b in batches:
+            h = b.header
+            records = [(r.offset, r.key, r.value) for r in decode_records(data, b.position)]
+            out.append([h.base_offset, h.base_offset + h.last_offset_delta, h.is_control, h.is_transactional,
+                        records])
+        following = max([position] + [b.header.base_offset + b.header.last_offset_delta + 1 for b in batches])
+        if following >= p.high_watermark or following == position:
+            return out
+        position = following
+    raise AssertionError(f"{run.broker}: reading {symbol} made no progress")
 
 
 def record_log_state(run: ScenarioRun, symbol: str, label: str, partition: int = 0) -> list[Survivor]:

@@ -92,7 +92,7 @@ def clean_everything_cleanable(run: ScenarioRun, symbol: str, first: int) -> Non
     """
     (sentinel,) = produce_batches(run, symbol, [batch([(b"end1", b"1")], base_timestamp=at(first))], "sentinel")
     wait_for_state(run, f"a clean of {symbol} covered every update",
-                   lambda: keys_unique_below(read_all(run, symbol), sentinel))
+                   lambda: keys_unique_below(read_all(run, symbol), sentinel), symbol=symbol)
     (sentinel2,) = produce_batches(run, symbol, [batch([(b"end2", b"2")], base_timestamp=at(first + 1))],
                                    "sentinel")
 
@@ -100,7 +100,7 @@ def clean_everything_cleanable(run: ScenarioRun, symbol: str, first: int) -> Non
         below = [r for r in read_all(run, symbol) if r.offset < sentinel2]
         return keys_unique_below(below, sentinel2) and all(r.value is not None for r in below)
 
-    wait_for_state(run, f"{symbol} cleaned of duplicates and tombstones", cleaned)
+    wait_for_state(run, f"{symbol} cleaned of duplicates and tombstones", cleaned, symbol=symbol)
 
 
 def compacted_with_tombstones(run: ScenarioRun) -> None:
