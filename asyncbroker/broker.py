@@ -46,6 +46,7 @@ from asyncbroker.log_jobs import LogJobs
 from asyncbroker.metadata_response_cache import MetadataResponseCache
 
 if TYPE_CHECKING:  # the parts are imported where they are built (startup), to keep the first answer fast
+    from cleaner.cleaner_config import CleanerConfig
     from cleaner.log_cleaner import LogCleaner
     from cleaner.log_cleaner_manager import LogCleanerManager
     from storage.log import Log
@@ -215,7 +216,8 @@ class Broker:
         self.topics = TopicManager(
             config=config, log_manager=self.log_manager, run_blocking=self.run_blocking,
             cleaner_manager=lambda: self.cleaner_manager,
-            on_partitions_deleted=lambda partitions: self.group_coordinator.on_partitions_deleted(partitions))
+            on_partitions_deleted=lambda partitions: self.group_coordinator.on_partitions_deleted(partitions),
+            on_broker_configs_changed=self._on_broker_configs_changed)
         topics = self.topics
         self.metadata_responses = MetadataResponseCache(lambda: topics.generation)
         self._start_cleaner()
@@ -330,9 +332,7 @@ class Broker:
     async def _run_cleaner_startup(self) -> None:
         # Imported on an IO thread: compiling/loading the cleaner must not stall the loop.
         module = await self.run_blocking(importlib.import_module, "cleaner.log_cleaner")
-        from cleaner.cleaner_config import CleanerConfig
-
-        cleaner = module.LogCleaner.for_log_manager(CleanerConfig.from_broker_config(self.config), self.log_manager,
+        cleaner = module.LogCleaner.for_log_manager(self._cleaner_config(), self.log_manager,
                                                     run_blocking=self.run_blocking)
         self.cleaner = cleaner
         self.cleaner_manager = cleaner.manager
@@ -343,6 +343,16 @@ class Broker:
         except Exception:
             log.exception("The log cleaner failed to start: compacted topics will not be compacted")
             raise
+
+    def _cleaner_config(self) -> CleanerConfig:
+        """The cleaner's knobs as in force: dynamic broker configs over the static ones."""
+        from cleaner.cleaner_config import CLEANER_CONFIG_KEYS, CleanerConfig
+
+        return CleanerConfig.from_props({key: self.config.effective(key) for key in CLEANER_CONFIG_KEYS})
+
+    def _on_broker_configs_changed(self) -> None:
+        if self.cleaner is not None:
+            self.cleaner.reconfigure(self._cleaner_config())
 
     async def cleaner_ready(self) -> LogCleaner:
         """The started LogCleaner (waiting for its workers to come up); raises when disabled."""

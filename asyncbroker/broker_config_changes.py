@@ -9,10 +9,12 @@ pass. The texts and codes are Kafka's.
 
 asyncbroker applies the dynamic keys that are topic defaults (log.retention.ms,
 message.max.bytes, log.cleanup.policy, ..., and the cluster's
-min.insync.replicas): TopicManager pushes the new defaults to every log. The
-other keys Kafka reconfigures (cleaner and thread pool sizes, listeners,
-producer.id.expiration.ms) and custom keys are validated but not applied: such
-a change is refused with BrokerConfigNotAppliedError unless it only validates.
+min.insync.replicas): TopicManager pushes the new defaults to every log. It
+applies the cleaner's backoff and I/O throttle too (the running cleaner reads
+them again). The other keys Kafka reconfigures (cleaner and thread pool sizes,
+listeners, producer.id.expiration.ms) and custom keys are validated but not
+applied: such a change is refused with BrokerConfigNotAppliedError unless it
+only validates.
 The layers live in asyncbroker-broker-configs.json in every log dir, beside
 storage's topic config overrides, and are read back at startup.
 """
@@ -37,9 +39,12 @@ from asyncbroker.config import (
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # AlterConfigOp ids
 BROKER_CONFIGS_FILE = "asyncbroker-broker-configs.json"
-# The dynamic keys asyncbroker applies at runtime: the broker defaults of topic keys.
+# The dynamic keys asyncbroker applies at runtime: the broker defaults of topic keys, and
+# the cleaner knobs a running cleaner takes without new workers.
+CLEANER_APPLIED_KEYS: tuple[str, ...] = ("log.cleaner.backoff.ms", "log.cleaner.io.max.bytes.per.second")
 APPLIED_KEYS: frozenset[str] = frozenset(
-    {synonyms[0] for synonyms in TOPIC_DEFAULT_SYNONYMS.values()} | set(CLUSTER_DEFAULT_KEYS))
+    {synonyms[0] for synonyms in TOPIC_DEFAULT_SYNONYMS.values()} | set(CLUSTER_DEFAULT_KEYS)
+    | set(CLEANER_APPLIED_KEYS))
 
 
 class BrokerConfigNotAppliedError(InvalidRequestError):

@@ -506,6 +506,12 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         """Value of a broker key by its Kafka name."""
         return getattr(self, BROKER_KEYS[name].field)
 
+    def effective(self, name: str) -> Any:
+        """The value in force for broker key `name`: its dynamic value (this node's, else the
+        cluster-wide default) over the static one."""
+        raw = self.dynamic_value(name)
+        return self.get(name) if raw is None else parse_value(BROKER_KEYS[name], raw)
+
     def is_explicit(self, name: str) -> bool:
         return name in self.originals
 

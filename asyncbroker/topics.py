@@ -102,7 +102,9 @@ class TopicManager:
     directories hold and their persisted config overrides. A deleted topic's
     partitions are first taken from the cleaner (`cleaner_manager`, None while
     it is disabled or starting), and its committed offsets go afterwards
-    (`on_partitions_deleted`, the group coordinator's), as in Kafka.
+    (`on_partitions_deleted`, the group coordinator's), as in Kafka. A change to
+    the dynamic broker configs is announced to `on_broker_configs_changed` once
+    it is in force (the cleaner reads its knobs again).
     """
 
     def __init__(
@@ -113,12 +115,14 @@ class TopicManager:
         run_blocking: Callable[..., Awaitable[Any]],
         cleaner_manager: Callable[[], LogCleanerManager | None] = lambda: None,
         on_partitions_deleted: Callable[[Iterable[tuple[str, int]]], Awaitable[object]] | None = None,
+        on_broker_configs_changed: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config
         self.log_manager = log_manager
         self._run_blocking = run_blocking
         self._cleaner_manager = cleaner_manager
         self._on_partitions_deleted = on_partitions_deleted
+        self._on_broker_configs_changed = on_broker_configs_changed
         self.defaults: LogConfig = self.config.log_config_defaults()
         self._lock = asyncio.Lock()
         self._topics: dict[str, TopicMetadata] = {}
@@ -415,6 +419,7 @@ class TopicManager:
             self.defaults = defaults
             self._log_configs.clear()
             log.info("Dynamic broker configs now %s (this node), %s (cluster)", broker_layer, cluster_layer)
+            self._on_broker_configs_changed()
 
     def _apply_defaults_blocking(self, broker_layer: dict[str, str], cluster_layer: dict[str, str],
                                  defaults: LogConfig, topics: list[TopicMetadata]) -> None:

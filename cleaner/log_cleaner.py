@@ -20,6 +20,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
+import msgspec
+
 from cleaner import worker as worker_module
 from cleaner.clean_request import CleanResult
 from cleaner.cleaner_config import CleanerConfig
@@ -158,6 +160,15 @@ class LogCleaner:
                 await loop.run_in_executor(None, functools.partial(executor.shutdown, wait=True, cancel_futures=True))
                 self._executors[i] = None
         logger.info("Shut down log cleaner")
+
+    def reconfigure(self, config: CleanerConfig) -> None:
+        """Dynamic broker configs changed: the backoff and the I/O throttle follow at once
+        (Kafka's LogCleaner.reconfigure); the worker count and buffer sizes stay as started."""
+        self.config = msgspec.structs.replace(self.config, backoff_ms=config.backoff_ms,
+                                              max_io_bytes_per_second=config.max_io_bytes_per_second)
+        if config.max_io_bytes_per_second != self._io_rate:
+            self.update_max_io_bytes_per_second(config.max_io_bytes_per_second)
+        self.wake()  # a shorter backoff starts now, not after the old one
 
     def update_max_io_bytes_per_second(self, rate: float) -> None:
         """log.cleaner.io.max.bytes.per.second changed: running workers follow at once."""

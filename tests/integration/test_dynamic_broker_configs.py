@@ -71,3 +71,40 @@ def test_topic_defaults_change_at_runtime_and_persist(tmp_path: Any) -> None:
             plain = describe(c, TOPIC, "plain", ("retention.ms", "max.message.bytes"))
             assert (plain["retention.ms"].value, plain["retention.ms"].config_source) == ("604800000", DEFAULT_CONFIG)
             assert plain["max.message.bytes"].value == "1048588"
+
+
+def test_cleaner_backoff_changes_at_runtime(tmp_path: Any) -> None:
+    """log.cleaner.backoff.ms is dynamic, as in Kafka: set to 100 ms on a broker started with
+    an hour, the cleaner wakes, and the next dirty round is cleaned too (with the hour still
+    in force only the wake-up's clean could happen). The value persists across a restart."""
+    from test_compaction import compacted_topic, consume, latest_by_key, produce_updates
+    from wait_for import wait_until
+
+    topic = "backoff"
+    with BrokerProcess(["node.id=1", "log.cleaner.backoff.ms=3600000"], log_dir=tmp_path / "logs") as broker:
+        compacted_topic(broker.bootstrap, topic, **{"min.cleanable.dirty.ratio": "0.01"})
+
+        def cleans() -> int:
+            return broker.output().count(f"cleaned log {topic}-0")
+
+        produce_updates(broker.bootstrap, topic, 20_000, 10, value_pad=100)
+        with RawClient(broker.bootstrap) as c:
+            assert alter(c, "1", [("log.cleaner.backoff.ms", SET, "100")]).error_code == 0
+            wait_until(lambda: cleans() >= 1, timeout=60, interval=0.1, message="the cleaner did not wake up")
+            first = cleans()
+            latest = produce_updates(broker.bootstrap, topic, 20_000, 10, value_pad=100, start=20_000)
+            wait_until(lambda: cleans() > first, timeout=60, interval=0.1,
+                       message="the cleaner did not come back after the new 100 ms backoff")
+            assert latest_by_key(consume(broker.bootstrap, topic)) == latest
+            own = describe(c, BROKER, "1", ("log.cleaner.backoff.ms",))["log.cleaner.backoff.ms"]
+            assert (own.value, own.config_source, own.read_only) == ("100", DYNAMIC_BROKER_CONFIG, False)
+        broker.restart()
+        with RawClient(broker.bootstrap) as c:
+            own = describe(c, BROKER, "1", ("log.cleaner.backoff.ms",))["log.cleaner.backoff.ms"]
+            assert (own.value, own.config_source) == ("100", DYNAMIC_BROKER_CONFIG)
+            # A value the key's validator refuses: Kafka's error (INVALID_REQUEST for a broker
+            # resource), and nothing changes.
+            bad = alter(c, "1", [("log.cleaner.backoff.ms", SET, "-1")])
+            assert (bad.error_code, bad.error_message) == (
+                42, "Invalid value -1 for configuration log.cleaner.backoff.ms: Value must be at least 0"), bad
+            assert describe(c, BROKER, "1", ("log.cleaner.backoff.ms",))["log.cleaner.backoff.ms"].value == "100"

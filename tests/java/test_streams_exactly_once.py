@@ -1,5 +1,5 @@
 """A Kafka Streams application with processing.guarantee=exactly_once_v2 (kafka-streams
-4.3.1, tests/jvm/streams) against Kafka 4.4 and asyncbroker: a stateless step and a count
+4.4.0, tests/jvm/streams) against Kafka 4.4 and asyncbroker: a stateless step and a count
 backed by a changelog, its output read back with read_committed. The same facts from both
 brokers, and the ones the input implies (issue 14)."""
 
