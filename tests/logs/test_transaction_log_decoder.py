@@ -60,7 +60,8 @@ def _expected_json(version: int, value: TransactionLogValue) -> dict[str, object
         data["nextProducerEpoch"] = value.next_producer_epoch
     data.update({
         "transactionTimeoutMs": value.transaction_timeout_ms,
-        "transactionStatus": int(value.state),
+        # Kafka 4.4's decoder names the state (4.3 printed its id).
+        "transactionStatus": value.state.state_name,
         "transactionPartitions": None if value.state == TransactionState.EMPTY else [
             {"topic": t, "partitionIds": p} for t, p in groups.items()],
         "transactionLastUpdateTimestampMs": value.last_update_timestamp_ms,
