@@ -13,7 +13,10 @@ MVN := mvn -q -B -f tests/jvm/pom.xml -Dmaven.repo.local=$(CURDIR)/.cache/m2
 JVM_STAMP := tests/jvm/target/.built
 JVM_INPUTS := $(shell find tests/jvm -name pom.xml -o -name '*.java' -o -name '*.properties' 2>/dev/null)
 
-.PHONY: run test bench torture kcat jdk jvm clean
+# The Node.js clients (tests/node/package.json, locked), installed into the git-ignored node_modules.
+NODE_STAMP := tests/node/node_modules/.installed
+
+.PHONY: run test bench torture kcat jdk jvm node clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,17 +50,27 @@ $(JVM_STAMP): $(JVM_INPUTS) | jdk
 
 jvm: $(JVM_STAMP)
 
+# Node.js and npm are on the machine; install them where they are not.
+$(NODE_STAMP): tests/node/package.json tests/node/package-lock.json
+	@{ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq nodejs npm; }
+	npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
+	touch $@
+
+node: $(NODE_STAMP)
+
 run: $(RUN_STAMP)
 	$(VENV)/bin/asyncbroker serve
 
-test: $(TEST_STAMP) kcat jvm
+test: $(TEST_STAMP) kcat jvm node
 	$(PY) -m pytest -q -p no:cacheprovider
 
 bench: $(TEST_STAMP) jvm
 	$(PY) -m bench
 
 # The long forms of the fault harnesses: 1,000 crash kills, 5,000 live fuzz cases, 10 min of atheris.
-torture: $(TEST_STAMP) kcat jvm
+torture: $(TEST_STAMP) kcat jvm node
 	$(PY) -m pip install -q -e '.[test,spark,torture]'
 	$(PY) -m pytest -q -p no:cacheprovider tests/recovery --torture
 	FUZZ_EXAMPLES=5000 $(PY) -m pytest -q -p no:cacheprovider tests/fuzz
