@@ -7,9 +7,9 @@
 - `compaction_audit` + `cleaner_position` + `audit_report`: the compaction audit
   and its JSON / text / HTML renderings.
 - `parquet_export`: records -> Parquet partitioned by topic and partition.
-- `broker_stream`: the `asyncbroker` Structured Streaming source and sink
-  (Kafka protocol through confluent-kafka).
-- `session.build_session`: a SparkSession with both sources registered.
+- `session.build_session`: a SparkSession with `kafka-log` registered and Spark's
+  own Kafka connector on its classpath (`format("kafka")` against a running
+  broker: batch and streaming, source and sink).
 - `cli.audit_main` / `cli.export_main`: `asyncbroker audit` / `asyncbroker export`.
 
 Imports flow pipeline -> storage -> wire only. Nothing here is imported by

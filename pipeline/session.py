@@ -4,6 +4,10 @@ Spark's Python workers must import `pipeline` (and `storage`, `wire`) from the
 same interpreter as the driver, so PYSPARK_PYTHON is this interpreter; the
 package is installed in that venv. SPARK_LOCAL_IP keeps Spark off the
 machine's external interfaces (and quiet about them).
+
+Spark's own Kafka connector is on the session's classpath, so
+`spark.read.format("kafka")` (against a running broker) and
+`spark.read.format("kafka-log")` (over its log directories) work side by side.
 """
 
 from __future__ import annotations
@@ -13,16 +17,31 @@ import sys
 
 from pyspark.sql import SparkSession
 
-__all__ = ["build_session", "register_sources"]
+__all__ = ["KAFKA_CONNECTOR", "KAFKA_CONNECTOR_JARS_ENV", "build_session", "kafka_connector_conf",
+           "register_sources"]
+
+KAFKA_CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13"
+KAFKA_CONNECTOR_JARS_ENV = "SPARK_KAFKA_CONNECTOR_JARS"
+
+
+def kafka_connector_conf() -> dict[str, str]:
+    """How Spark finds its Kafka connector: the jars listed in $SPARK_KAFKA_CONNECTOR_JARS
+    (os.pathsep-separated: the test suite's copy, fetched by Maven), else the connector at
+    pyspark's own version as `spark.jars.packages`, which Spark resolves from Maven Central
+    (through Ivy, cached in ~/.ivy2) when the session starts."""
+    import pyspark
+
+    jars = [p for p in os.environ.get(KAFKA_CONNECTOR_JARS_ENV, "").split(os.pathsep) if p]
+    if jars:
+        return {"spark.jars": ",".join(jars)}
+    return {"spark.jars.packages": f"{KAFKA_CONNECTOR}:{pyspark.__version__}"}
 
 
 def register_sources(spark: SparkSession) -> SparkSession:
-    """Register `kafka-log` and `asyncbroker` with the session (idempotent)."""
-    from pipeline.broker_stream import AsyncBrokerDataSource
+    """Register `kafka-log` with the session (idempotent)."""
     from pipeline.kafka_log_source import KafkaLogDataSource
 
     spark.dataSource.register(KafkaLogDataSource)
-    spark.dataSource.register(AsyncBrokerDataSource)
     return spark
 
 
@@ -47,7 +66,7 @@ def build_session(
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.python.worker.reuse", "true")
     )
-    for key, value in (conf or {}).items():
+    for key, value in {**kafka_connector_conf(), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -23,7 +23,14 @@ import pytest
 os.environ.setdefault("BROKER_STRICT_RESPONSES", "1")
 
 from asyncbroker.testing import BrokerProcess
-from jvm.kafka_jvm import KafkaServer
+from jvm.kafka_jvm import JvmSetupError, KafkaServer, classpath
+
+# Spark's Kafka connector for every SparkSession of the run (pipeline.session): the jars
+# `make jvm` fetched (tests/jvm/spark), not an Ivy download at each session start.
+try:
+    os.environ.setdefault("SPARK_KAFKA_CONNECTOR_JARS", classpath("spark"))
+except JvmSetupError:
+    pass  # without `make jvm`, Spark resolves the connector from Maven Central itself
 
 # The session-wide BrokerProcess fixtures that tests used, by fixture name (filled as they are set
 # up): the session-end check runs Kafka's DumpLogSegments over their log dirs.

@@ -1,4 +1,6 @@
-"""A Structured Streaming query copies a topic on a running broker, stops, and resumes from its checkpoint."""
+"""Spark over a running broker: the kafka-log source reads the log dir while it is written,
+and a Structured Streaming query through Spark's own Kafka connector copies a topic,
+stops, and resumes from its checkpoint."""
 
 from __future__ import annotations
 
@@ -70,11 +72,11 @@ def _high_watermarks(bootstrap: str, topic: str) -> int:
 
 
 def _copy_query(spark, bootstrap: str, src: str, dst: str, checkpoint: Path, trigger: dict):  # noqa: ANN001, ANN202
-    source = (spark.readStream.format("asyncbroker").option("bootstrap.servers", bootstrap)
-              .option("subscribe", src).option("startingOffsets", "earliest")
+    source = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", src).option("startingOffsets", "earliest").option("includeHeaders", "true")
               .option("maxOffsetsPerTrigger", "60").load())
     upper = source.select("key", F.upper(F.col("value").cast("string")).cast("binary").alias("value"), "headers")
-    return (upper.writeStream.format("asyncbroker").option("bootstrap.servers", bootstrap).option("topic", dst)
+    return (upper.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", dst)
             .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
 
 

@@ -308,18 +308,36 @@ def test_incremental_alter_broker_configs_applied(brokers) -> None:  # type: ign
     brokers.compare(scenario)
 
 
+def test_incremental_alter_cleaner_backoff(brokers) -> None:  # type: ignore[no-untyped-def]
+    """log.cleaner.backoff.ms is reconfigured at runtime on both: set, described with its
+    dynamic source, and put back."""
+    def scenario(run: ScenarioRun) -> None:
+        incremental_alter_configs(run, [(BROKER, "1", [("log.cleaner.backoff.ms", SET, "250")])], label="set")
+        _wait_until_source(run, "log.cleaner.backoff.ms", (2,))  # Kafka applies it through its metadata log
+        describe_configs(run, [(BROKER, "1", ("log.cleaner.backoff.ms",))], label="after set")
+        incremental_alter_configs(run, [(BROKER, "1", [("log.cleaner.backoff.ms", DELETE, None)])], label="delete")
+        _wait_until_source(run, "log.cleaner.backoff.ms", (4, 5))
+
+    brokers.compare(scenario)
+
+
+def _wait_until_source(run: ScenarioRun, key: str, sources: tuple[int, ...]) -> None:
+    """Until DescribeConfigs shows broker key `key` from one of `sources` (2 DYNAMIC_BROKER_CONFIG,
+    4 STATIC_BROKER_CONFIG, 5 DEFAULT_CONFIG), unrecorded."""
+    def there() -> bool:
+        entries = describe_configs(run, [(BROKER, "1", (key,))], record=False).results[0]
+        return int(entries.configs[0].config_source) in sources
+
+    run.wait_until(there, f"{key} from config source {sources}")
+
+
 def test_incremental_alter_broker_configs_not_applied(brokers) -> None:  # type: ignore[no-untyped-def]
     """A valid change of a key Kafka reconfigures at runtime but asyncbroker does not (the
-    cleaner's backoff): Kafka applies it, asyncbroker refuses it (KD-206). Put back on both."""
+    cleaner's thread count): Kafka applies it, asyncbroker refuses it (KD-206). Put back on both."""
     def scenario(run: ScenarioRun) -> None:
-        incremental_alter_configs(run, [(BROKER, "1", [("log.cleaner.backoff.ms", SET, "200")])], label="set")
-        incremental_alter_configs(run, [(BROKER, "1", [("log.cleaner.backoff.ms", DELETE, None)])], label="delete")
-
-        def static_again() -> bool:
-            entries = describe_configs(run, [(BROKER, "1", ("log.cleaner.backoff.ms",))], record=False).results[0]
-            return int(entries.configs[0].config_source) == 4  # STATIC_BROKER_CONFIG, for the scenarios after
-
-        run.wait_until(static_again, "log.cleaner.backoff.ms back to its static value")
+        incremental_alter_configs(run, [(BROKER, "1", [("log.cleaner.threads", SET, "1")])], label="set")
+        incremental_alter_configs(run, [(BROKER, "1", [("log.cleaner.threads", DELETE, None)])], label="delete")
+        _wait_until_source(run, "log.cleaner.threads", (4, 5))
 
     brokers.compare(scenario, known={"KD-206": {"0:.responses[0].error_code", "0:.responses[0].error_message",
                                                 "1:.responses[0].error_code", "1:.responses[0].error_message"}})
