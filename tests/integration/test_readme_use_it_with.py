@@ -1,18 +1,23 @@
 """The README's "Use it with ..." snippets run as written, but for the broker's address (and
-the log directory): Spark through its Kafka connector, the Java client as a single-file
-program, Kafka's CLI tools as the kafka-*.sh scripts run them, and kafkajs on Node.js."""
+the log directory): Spark through its Kafka connector, the Java client and a Kafka Streams
+application as single-file programs, Kafka's CLI tools as the kafka-*.sh scripts run them,
+and kafkajs on Node.js."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import signal
+import struct
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from asyncbroker.testing import BrokerProcess
 from jvm.kafka_jvm import JAVA, classpath, java_command
@@ -77,6 +82,45 @@ def test_java_client(broker: BrokerProcess, tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert "0/0 order-1=created" in lines and "0/1 order-2=created" in lines, result.stdout
     assert any(line.endswith(" order-3=shipped") for line in lines), result.stdout
+
+
+def test_kafka_streams(broker: BrokerProcess, tmp_path: Path) -> None:
+    """The word count runs until SIGTERM (Ctrl-C): its shutdown hook closes the application."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic("text-lines", 1, 1), NewTopic("word-counts", 1, 1)]).values():
+        future.result(30)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for line in ("to be or not to be", "that is the question"):
+        p.produce("text-lines", line.encode())
+    assert p.flush(30) == 0
+    source = tmp_path / "WordCount.java"
+    source.write_text(snippet("java", "public class WordCount").replace(ADDRESS, broker.bootstrap))
+    # Streams keeps its state under java.io.tmpdir: this run's own.
+    log = tmp_path / "wordcount.log"  # a file, not a pipe nobody drains: Streams logs a lot
+    app = subprocess.Popen([JAVA, f"-Djava.io.tmpdir={tmp_path}", "-cp", classpath("streams"), str(source)],
+                           stdout=subprocess.DEVNULL, stderr=log.open("w"))
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "readme-word-counts",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    try:
+        consumer.subscribe(["word-counts"])
+        counts: dict[str, int] = {}
+        want = {"to": 2, "be": 2, "or": 1, "not": 1, "that": 1, "is": 1, "the": 1, "question": 1}
+        deadline = time.monotonic() + 120
+        while counts != want:
+            assert app.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"word counts {counts} never became {want}"
+            for m in consumer.consume(100, 0.2):
+                if m.error() is None:
+                    counts[m.key().decode()] = struct.unpack(">q", m.value())[0]
+    finally:
+        consumer.close()
+        app.send_signal(signal.SIGTERM)
+        try:
+            app.wait(60)
+        except subprocess.TimeoutExpired:
+            app.kill()
+            app.wait()
+    assert app.returncode == 128 + signal.SIGTERM  # the JVM's exit on SIGTERM, after the hook closed Streams
 
 
 def test_kafka_cli_tools(broker: BrokerProcess, tmp_path: Path) -> None:
