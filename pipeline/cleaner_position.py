@@ -17,26 +17,33 @@ contents, so they need no Spark job:
   eligible          ratio > min.cleanable.dirty.ratio, or max.compaction.lag.ms
                     exceeded by the earliest dirty closed segment's first batch
 
-The segment files are only read, through storage's FileRecords over a
-read-only descriptor and storage's indexes opened read-only.
+The segment files are only read: a local segment through a read-only
+descriptor and storage's indexes opened read-only, one on another filesystem
+(pipeline.log_dir_fs) by ranged reads.
 """
 
 from __future__ import annotations
 
 import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
 
 import msgspec
 
+from pipeline.log_dir_fs import filesystem, read_bytes
 from pipeline.log_dir_scan import PartitionDir, SegmentFile
+from pipeline.segment_reader import index_positions, segment_bytes
 from storage.errors import CorruptIndexError
-from storage.file_records import BATCH_ERRORS, FileRecords
+from storage.file_records import BATCH_ERRORS
 from storage.log_config import LogConfig
 from storage.log_file_utils import TIME_INDEX_FILE_SUFFIX
-from storage.offset_index import OffsetIndex
 from storage.time_index import TimeIndex
+from wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, read_batch_header
 
 __all__ = ["PartitionPosition", "cleaner_position", "CleanerSettings", "keys_per_pass"]
 
+HEADER_WALK_CHUNK = 1 << 20
 OFFSET_MAP_ENTRY_BYTES = 24  # MD5 (16) + offset (8): SkimpyOffsetMap's slot
 MAX_OFFSET_MAP_BYTES = 2**31 - 1
 
@@ -79,45 +86,40 @@ class PartitionPosition(msgspec.Struct, frozen=True):
     lso_note: str = "last stable offset taken as the log end offset (open transactions are not tracked)"
 
 
-def _read_only(path: str, size: int) -> FileRecords | None:
-    try:
-        return FileRecords(path, os.open(path, os.O_RDONLY), size)
-    except FileNotFoundError:
-        return None
-
-
 def _first_batch_timestamp(seg: SegmentFile) -> int | None:
     """maxTimestamp of the segment's first batch (what maxCompactionDelay looks at)."""
-    records = _read_only(seg.path, seg.size)
-    if records is None:
+    head = segment_bytes(seg, 0, min(seg.size, BATCH_HEADER_SIZE))
+    if head is None or len(head) < BATCH_HEADER_SIZE:
         return None
     try:
-        for batch in records.batches(0):
-            return batch.header.max_timestamp
+        return read_batch_header(head, 0).max_timestamp
     except BATCH_ERRORS:
         return None
-    finally:
-        records.close()
-    return None
 
 
 def _largest_timestamp(seg: SegmentFile) -> int:
     """The segment's largest record timestamp from its time index, else the file's mtime."""
     path = seg.path[: -len(".log")] + TIME_INDEX_FILE_SUFFIX
     try:
-        index = TimeIndex(path, seg.base_offset, -1, writable=False)
-        try:
-            best = -1
-            for i in range(index.entries):
-                ts = index.entry(i).timestamp
-                best = max(best, ts)
-            if best >= 0:
-                return best
-        finally:
-            index.close_handler()
+        if seg.filesystem:
+            data = read_bytes(seg.filesystem, path) or b""
+            # The time index's format: (timestamp int64, relative offset int32), big-endian.
+            stamps = [ts for ts, _rel in struct.iter_unpack(">qi", data[: len(data) // 12 * 12])]
+        else:
+            index = TimeIndex(Path(path), seg.base_offset, -1, writable=False)
+            try:
+                stamps = [index.entry(i).timestamp for i in range(index.entries)]
+            finally:
+                index.close_handler()
+        best = max(stamps, default=-1)
+        if best >= 0:
+            return best
     except (FileNotFoundError, CorruptIndexError, ValueError, OSError):
         pass
     try:
+        if seg.filesystem:
+            modified = filesystem(seg.filesystem).get_file_info(seg.path).mtime
+            return int(modified.timestamp() * 1000) if modified is not None else -1
         return int(os.stat(seg.path).st_mtime * 1000)
     except FileNotFoundError:
         return -1
@@ -126,30 +128,37 @@ def _largest_timestamp(seg: SegmentFile) -> int:
 def _next_offset(seg: SegmentFile) -> int:
     """The offset after the segment's last complete batch (its base when empty)."""
     start = 0
-    try:
-        index = OffsetIndex(seg.index_path, seg.base_offset, -1, writable=False)
-        try:
-            last = 0
-            for entry in index.entries_list():
-                if last < entry.position < seg.size:
-                    last = entry.position
-            start = last
-        finally:
-            index.close_handler()
-    except (FileNotFoundError, CorruptIndexError, ValueError, OSError):
-        start = 0
-    records = _read_only(seg.path, seg.size)
-    if records is None:
-        return seg.base_offset
+    for position in index_positions(seg):
+        if start < position < seg.size:
+            start = position
     next_offset = seg.base_offset
     try:
-        for batch in records.batches(start):
-            next_offset = batch.header.base_offset + batch.header.last_offset_delta + 1
+        for header in _batch_headers(seg, start):
+            next_offset = header.base_offset + header.last_offset_delta + 1
     except BATCH_ERRORS:
         pass  # a torn tail: the log ends at the last good batch
-    finally:
-        records.close()
     return next_offset
+
+
+def _batch_headers(seg: SegmentFile, start: int) -> Iterator[BatchHeader]:
+    """Headers of the whole batches from `start` to the segment's planned size, read a chunk
+    at a time (a segment without a usable index is walked from 0 without holding it)."""
+    pos = start
+    while seg.size - pos >= BATCH_HEADER_SIZE:
+        chunk = segment_bytes(seg, pos, min(HEADER_WALK_CHUNK, seg.size - pos))
+        if not chunk:
+            return
+        rel = 0
+        while len(chunk) - rel >= BATCH_HEADER_SIZE:
+            header = read_batch_header(chunk, rel)
+            size = header.batch_length + LOG_OVERHEAD
+            if pos + rel + size > seg.size:
+                return  # a partial trailing batch
+            yield header
+            rel += size  # may pass the chunk's end: the next chunk starts at the next batch
+        if rel == 0:
+            return
+        pos += rel
 
 
 def _overlapping_bytes(segments: list[SegmentFile], lo: int, hi: int) -> int:

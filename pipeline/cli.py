@@ -64,9 +64,7 @@ def audit_main(argv: Sequence[str] | None = None) -> int:
     try:
         defaults = LogConfig.from_props(dict(args.config), LogConfig()) if args.config else None
         cleaner = CleanerSettings(args.dedupe_buffer_size, args.cleaner_threads, args.load_factor)
-        for d in args.log_dirs:
-            if not Path(d).is_dir():
-                raise FileNotFoundError(f"log dir {d} does not exist")
+        _check_log_dirs(args.log_dirs)
         spark = build_session(args.master, "asyncbroker-audit")
         report = run_audit(spark, args.log_dirs, topics=_topics(args.topics), defaults=defaults,
                            cleaner=cleaner, now_ms=args.now_ms)
@@ -107,9 +105,7 @@ def export_main(argv: Sequence[str] | None = None) -> int:
     from wire.errors import KafkaError
 
     try:
-        for d in args.log_dirs:
-            if not Path(d).is_dir():
-                raise FileNotFoundError(f"log dir {d} does not exist")
+        _check_log_dirs(args.log_dirs)
         spark = build_session(args.master, "asyncbroker-export")
         options = {"includeControl": "true"} if args.include_control else {}
         count = export_records(spark, args.log_dirs, args.out, fmt=args.format, topics=_topics(args.topics),
@@ -132,3 +128,13 @@ if __name__ == "__main__":  # pragma: no cover - `python -m pipeline.cli audit|e
         print("usage: python -m pipeline.cli {audit,export} ...", file=sys.stderr)
         sys.exit(2)
     sys.exit(commands[sys.argv[1]](sys.argv[2:]))
+
+
+def _check_log_dirs(log_dirs: list[str]) -> None:
+    """A local log dir must exist before Spark starts; one given as a URI (s3://...) is
+    checked when it is listed."""
+    from pipeline.log_dir_fs import remote_log_dir
+
+    for d in log_dirs:
+        if remote_log_dir(d) is None and not Path(d).is_dir():
+            raise FileNotFoundError(f"log dir {d} does not exist")

@@ -11,6 +11,10 @@ Live segments are the `.log` files with no suffix; `.deleted`, `.cleaned` and
 `.swap` files belong to a swap or deletion in flight and are counted (an
 operator signal) but never read. Partition directories with a `-delete`,
 `-future` or `-stray` suffix are skipped.
+
+A log dir given as a URI (`s3://bucket/prefix`, see pipeline.log_dir_fs) is listed
+through its filesystem with the same rules; its segments carry that URI, so a Spark
+worker reads them from there.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 
 import msgspec
 
+from pipeline.log_dir_fs import RemoteLogDir, list_dir, read_text, remote_log_dir
 from storage.log_config import LogConfig
 from storage.log_file_utils import (
     CLEANED_FILE_SUFFIX,
@@ -66,6 +71,7 @@ class SegmentFile(msgspec.Struct, frozen=True):
     size: int  # bytes at listing time: readers never go past it
     is_active: bool  # the partition's last segment (the one a broker appends to)
     inode: int = 0  # identifies these bytes across the cleaner's renames (0: unknown)
+    filesystem: str = ""  # the log dir's URI when it is not local (then `path` is inside it)
 
     @property
     def index_path(self) -> str:
@@ -187,6 +193,13 @@ def scan_log_dirs(
     newest = -1.0
     overrides: dict[str, dict[str, str]] = {}
     for raw in log_dirs:
+        remote = remote_log_dir(str(raw))
+        if remote is not None:
+            mtime, dir_overrides, partitions_found = _scan_remote(remote, topic_set, partition_set)
+            if mtime > newest:
+                newest, overrides = mtime, dir_overrides
+            found += partitions_found
+            continue
         log_dir = Path(raw)
         if not log_dir.is_dir():
             raise FileNotFoundError(f"log dir {log_dir} does not exist")
@@ -217,3 +230,66 @@ def scan_log_dirs(
     found.sort(key=lambda p: (p.topic, p.partition, p.log_dir))
     return LogDirView(found, overrides)
 
+
+
+def _scan_remote(remote: RemoteLogDir, topic_set: set[str] | None, partition_set: set[int] | None
+                 ) -> tuple[float, dict[str, dict[str, str]], list[PartitionDir]]:
+    """scan_log_dirs for one log dir on another filesystem (no inodes: its files do not change)."""
+    from pyarrow import fs as pafs
+
+    entries = list_dir(remote.uri, remote.path)
+    if not entries:
+        raise FileNotFoundError(f"log dir {remote.uri} does not exist or is empty")
+    by_name = {e.base_name: e for e in entries}
+
+    def checkpoint(name: str) -> dict[TopicPartition, int]:
+        text = read_text(remote.uri, f"{remote.path}/{name}") if name in by_name else None
+        try:
+            return OffsetCheckpointFile.parse(text, f"{remote.uri}/{name}") if text else {}
+        except CorruptCheckpointError:
+            return {}
+
+    overrides: dict[str, dict[str, str]] = {}
+    mtime = -1.0
+    if TOPIC_CONFIGS_FILE in by_name:
+        text = read_text(remote.uri, f"{remote.path}/{TOPIC_CONFIGS_FILE}")
+        try:
+            data = json.loads(text or "")
+            overrides = {str(t): {str(k): str(v) for k, v in props.items()} for t, props in data.items()}
+            modified = by_name[TOPIC_CONFIGS_FILE].mtime
+            mtime = modified.timestamp() if modified is not None else 0.0
+        except ValueError:
+            pass
+    log_starts = checkpoint(LOG_START_OFFSET_CHECKPOINT_FILE)
+    cleaner = checkpoint(CLEANER_OFFSET_CHECKPOINT_FILE)
+    found: list[PartitionDir] = []
+    for entry in sorted(entries, key=lambda e: e.base_name):
+        if entry.type != pafs.FileType.Directory or entry.base_name.endswith(_SKIPPED_DIR_SUFFIXES):
+            continue
+        try:
+            tp = TopicPartition.from_dir_name(entry.base_name)
+        except ValueError:
+            continue
+        if (topic_set is not None and tp.topic not in topic_set) or \
+                (partition_set is not None and tp.partition not in partition_set):
+            continue
+        bases: list[tuple[int, str, int]] = []
+        in_flight = 0
+        for f in list_dir(remote.uri, entry.path):
+            name = f.base_name
+            if name.endswith(_IN_FLIGHT_SUFFIXES):
+                in_flight += 1
+            elif name.endswith(LOG_FILE_SUFFIX):
+                try:
+                    bases.append((offset_from_file_name(name), f.path, int(f.size or 0)))
+                except ValueError:
+                    continue
+        bases.sort()
+        segments = [SegmentFile(tp.topic, tp.partition, base, path, size, i == len(bases) - 1,
+                                filesystem=remote.uri) for i, (base, path, size) in enumerate(bases)]
+        first_base = segments[0].base_offset if segments else 0
+        found.append(PartitionDir(
+            topic=tp.topic, partition=tp.partition, path=entry.path, log_dir=remote.uri, segments=segments,
+            log_start_offset=max(first_base, log_starts.get(tp, 0)), cleaner_checkpoint=cleaner.get(tp),
+            in_flight_files=in_flight))
+    return mtime, overrides, found

@@ -19,27 +19,43 @@ is read from its `.deleted` name (the same file, checked by inode, since the
 cleaned replacement may take the old name), and one already unlinked yields
 nothing: a task reads the bytes that were planned or none, never a mix of an
 old and a new file.
+
+A segment of a log dir on another filesystem (pipeline.log_dir_fs: an object store,
+HDFS) is read the same way from the slice's bytes, fetched in one ranged read.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+import struct
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.log_dir_fs import read_bytes
 from pipeline.log_dir_scan import SegmentFile
 from storage.errors import CorruptIndexError
-from storage.file_records import BATCH_ERRORS, FileRecords
+from storage.file_records import BATCH_ERRORS, FileBatch, FileRecords
 from storage.log_file_utils import DELETED_FILE_SUFFIX
 from storage.offset_index import OffsetIndex
 from wire.errors import CorruptRecordError
-from wire.records import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, compute_crc, decode_columns
+from wire.records import (
+    BATCH_HEADER_SIZE,
+    CONTROL_FLAG_MASK,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    compute_crc,
+    decode_columns,
+    read_batch_header,
+)
 
-__all__ = ["SegmentSlice", "plan_slices", "read_slice", "DEFAULT_MAX_SLICE_BYTES", "DEFAULT_ROWS_PER_BATCH"]
+__all__ = ["SegmentSlice", "plan_slices", "read_slice", "index_positions", "segment_bytes", "buffer_batches",
+           "DEFAULT_MAX_SLICE_BYTES", "DEFAULT_ROWS_PER_BATCH"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,24 +77,48 @@ class SegmentSlice(msgspec.Struct, frozen=True):
     start_offset: int = 0  # first offset wanted (records below are skipped)
     end_offset: int = NO_END_OFFSET  # first offset not wanted
     inode: int = 0  # the planned file; a different file under the same name is not read
+    filesystem: str = ""  # the log dir's URI when it is not local (pipeline.log_dir_fs)
+
+
+def index_positions(segment: SegmentFile) -> list[int]:
+    """The positions in the segment's offset index, local or not ([] when it has none usable).
+    An active segment's index is preallocated: past its entries come zeros."""
+    try:
+        if segment.filesystem:
+            data = read_bytes(segment.filesystem, segment.index_path) or b""
+            # The offset index's format: (relative offset, position) as two big-endian int32s.
+            return [pos for _rel, pos in struct.iter_unpack(">ii", data[: len(data) // 8 * 8])]
+        index = OffsetIndex(Path(segment.index_path), segment.base_offset, -1, writable=False)
+        try:
+            return [entry.position for entry in index.entries_list()]
+        finally:
+            index.close_handler()
+    except (FileNotFoundError, CorruptIndexError, ValueError, OSError):
+        return []
+
+
+def segment_bytes(segment: SegmentFile, start: int, length: int) -> bytes | None:
+    """Bytes [start, start + length) of the segment's .log, local or not; None if it is gone."""
+    if segment.filesystem:
+        return read_bytes(segment.filesystem, segment.path, start, length)
+    try:
+        fd = os.open(segment.path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        return os.pread(fd, length, start)
+    finally:
+        os.close(fd)
 
 
 def _split_positions(segment: SegmentFile, max_slice_bytes: int) -> list[int]:
     """Batch-aligned cut positions inside the segment, from its offset index (none if unusable)."""
     if segment.size <= max_slice_bytes:
         return []
-    try:
-        index = OffsetIndex(segment.index_path, segment.base_offset, -1, writable=False)
-        try:
-            entries = index.entries_list()
-        finally:
-            index.close_handler()
-    except (FileNotFoundError, CorruptIndexError, ValueError, OSError):
-        return []  # no usable index: read the segment in one task
+    positions = index_positions(segment)
     cuts: list[int] = []
     last = 0
-    for entry in entries:
-        pos = entry.position
+    for pos in positions:
         # Only strictly increasing positions inside the planned size are real entries: an
         # active segment's index is preallocated with zeros past its last entry.
         if pos <= last or pos >= segment.size:
@@ -117,7 +157,7 @@ def plan_slices(
         for lo, hi in zip(bounds, bounds[1:]):
             slices.append(
                 SegmentSlice(seg.topic, seg.partition, seg.base_offset, seg.path, lo, hi, seg.is_active,
-                             start_offset, end_offset, seg.inode)
+                             start_offset, end_offset, seg.inode, seg.filesystem)
             )
     return slices
 
@@ -162,8 +202,8 @@ def _build(cols: _Columns, schema: pa.Schema, topic: str, partition: int) -> pa.
     n = cols.rows
     arrays: list[pa.Array] = []
 
-    def expand(pick) -> list:  # noqa: ANN001
-        out: list = []
+    def expand(pick: Callable[[tuple[int, int, int, int]], object]) -> list[object]:
+        out: list[object] = []
         for run in cols.runs:
             out += [pick(run)] * run[0]
         return out
@@ -219,21 +259,44 @@ def read_slice(
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches (with exactly `schema`'s fields) of the records in `piece`."""
+    if piece.filesystem:
+        data = read_bytes(piece.filesystem, piece.path, piece.start_position,
+                          piece.end_position - piece.start_position)
+        if data is None:
+            logger.warning("segment %s was deleted after planning; its records are skipped", piece.path)
+            return
+        yield from _read_batches(buffer_batches(data, piece.start_position), piece, schema, include_control,
+                                 verify_crc, rows_per_batch)
+        return
     fd = _open_read_only(piece.path, piece.inode)
     if fd is None:
         # Unlinked since planning (retention, or a swap's delayed delete): those records are
         # gone from the log, so the read returns the log as it now is for this segment.
         logger.warning("segment %s was deleted after planning; its records are skipped", piece.path)
         return
-    records_file = FileRecords(piece.path, fd, piece.end_position)  # owns and closes fd
+    records_file = FileRecords(Path(piece.path), fd, piece.end_position)  # owns and closes fd
     try:
-        yield from _read_batches(records_file, piece, schema, include_control, verify_crc, rows_per_batch)
+        batches = records_file.batches(piece.start_position, piece.end_position, with_data=True)
+        yield from _read_batches(batches, piece, schema, include_control, verify_crc, rows_per_batch)
     finally:
         records_file.close()
 
 
+def buffer_batches(data: bytes, position: int) -> Iterator[FileBatch]:
+    """FileRecords.batches over bytes already read (from `position` in the segment): whole
+    batches only, stopping quietly at a partial trailing one."""
+    rel = 0
+    while len(data) - rel >= BATCH_HEADER_SIZE:
+        header = read_batch_header(data, rel)
+        size = header.batch_length + LOG_OVERHEAD
+        if rel + size > len(data):
+            return
+        yield FileBatch(header, position + rel, data, rel)
+        rel += size
+
+
 def _read_batches(
-    records_file: FileRecords,
+    batches: Iterator[FileBatch],
     piece: SegmentSlice,
     schema: pa.Schema,
     include_control: bool,
@@ -248,7 +311,6 @@ def _read_batches(
     want_timestamp = "timestamp" in names
     start_offset, end_offset = piece.start_offset, piece.end_offset
     cols = _Columns()
-    batches = records_file.batches(piece.start_position, piece.end_position, with_data=True)
     while True:
         try:
             batch = next(batches)

@@ -40,22 +40,28 @@ class OffsetCheckpointFile:
                 text = self.path.read_text()
             except FileNotFoundError:
                 return {}
+        return self.parse(text, str(self.path))
+
+    @staticmethod
+    def parse(text: str, source: str) -> dict[TopicPartition, int]:
+        """The entries of a checkpoint's text (`source` names it in errors): also for copies
+        of a log dir that are not local files (an object store)."""
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         try:
             version = int(lines[0])
             if version != CURRENT_VERSION:
-                raise CorruptCheckpointError(f"Unrecognized version of the checkpoint file {self.path}: {version}")
+                raise CorruptCheckpointError(f"Unrecognized version of the checkpoint file {source}: {version}")
             expected = int(lines[1])
             result: dict[TopicPartition, int] = {}
             for line in lines[2:]:
                 topic, partition, offset = line.split(" ")
                 result[TopicPartition(topic, int(partition))] = int(offset)
         except (IndexError, ValueError) as exc:
-            raise CorruptCheckpointError(f"Malformed line in checkpoint file {self.path}: {exc}") from None
+            raise CorruptCheckpointError(f"Malformed line in checkpoint file {source}: {exc}") from None
         if len(result) != expected or len(lines) - 2 != expected:
             raise CorruptCheckpointError(
-                f"Expected {expected} entries in checkpoint file {self.path}, but found only {len(lines) - 2}"
+                f"Expected {expected} entries in checkpoint file {source}, but found only {len(lines) - 2}"
             )
         return result
