@@ -15,6 +15,11 @@ JVM_INPUTS := $(shell find tests/jvm -name pom.xml -o -name '*.java' -o -name '*
 
 # The Node.js clients (tests/node/package.json, locked), installed into the git-ignored node_modules.
 NODE_STAMP := tests/node/node_modules/.installed
+CKJS := tests/node/node_modules/@confluentinc/kafka-javascript
+LIBRDKAFKA := $(CURDIR)/.cache/librdkafka
+LIBRDKAFKA_BUILD_DEPS := build-essential libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev
+# Node's headers from the machine's installation (node-gyp would download them otherwise).
+NODE_HEADERS := $(shell dirname "$$(dirname "$$(readlink -f "$$(command -v node)")")")
 
 .PHONY: run test bench torture kcat jdk jvm node clean
 
@@ -50,12 +55,22 @@ $(JVM_STAMP): $(JVM_INPUTS) | jdk
 
 jvm: $(JVM_STAMP)
 
-# Node.js and npm are on the machine; install them where they are not.
-$(NODE_STAMP): tests/node/package.json tests/node/package-lock.json
+# Node.js and npm are on the machine; install them where they are not. The packages install
+# without their scripts; then @confluentinc/kafka-javascript's binding is compiled against a
+# librdkafka built from the source it carries (tests/node/build_librdkafka.sh says why).
+$(NODE_STAMP): tests/node/package.json tests/node/package-lock.json tests/node/build_librdkafka.sh
 	@{ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || { \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq nodejs npm; }
-	npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
+	@dpkg -s $(LIBRDKAFKA_BUILD_DEPS) >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(LIBRDKAFKA_BUILD_DEPS); }
+	npm ci --prefix tests/node --ignore-scripts --no-audit --no-fund --loglevel=error
+	tests/node/build_librdkafka.sh $$(node -p 'require("./$(CKJS)/package.json").version') $(LIBRDKAFKA)
+	cd tests/node && BUILD_LIBRDKAFKA=0 npm_config_nodedir=$(NODE_HEADERS) \
+	  CXXFLAGS="-I$(LIBRDKAFKA)/include/librdkafka -I$(LIBRDKAFKA)/include" \
+	  LDFLAGS="-L$(LIBRDKAFKA)/lib -Wl,-rpath,$(LIBRDKAFKA)/lib" \
+	  npm rebuild @confluentinc/kafka-javascript --loglevel=error
 	touch $@
 
 node: $(NODE_STAMP)

@@ -43,6 +43,7 @@ from wire.errors import (
     KafkaError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
+    PolicyViolationError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
@@ -436,6 +437,10 @@ class ReplicaManager:
         for tp, log_ in logs.items():
             offset = targets[tp]
             try:
+                if not log_.config.delete:
+                    # Kafka's Partition.deleteRecordsOnLeader: a compacted-only log keeps its records.
+                    raise PolicyViolationError(
+                        f"Records of partition {tp} can not be deleted due to the configured policy")
                 target = log_.high_watermark if offset == HIGH_WATERMARK else offset
                 if target < 0:
                     raise OffsetOutOfRangeError(

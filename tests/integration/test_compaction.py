@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from asyncbroker.monitor_client import MonitorCommandError
@@ -184,11 +184,21 @@ def test_many_commits_of_one_key_shrink_to_one_record(broker: BrokerProcess) -> 
 
 
 def test_delete_records_then_clean(broker: BrokerProcess) -> None:
-    """DeleteRecords pauses the cleaner on the partition and resumes it (a clean still runs)."""
-    topic = "compacted-delete-records"
-    compacted_topic(broker.bootstrap, topic)
-    produce_updates(broker.bootstrap, topic, 10_000, 100, value_pad=100)
+    """DeleteRecords pauses the cleaner on the partition and resumes it (a clean still runs).
+    As on Kafka, only a topic whose policy includes delete has its records deleted; a
+    compacted-only one answers POLICY_VIOLATION."""
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    compacted_only = "compacted-only-delete-records"
+    compacted_topic(broker.bootstrap, compacted_only)
+    produce_updates(broker.bootstrap, compacted_only, 100, 10)
+    refused = admin.delete_records([TopicPartition(compacted_only, 0, 50)], request_timeout=15)
+    with pytest.raises(KafkaException) as info:
+        refused[TopicPartition(compacted_only, 0, 50)].result(15)
+    assert info.value.args[0].code() == KafkaError.POLICY_VIOLATION
+
+    topic = "compacted-delete-records"
+    compacted_topic(broker.bootstrap, topic, **{"cleanup.policy": "compact,delete"})
+    produce_updates(broker.bootstrap, topic, 10_000, 100, value_pad=100)
     futures = admin.delete_records([TopicPartition(topic, 0, 9_950)], request_timeout=15)
     assert futures[TopicPartition(topic, 0, 9_950)].result(15).low_watermark == 9_950
     latest = produce_updates(broker.bootstrap, topic, 10_000, 100, value_pad=100, start=10_000)

@@ -14,73 +14,24 @@ would compile at install time; they are not among the codecs tested here.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import uuid
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from asyncbroker.testing import BrokerProcess
-from jvm.kafka_jvm import KafkaServer
+from node_clients import bootstrap, check_idempotent_produce, run_scenario
 
 pytestmark = pytest.mark.timeout(240)
-
-HERE = Path(__file__).resolve().parent
-NODE = shutil.which("node") or "node"
+__all__ = ["bootstrap"]  # the fixture, parametrized over Kafka 4.4 and asyncbroker
 
 
-@pytest.fixture(params=["kafka", "asyncbroker"])
-def bootstrap(request: pytest.FixtureRequest) -> str:
-    if not (HERE / "node_modules" / "kafkajs").is_dir():
-        raise RuntimeError("kafkajs is not installed: `make test` (target `node`) runs npm ci in tests/node")
-    if request.param == "kafka":
-        kafka: KafkaServer = request.getfixturevalue("kafka")
-        return kafka.bootstrap
-    broker: BrokerProcess = request.getfixturevalue("asyncbroker")
-    return broker.bootstrap
-
-
-def scenario(name: str, bootstrap: str) -> Any:
-    env = {**os.environ, "KAFKAJS_NO_PARTITIONER_WARNING": "1"}
-    result = subprocess.run([NODE, str(HERE / "kafkajs_scenarios.mjs"), name, bootstrap, f"js-{uuid.uuid4().hex[:8]}"],
-                            capture_output=True, text=True, timeout=180, env=env, check=False)
-    assert result.returncode == 0, f"{name} on {bootstrap} exited {result.returncode}:\n{result.stderr[-4000:]}"
-    return json.loads(result.stdout)
+def scenario(name: str, bootstrap: str) -> object:
+    return run_scenario("kafkajs_scenarios.mjs", name, bootstrap)
 
 
 def test_idempotent_producer_with_each_codec(bootstrap: str) -> None:
-    out = scenario("producer", bootstrap)
-    assert set(out) == {"none", "gzip", "snappy"}
-    for codec, seen in out.items():
-        acks = seen["acks"]
-        assert all(a["error"] == 0 for a in acks), (codec, acks)
-        records = seen["records"]
-        assert len(records) == 150, codec
-        # Every record once, with its key and header; offsets dense from 0 in each partition.
-        by_n = {int(r["headers"]["n"]): r for r in records}
-        assert sorted(by_n) == list(range(150)), codec
-        for n, r in by_n.items():
-            assert r["key"] == f"k{n % 7}" and r["value"] == f"{codec}-{n}".ljust(200, "."), (codec, r)
-        for partition in (0, 1):
-            offsets = sorted(r["offset"] for r in records if r["partition"] == partition)
-            assert offsets == list(range(len(offsets))), (codec, partition)
-        # The default partitioner hashes the key: a key's records stay in one partition, in order.
-        for key in {r["key"] for r in records}:
-            mine = [r for r in records if r["key"] == key]
-            assert len({r["partition"] for r in mine}) == 1, (codec, key)
-            ns = [int(r["headers"]["n"]) for r in sorted(mine, key=lambda r: r["offset"])]
-            assert ns == sorted(ns), (codec, key)
-        # The acknowledged base offsets are where each Produce's records landed.
-        landed = {(r["partition"], r["offset"]) for r in records}
-        assert {(a["partition"], a["baseOffset"]) for a in acks} <= landed, (codec, acks)
+    check_idempotent_produce(scenario("producer", bootstrap), {"none", "gzip", "snappy"})
 
 
 def test_consumer_group_commits(bootstrap: str) -> None:
-    out = scenario("group", bootstrap)
+    out: dict = scenario("group", bootstrap)  # type: ignore[assignment]
     assert out["consumed"] == 100 and sum(out["byMember"]) == 100
     assert (out["state"], out["protocolType"], out["members"]) == ("Stable", "consumer", 2)
     assert out["committed"] == [[0, 25], [1, 25], [2, 25], [3, 25]]
@@ -88,7 +39,7 @@ def test_consumer_group_commits(bootstrap: str) -> None:
 
 
 def test_admin(bootstrap: str) -> None:
-    out = scenario("admin", bootstrap)
+    out: dict = scenario("admin", bootstrap)  # type: ignore[assignment]
     assert out == {
         "created": True,
         "createdAgain": False,  # TOPIC_ALREADY_EXISTS, which kafkajs reports as "not created"

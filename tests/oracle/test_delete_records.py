@@ -107,3 +107,33 @@ def test_topics_nobody_may_delete_from(brokers) -> None:  # type: ignore[no-unty
         )
         call(run, DELETE_RECORDS, version, topics=topics, timeout=TIMEOUT)
     brokers.compare(scenario)
+
+
+def test_cleanup_policies(brokers) -> None:  # type: ignore[no-untyped-def]
+    """Kafka deletes records only where the cleanup policy includes delete: a compacted-only
+    topic answers POLICY_VIOLATION (and keeps its log start), compact,delete deletes. After a
+    change of policy the answer follows."""
+    def scenario(run: ScenarioRun) -> None:
+        from steps import INCREMENTAL_ALTER_CONFIGS
+
+        for symbol, policy in (("compacted", "compact"), ("both", "compact,delete")):
+            create_topic(run, symbol, partitions=1, configs={"cleanup.policy": policy}, record=False)
+            produce(run, symbol, {0: batch(3)}, record=False)
+        delete_records(run, {"compacted": {0: 2}, "both": {0: 2}}, label="compact, and compact,delete")
+        delete_records(run, {"compacted": {0: -1}}, label="compact, to the high watermark")
+        list_offsets_topics(run, {"compacted": [(0, EARLIEST)], "both": [(0, EARLIEST)]})
+        resource = entity(INCREMENTAL_ALTER_CONFIGS, 1, "AlterConfigsResource", resource_type=2,
+                          resource_name=run.topic("compacted"), configs=(
+                              entity(INCREMENTAL_ALTER_CONFIGS, 1, "AlterableConfig", name="cleanup.policy",
+                                     config_operation=0, value="delete"),))
+        call(run, INCREMENTAL_ALTER_CONFIGS, 1, record=False, resources=(resource,), validate_only=False)
+
+        def deletable() -> bool:
+            r = call(run, DELETE_RECORDS, 2, record=False, timeout=TIMEOUT, topics=(
+                entity(DELETE_RECORDS, 2, "DeleteRecordsTopic", name=run.topic("compacted"), partitions=(
+                    entity(DELETE_RECORDS, 2, "DeleteRecordsPartition", partition_index=0, offset=1),)),))
+            return int(r.topics[0].partitions[0].error_code) == 0
+
+        run.wait_until(deletable, "DeleteRecords allowed once the policy is delete")
+        list_offsets_topics(run, {"compacted": [(0, EARLIEST)]}, label="after the policy change")
+    brokers.compare(scenario)
