@@ -56,8 +56,9 @@ $(JVM_STAMP): $(JVM_INPUTS) | jdk
 jvm: $(JVM_STAMP)
 
 # Node.js and npm are on the machine; install them where they are not. The packages install
-# without their scripts; then @confluentinc/kafka-javascript's binding is compiled against a
-# librdkafka built from the source it carries (tests/node/build_librdkafka.sh says why).
+# without their scripts; then the native ones are compiled against Node's headers here:
+# @confluentinc/kafka-javascript against a librdkafka built from the source it carries
+# (tests/node/build_librdkafka.sh says why), and lz4 (kafkajs-lz4's codec) from its own.
 $(NODE_STAMP): tests/node/package.json tests/node/package-lock.json tests/node/build_librdkafka.sh
 	@{ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || { \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
@@ -70,7 +71,7 @@ $(NODE_STAMP): tests/node/package.json tests/node/package-lock.json tests/node/b
 	cd tests/node && BUILD_LIBRDKAFKA=0 npm_config_nodedir=$(NODE_HEADERS) \
 	  CXXFLAGS="-I$(LIBRDKAFKA)/include/librdkafka -I$(LIBRDKAFKA)/include" \
 	  LDFLAGS="-L$(LIBRDKAFKA)/lib -Wl,-rpath,$(LIBRDKAFKA)/lib" \
-	  npm rebuild @confluentinc/kafka-javascript --loglevel=error
+	  npm rebuild @confluentinc/kafka-javascript lz4 --loglevel=error
 	touch $@
 
 node: $(NODE_STAMP)

@@ -2,7 +2,7 @@
 
 On a cluster, Spark's executors do not share the broker's disk. A log directory copied
 to an object store (or HDFS) is read from there, as Kafka's tiered storage keeps its
-segments: `s3://bucket/prefix`, `gs://...`, `hdfs://...`, `abfs://...`. Options of the
+segments: `s3://bucket/prefix` (or Hadoop's `s3a://`), `gs://...`, `hdfs://...`, `abfs://...`. Options of the
 filesystem travel in the URI's query, as pyarrow's `FileSystem.from_uri` reads them
 (`s3://bucket/logs?endpoint_override=http://127.0.0.1:9000&scheme=http`); credentials
 come from the usual environment (AWS_ACCESS_KEY_ID, ...).
@@ -28,10 +28,13 @@ class RemoteLogDir(msgspec.Struct, frozen=True):
 
 
 def remote_log_dir(location: str) -> RemoteLogDir | None:
-    """The filesystem and path of a log dir given as a URI; None for a local path."""
+    """The filesystem and path of a log dir given as a URI; None for a local path. Hadoop's
+    `s3a://` names the same store as pyarrow's `s3://`."""
     scheme = urlsplit(location).scheme
     if len(scheme) <= 1 or scheme == "file":  # "" or a Windows drive letter: local
         return None
+    if scheme == "s3a":
+        location = "s3" + location[len("s3a"):]
     _, path = pafs.FileSystem.from_uri(location)
     return RemoteLogDir(location, path.rstrip("/"))
 

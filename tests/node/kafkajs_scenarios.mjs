@@ -3,10 +3,12 @@
 // Each prints one JSON object on stdout: what the client saw, for the test to check.
 import kafkajs from "kafkajs";
 import SnappyCodec from "kafkajs-snappy";
+import LZ4Codec from "kafkajs-lz4";
 
 const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = kafkajs;
 
 CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec;
+CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec;
 
 const [scenario, bootstrap, prefix] = process.argv.slice(2);
 const kafka = new Kafka({
@@ -16,7 +18,9 @@ const kafka = new Kafka({
   retry: { retries: 5, initialRetryTime: 100 },
 });
 
-const CODECS = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy };
+const CODECS = {
+  none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4,
+};
 
 async function withTimeout(promise, ms, what) {
   let timer;

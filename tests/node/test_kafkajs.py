@@ -2,14 +2,15 @@
 asyncbroker alike, on the machine's Node.js: the same scenario (tests/node/kafkajs_scenarios.mjs)
 on each broker, with the same expectations.
 
-    producer  an idempotent producer per codec kafkajs can use without native modules (none,
-              gzip built in; snappy through kafkajs-snappy), keys and headers, read back
+    producer  an idempotent producer per codec: none and gzip built in, snappy through
+              kafkajs-snappy, lz4 through kafkajs-lz4 (compiled by `make test`); keys and
+              headers, read back
     group     two members of one consumer group, auto-committing, then leaving
     admin     topics (create, list, metadata, grow, configs, delete), offsets, DeleteRecords,
               group offsets (set, reset to earliest), list and delete groups
 
-LZ4 and ZSTD need kafkajs codec packages built from native code (lz4, @kafkajs/zstd) that
-would compile at install time; they are not among the codecs tested here.
+ZSTD is left out: its kafkajs codec (@kafkajs/zstd, through cppzst) builds as C++11, which
+Node 20's V8 headers refuse; @confluentinc/kafka-javascript's test covers zstd.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def scenario(name: str, bootstrap: str) -> object:
 
 
 def test_idempotent_producer_with_each_codec(bootstrap: str) -> None:
-    check_idempotent_produce(scenario("producer", bootstrap), {"none", "gzip", "snappy"})
+    check_idempotent_produce(scenario("producer", bootstrap), {"none", "gzip", "snappy", "lz4"})
 
 
 def test_consumer_group_commits(bootstrap: str) -> None:
