@@ -28,9 +28,10 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import msgspec
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
@@ -114,18 +115,19 @@ def _scan_schema() -> StructType:
     return StructType([StructField(c, KNOWN_COLUMNS[c], True) for c in _SCAN_COLUMNS])
 
 
-def _bucket_expr(col: F.Column) -> F.Column:
+def _bucket_expr(col: Column) -> Column:
     expr = F.lit(len(KEY_VERSION_BUCKETS))
     for i in reversed(range(len(KEY_VERSION_BUCKETS))):
         expr = F.when(col <= KEY_VERSION_BUCKETS[i], F.lit(i)).otherwise(expr)
     return expr
 
 
-def _collect(df: DataFrame) -> dict[tuple[str, int], dict]:
+def _collect(df: DataFrame) -> dict[tuple[str, int], dict[str, Any]]:
     return {(r["topic"], r["partition"]): r.asDict() for r in df.collect()}
 
 
-def _record_aggregates(records: DataFrame, meta: DataFrame) -> tuple[dict, dict]:
+def _record_aggregates(records: DataFrame, meta: DataFrame
+                       ) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[tuple[str, int], dict[str, Any]]]:
     """Two Spark jobs over one persisted scan: per-partition stats (with gaps) and per-key stats."""
     ts_ms = F.unix_millis(F.col("timestamp"))
     rows = records.join(F.broadcast(meta), ["topic", "partition"]).select(
@@ -148,7 +150,7 @@ def _record_aggregates(records: DataFrame, meta: DataFrame) -> tuple[dict, dict]
         keyed = data & F.col("key").isNotNull()
         tombstone = keyed & F.col("null_value")
 
-        def count_if(cond: F.Column) -> F.Column:
+        def count_if(cond: Column) -> Column:
             return F.sum(F.when(cond, 1).otherwise(0))
 
         per_partition = flagged.groupBy("topic", "partition").agg(
@@ -242,8 +244,8 @@ def run_audit(
     reader = spark.read.format("kafka-log").schema(_scan_schema()).option("includeControl", "true")
     if topic_list is not None:
         reader = reader.option("topics", ",".join(topic_list))
-    for k, v in (read_options or {}).items():
-        reader = reader.option(k, v)
+    for option, value in (read_options or {}).items():
+        reader = reader.option(option, value)
     records = reader.load(list(log_dirs))
     part_rows, key_rows = _record_aggregates(records, meta)
     for (t, p), pos in sorted(positions.items()):

@@ -1,6 +1,5 @@
-"""`mypy --strict` passes on wire, storage, cleaner and asyncbroker, run as CI runs it: from
-the repository root, with pyproject.toml's [tool.mypy] settings. pipeline joins the list
-once it is typed."""
+"""`mypy --strict` passes on every package (wire, storage, cleaner, asyncbroker, pipeline),
+run as CI runs it: from the repository root, with pyproject.toml's [tool.mypy] settings."""
 from __future__ import annotations
 
 import subprocess
@@ -10,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-STRICT_PACKAGES = ("wire", "storage", "cleaner", "asyncbroker")
+STRICT_PACKAGES = ("wire", "storage", "cleaner", "asyncbroker", "pipeline")
 
 pytestmark = pytest.mark.timeout(300)
 
