@@ -10,7 +10,8 @@ storage's `OffsetCheckpointFile`.
 Live segments are the `.log` files with no suffix; `.deleted`, `.cleaned` and
 `.swap` files belong to a swap or deletion in flight and are counted (an
 operator signal) but never read. Partition directories with a `-delete`,
-`-future` or `-stray` suffix are skipped.
+`-future` or `-stray` suffix are skipped, and so is Kafka's metadata log
+(`__cluster_metadata-0`), from which a log dir Kafka wrote gives its topic configs.
 
 A log dir given as a URI (`s3://bucket/prefix`, see pipeline.log_dir_fs) is listed
 through its filesystem with the same rules; its segments carry that URI, so a Spark
@@ -27,6 +28,7 @@ from pathlib import Path
 import msgspec
 
 from pipeline.log_dir_fs import RemoteLogDir, list_dir, read_text, remote_log_dir
+from storage.cluster_metadata import CLUSTER_METADATA_DIR, read_cluster_metadata
 from storage.log_config import LogConfig
 from storage.log_file_utils import (
     CLEANED_FILE_SUFFIX,
@@ -154,7 +156,7 @@ def partition_dirs(log_dir: Path | str) -> Iterable[tuple[TopicPartition, Path]]
     with os.scandir(log_dir) as it:
         entries = sorted(it, key=lambda e: e.name)
     for entry in entries:
-        if not entry.is_dir() or entry.name.endswith(_SKIPPED_DIR_SUFFIXES):
+        if not entry.is_dir() or entry.name.endswith(_SKIPPED_DIR_SUFFIXES) or entry.name == CLUSTER_METADATA_DIR:
             continue
         try:
             tp = TopicPartition.from_dir_name(entry.name)
@@ -176,7 +178,9 @@ def _read_topic_overrides(log_dir: Path) -> tuple[float, dict[str, dict[str, str
         mtime = path.stat().st_mtime
         data = json.loads(path.read_text())
     except (FileNotFoundError, ValueError):
-        return -1.0, {}
+        # A log dir Kafka wrote keeps the overrides in its metadata log.
+        image = read_cluster_metadata(log_dir)
+        return (0.0, image.topic_configs) if image is not None else (-1.0, {})
     return mtime, {str(t): {str(k): str(v) for k, v in props.items()} for t, props in data.items()}
 
 
@@ -264,7 +268,8 @@ def _scan_remote(remote: RemoteLogDir, topic_set: set[str] | None, partition_set
     cleaner = checkpoint(CLEANER_OFFSET_CHECKPOINT_FILE)
     found: list[PartitionDir] = []
     for entry in sorted(entries, key=lambda e: e.base_name):
-        if entry.type != pafs.FileType.Directory or entry.base_name.endswith(_SKIPPED_DIR_SUFFIXES):
+        if entry.type != pafs.FileType.Directory or entry.base_name.endswith(_SKIPPED_DIR_SUFFIXES) \
+                or entry.base_name == CLUSTER_METADATA_DIR:
             continue
         try:
             tp = TopicPartition.from_dir_name(entry.base_name)

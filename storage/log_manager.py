@@ -23,6 +23,7 @@ import msgspec
 from storage import fault_injection
 from storage.atomic_file import fsync_dir, write_atomically
 from storage.clock import SYSTEM_CLOCK, Clock
+from storage.cluster_metadata import CLUSTER_METADATA_DIR, read_cluster_metadata
 from storage.errors import KafkaStorageError, LogDirLockedError
 from storage.log import Log
 from storage.log_config import LogConfig
@@ -43,8 +44,8 @@ logger = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
 TOPIC_CONFIGS_FILE = "asyncbroker-topic-configs.json"
-"""Topic config overrides (Kafka keeps them in the KRaft metadata log, which we do not have)."""
-CLUSTER_METADATA_DIR = "__cluster_metadata-0"
+"""Topic config overrides. Kafka keeps them in its KRaft metadata log: a log dir Kafka wrote,
+without this file, takes them from there (storage.cluster_metadata)."""
 REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"
 
 
@@ -414,6 +415,14 @@ class LogManager:
                 continue
             if mtime > newest:
                 newest, merged = mtime, {str(k): {str(a): str(b) for a, b in v.items()} for k, v in data.items()}
+        if newest < 0:
+            # No file of ours: a log dir Kafka wrote keeps the overrides in its metadata log.
+            for d in self.log_dirs:
+                image = read_cluster_metadata(d)
+                if image is not None:
+                    logger.info("Read the config overrides of %d topic(s) from Kafka's metadata log in %s",
+                                len(image.topic_configs), d)
+                    return image.topic_configs
         return merged
 
     # -- periodic jobs --------------------------------------------------------------------------

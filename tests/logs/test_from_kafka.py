@@ -1,0 +1,161 @@
+"""Kafka → asyncbroker: a log directory written by Apache Kafka 4.4 (a broker of its own,
+stopped cleanly) opens in asyncbroker as it was. Topic configs come from Kafka's metadata
+log (storage.cluster_metadata), committed offsets from its `__consumer_offsets`; every
+record keeps its offset, key, value, headers and timestamp, log start offsets hold, new
+appends continue the offsets, and asyncbroker's cleaner compacts the compacted topic."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from asyncbroker.testing import BrokerProcess
+from jvm.kafka_jvm import KafkaServer
+from storage.log_file_utils import CLEAN_SHUTDOWN_FILE
+
+pytestmark = pytest.mark.timeout(300)
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+COMPACTED = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.ms": "100",
+             "delete.retention.ms": "0"}
+
+
+def read_all(bootstrap: str, topic: str, partitions: int) -> list[tuple[Any, ...]]:
+    """(partition, offset, key, value, headers, timestamp) of every record, to the high watermarks."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4().hex[:8]}",
+                  "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+    try:
+        c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])  # -2: earliest
+        out: list[tuple[Any, ...]] = []
+        eof: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(eof) < partitions:
+            assert time.monotonic() < deadline, f"{topic}: {len(out)} records, eof {eof}"
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                eof.add(m.partition())
+                continue
+            out.append((m.partition(), m.offset(), m.key(), m.value(), tuple(m.headers() or ()), m.timestamp()[1]))
+        return sorted(out)
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def kafka_written() -> Iterator[tuple[KafkaServer, dict[str, Any]]]:
+    """A Kafka 4.4 broker of this module's own, written to and stopped; what it served."""
+    kafka = KafkaServer().start()
+    try:
+        b = kafka.bootstrap
+        admin = AdminClient({"bootstrap.servers": b})
+        topics = [NewTopic("codecs", 2, 1), NewTopic("plain", 1, 1, config={"retention.ms": "86400000"}),
+                  NewTopic("compacted", 1, 1, config=COMPACTED)]
+        for future in admin.create_topics(topics).values():
+            future.result(30)
+        now = int(time.time() * 1000)
+        for i, codec in enumerate(CODECS):
+            p = Producer({"bootstrap.servers": b, "compression.type": codec, "enable.idempotence": True})
+            for n in range(40):
+                p.produce("codecs", f"{codec}-{n}".encode() * 3, f"k{n % 5}".encode(), partition=n % 2,
+                          headers=[("codec", codec.encode())], timestamp=now + i * 1000 + n)
+            assert p.flush(30) == 0
+        p = Producer({"bootstrap.servers": b})
+        for n in range(10):
+            p.produce("plain", f"p{n}".encode(), partition=0)
+        # Updates to 4 keys, a Produce a second apart (segment.ms=100 rolls each): cleanable.
+        for r in range(4):
+            for k in range(4):
+                p.produce("compacted", f"r{r}".encode(), f"key-{k}".encode(), partition=0, timestamp=now + r * 1000)
+            assert p.flush(30) == 0
+        for f in admin.delete_records([TopicPartition("plain", 0, 3)]).values():
+            f.result(30)
+        c = Consumer({"bootstrap.servers": b, "group.id": "resumer", "enable.auto.commit": False})
+        c.commit(offsets=[TopicPartition("codecs", 0, 17), TopicPartition("codecs", 1, 23),
+                          TopicPartition("plain", 0, 6)], asynchronous=False)
+        c.close()
+        seen = {"codecs": read_all(b, "codecs", 2), "plain": read_all(b, "plain", 1),
+                "compacted": read_all(b, "compacted", 1)}
+        kafka.shutdown()  # SIGTERM: the JVM exits 143 after a clean shutdown, which leaves the marker
+        assert (kafka.log_dir / CLEAN_SHUTDOWN_FILE).exists()
+        yield kafka, seen
+    finally:
+        kafka.stop()
+
+
+@pytest.fixture(scope="module")
+def ours(kafka_written: tuple[KafkaServer, dict[str, Any]]) -> Iterator[BrokerProcess]:
+    kafka, _ = kafka_written
+    with BrokerProcess(["node.id=1", "log.cleaner.backoff.ms=3600000"], log_dir=kafka.log_dir, monitor=True) as b:
+        yield b
+
+
+def test_every_record_as_kafka_served_it(kafka_written: tuple[KafkaServer, dict[str, Any]],
+                                         ours: BrokerProcess) -> None:
+    _, seen = kafka_written
+    assert len(seen["codecs"]) == 200 and [r[1] for r in seen["plain"]] == list(range(3, 10))
+    for topic, partitions in (("codecs", 2), ("plain", 1), ("compacted", 1)):
+        assert read_all(ours.bootstrap, topic, partitions) == seen[topic], topic
+    topics = AdminClient({"bootstrap.servers": ours.bootstrap}).list_topics(timeout=10).topics
+    assert {"codecs", "plain", "compacted"} <= set(topics)
+    assert "__cluster_metadata" not in topics
+
+
+def test_topic_configs_from_kafkas_metadata_log(ours: BrokerProcess) -> None:
+    admin = AdminClient({"bootstrap.servers": ours.bootstrap})
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in ("compacted", "plain", "codecs")]
+    described = {r.name: f.result(10) for r, f in admin.describe_configs(resources).items()}
+    overridden = {t: {k: v.value for k, v in entries.items() if v.source == 1}  # DYNAMIC_TOPIC_CONFIG
+                  for t, entries in described.items()}
+    assert overridden == {"compacted": COMPACTED, "plain": {"retention.ms": "86400000"}, "codecs": {}}
+
+
+def test_committed_offsets_and_new_appends(ours: BrokerProcess) -> None:
+    c = Consumer({"bootstrap.servers": ours.bootstrap, "group.id": "resumer", "enable.auto.commit": False})
+    try:
+        committed = c.committed([TopicPartition("codecs", 0), TopicPartition("codecs", 1),
+                                 TopicPartition("plain", 0)], timeout=30)
+        assert [(tp.topic, tp.partition, tp.offset) for tp in committed] == [
+            ("codecs", 0, 17), ("codecs", 1, 23), ("plain", 0, 6)]
+    finally:
+        c.close()
+    delivered: list[int] = []
+    p = Producer({"bootstrap.servers": ours.bootstrap})
+    p.produce("plain", b"after the move", partition=0, on_delivery=lambda err, m: delivered.append(m.offset()))
+    assert p.flush(30) == 0
+    assert delivered == [10]
+
+
+def test_the_compacted_topic_is_compacted(ours: BrokerProcess) -> None:
+    assert ours.clean_now("compacted") is not None
+    records = read_all(ours.bootstrap, "compacted", 1)
+    below_active = [r for r in records if r[3] != b"r3"]
+    # Every key's latest update survives; the older ones below the active segment are gone.
+    assert sorted((r[2], r[3]) for r in records if r[3] == b"r3") == [(f"key-{k}".encode(), b"r3") for k in range(4)]
+    assert below_active == []
+
+
+def test_kafka_log_and_the_audit_read_it(kafka_written: tuple[KafkaServer, dict[str, Any]]) -> None:
+    """The pipeline reads the directory Kafka wrote: every record through kafka-log (Kafka's
+    metadata log is not a topic there), and the audit knows the compacted topic's policy."""
+    pytest.importorskip("pyspark", reason="the [spark] extra is not installed")
+    from pipeline.compaction_audit import run_audit
+    from pipeline.session import build_session
+
+    kafka, seen = kafka_written
+    spark = build_session("local[2]", "asyncbroker-tests", {"spark.sql.shuffle.partitions": "4"})
+    rows = spark.read.format("kafka-log").load(str(kafka.log_dir)).select("topic", "partition", "offset").collect()
+    topics = {r["topic"] for r in rows}
+    assert "__cluster_metadata" not in topics and {"codecs", "plain", "compacted"} <= topics
+    assert sorted((r["partition"], r["offset"]) for r in rows if r["topic"] == "codecs") == [
+        (r[0], r[1]) for r in seen["codecs"]]
+    report = run_audit(spark, [str(kafka.log_dir)], topics=["compacted", "plain"])
+    assert {p.topic: p.cleanup_policy for p in report.partitions} == {"compacted": "compact", "plain": "delete"}

@@ -1,0 +1,45 @@
+"""wire.metadata_records over frames laid out as Kafka 4.4 writes them (bytes copied from a
+metadata log Kafka wrote: tests/logs/test_from_kafka.py reads whole ones)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from wire.errors import CorruptRecordError
+from wire.metadata_records import (
+    ConfigRecord,
+    OtherMetadataRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    decode_metadata_record,
+)
+
+TOPIC_ID = uuid.UUID("2f891f52-d769-4175-9413-3d3bd0eb4863")
+
+
+def test_topic_record() -> None:
+    frame = bytes.fromhex("010200") + b"\ncompacted" + TOPIC_ID.bytes + b"\x00"
+    assert decode_metadata_record(frame) == TopicRecord("compacted", TOPIC_ID)
+
+
+def test_config_records_set_and_remove() -> None:
+    assert decode_metadata_record(bytes.fromhex("010400") + b"\x02\ncompacted\x0fcleanup.policy\x08compact\x00") == \
+        ConfigRecord(2, "compacted", "cleanup.policy", "compact")
+    assert decode_metadata_record(bytes.fromhex("010400") + b"\x04\x01\x14min.insync.replicas\x021\x00") == \
+        ConfigRecord(4, "", "min.insync.replicas", "1")
+    assert decode_metadata_record(bytes.fromhex("010400") + b"\x02\x02t\x0bsegment.ms\x00\x00") == \
+        ConfigRecord(2, "t", "segment.ms", None)
+
+
+def test_remove_topic_and_others() -> None:
+    assert decode_metadata_record(bytes.fromhex("010900") + TOPIC_ID.bytes + b"\x00") == RemoveTopicRecord(TOPIC_ID)
+    assert decode_metadata_record(bytes.fromhex("011400") + b"\x00") == OtherMetadataRecord(20, 0)
+
+
+@pytest.mark.parametrize("frame", [b"", bytes.fromhex("02"), bytes.fromhex("010200") + b"\ncomp",
+                                   bytes.fromhex("010900") + b"\x01\x02"])
+def test_what_does_not_parse(frame: bytes) -> None:
+    with pytest.raises(CorruptRecordError):
+        decode_metadata_record(frame)
