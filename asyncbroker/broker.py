@@ -198,7 +198,8 @@ class Broker:
         config = self.config
         log_dirs = [Path(d) for d in config.log_dirs]
         # Dynamic broker configs set before the last shutdown win over the static ones again.
-        config.dynamic_broker, config.dynamic_cluster = await self.run_blocking(read_dynamic_configs, log_dirs)
+        config.dynamic_broker, config.dynamic_cluster = await self.run_blocking(read_dynamic_configs, log_dirs,
+                                                                                config.node_id)
         self.log_manager = LogManager(
             log_dirs,
             config.log_config_defaults(),

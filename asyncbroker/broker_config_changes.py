@@ -21,11 +21,13 @@ storage's topic config overrides, and are read back at startup.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from storage.atomic_file import write_atomically
+from storage.cluster_metadata import read_cluster_metadata
 from storage.config_def import BROKER_KEYS, ConfigException, ConfigType, format_value, parse_value
 from wire.errors import InvalidConfigurationError, InvalidRequestError
 
@@ -36,6 +38,8 @@ from asyncbroker.config import (
     TOPIC_DEFAULT_SYNONYMS,
     KafkaConfig,
 )
+
+log = logging.getLogger(__name__)
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # AlterConfigOp ids
 BROKER_CONFIGS_FILE = "asyncbroker-broker-configs.json"
@@ -133,8 +137,11 @@ def changed_layers(config: KafkaConfig, resource_name: str, changes: Sequence[tu
     return dict(config.dynamic_broker), layer
 
 
-def read_dynamic_configs(log_dirs: Sequence[str | Path]) -> tuple[dict[str, str], dict[str, str]]:
-    """The persisted layers (the newest copy among the log dirs); none when never written."""
+def read_dynamic_configs(log_dirs: Sequence[str | Path], node_id: int
+                         ) -> tuple[dict[str, str], dict[str, str]]:
+    """The persisted layers (the newest copy among the log dirs). A log dir Kafka wrote,
+    without our file, has them in its metadata log: this node's and the cluster-wide ones,
+    keeping the keys that are dynamic here too. None when never written."""
     newest = -1.0
     found: tuple[dict[str, str], dict[str, str]] = ({}, {})
     for d in log_dirs:
@@ -148,7 +155,21 @@ def read_dynamic_configs(log_dirs: Sequence[str | Path]) -> tuple[dict[str, str]
             newest = mtime
             found = ({str(k): str(v) for k, v in data.get("broker", {}).items()},
                      {str(k): str(v) for k, v in data.get("cluster", {}).items()})
+    if newest < 0:
+        for d in log_dirs:
+            image = read_cluster_metadata(Path(d))
+            if image is not None:
+                return (_dynamic_only(image.broker_configs.get(str(node_id), {}), d),
+                        _dynamic_only(image.broker_configs.get("", {}), d))
     return found
+
+
+def _dynamic_only(layer: dict[str, str], log_dir: str | Path) -> dict[str, str]:
+    kept = {k: v for k, v in layer.items() if k in DYNAMIC_BROKER_KEYS}
+    if len(kept) < len(layer):
+        log.warning("Ignoring dynamic broker configs from Kafka's metadata log in %s that are not dynamic "
+                    "here: %s", log_dir, sorted(set(layer) - set(kept)))
+    return kept
 
 
 def write_dynamic_configs(log_dirs: Sequence[str | Path], broker: dict[str, str], cluster: dict[str, str]) -> None:

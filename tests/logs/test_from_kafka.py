@@ -2,7 +2,8 @@
 stopped cleanly) opens in asyncbroker as it was. Topic configs come from Kafka's metadata
 log (storage.cluster_metadata), committed offsets from its `__consumer_offsets`; every
 record keeps its offset, key, value, headers and timestamp, log start offsets hold, new
-appends continue the offsets, and asyncbroker's cleaner compacts the compacted topic."""
+appends continue the offsets, dynamic broker configs carry over, and asyncbroker's cleaner
+compacts the compacted topic."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from asyncbroker.testing import BrokerProcess
-from jvm.kafka_jvm import KafkaServer
+from jvm.kafka_jvm import KafkaServer, run_tool
 from storage.log_file_utils import CLEAN_SHUTDOWN_FILE
 
 pytestmark = pytest.mark.timeout(300)
@@ -78,6 +79,13 @@ def kafka_written() -> Iterator[tuple[KafkaServer, dict[str, Any]]]:
             assert p.flush(30) == 0
         for f in admin.delete_records([TopicPartition("plain", 0, 3)]).values():
             f.result(30)
+        # Dynamic broker configs, cluster-wide and for this node (Kafka keeps them in its metadata
+        # log), set as users set them: kafka-configs.sh.
+        for entity, setting in ((["--entity-default"], "log.retention.ms=123456789"),
+                                (["--entity-name", "1"], "message.max.bytes=2000000")):
+            result = run_tool("org.apache.kafka.tools.ConfigCommand", [
+                "--bootstrap-server", b, "--entity-type", "brokers", *entity, "--alter", "--add-config", setting])
+            assert result.returncode == 0, result.stderr[-2000:]
         c = Consumer({"bootstrap.servers": b, "group.id": "resumer", "enable.auto.commit": False})
         c.commit(offsets=[TopicPartition("codecs", 0, 17), TopicPartition("codecs", 1, 23),
                           TopicPartition("plain", 0, 6)], asynchronous=False)
@@ -116,6 +124,18 @@ def test_topic_configs_from_kafkas_metadata_log(ours: BrokerProcess) -> None:
     overridden = {t: {k: v.value for k, v in entries.items() if v.source == 1}  # DYNAMIC_TOPIC_CONFIG
                   for t, entries in described.items()}
     assert overridden == {"compacted": COMPACTED, "plain": {"retention.ms": "86400000"}, "codecs": {}}
+
+
+def test_dynamic_broker_configs_from_kafkas_metadata_log(ours: BrokerProcess) -> None:
+    admin = AdminClient({"bootstrap.servers": ours.bootstrap})
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    entries = admin.describe_configs([resource])[resource].result(10)
+    got = {k: (entries[k].value, entries[k].source) for k in ("log.retention.ms", "message.max.bytes")}
+    # 3 DYNAMIC_DEFAULT_BROKER_CONFIG, 2 DYNAMIC_BROKER_CONFIG
+    assert got == {"log.retention.ms": ("123456789", 3), "message.max.bytes": ("2000000", 2)}
+    topic = ConfigResource(ConfigResource.Type.TOPIC, "codecs")
+    inherited = admin.describe_configs([topic])[topic].result(10)["retention.ms"]
+    assert (inherited.value, inherited.source) == ("123456789", 3)
 
 
 def test_committed_offsets_and_new_appends(ours: BrokerProcess) -> None:

@@ -67,5 +67,5 @@ def test_layers_and_what_describe_shows(tmp_path) -> None:  # type: ignore[no-un
                                                   ("log.retention.ms", DELETE, None)])
     assert cluster == {"log.cleanup.policy": "compact"} and broker == {"log.retention.ms": "2000"}
     write_dynamic_configs([tmp_path], broker, cluster)
-    assert read_dynamic_configs([tmp_path]) == (broker, cluster)
-    assert read_dynamic_configs([tmp_path / "absent"]) == ({}, {})
+    assert read_dynamic_configs([tmp_path], 1) == (broker, cluster)
+    assert read_dynamic_configs([tmp_path / "absent"], 1) == ({}, {})
