@@ -5,12 +5,14 @@ import kafkajs from "kafkajs";
 import SnappyCodec from "kafkajs-snappy";
 import LZ4Codec from "kafkajs-lz4";
 
+import { consumerGroup, main, produceEachCodec, scenarioArgs } from "./scenario_kit.mjs";
+
 const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = kafkajs;
 
 CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec;
 CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec;
 
-const [scenario, bootstrap, prefix] = process.argv.slice(2);
+const { scenario, bootstrap, prefix } = scenarioArgs();
 const kafka = new Kafka({
   clientId: "asyncbroker-tests",
   brokers: [bootstrap],
@@ -22,119 +24,34 @@ const CODECS = {
   none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4,
 };
 
-async function withTimeout(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-// Read every record of `topic` from the beginning with a throwaway group, until `count` arrived.
-async function readAll(topic, count) {
-  const consumer = kafka.consumer({ groupId: `${prefix}-reader-${topic}`, maxWaitTimeInMs: 100 });
-  const seen = [];
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  let done;
-  const finished = new Promise((resolve) => (done = resolve));
-  await consumer.run({
-    eachMessage: async ({ partition, message }) => {
-      seen.push({
-        partition,
-        offset: Number(message.offset),
-        key: message.key && message.key.toString(),
-        value: message.value && message.value.toString(),
-        headers: Object.fromEntries(Object.entries(message.headers || {}).map(([k, v]) => [k, v.toString()])),
-      });
-      if (seen.length >= count) done();
-    },
-  });
-  await withTimeout(finished, 60000, `${count} records of ${topic}`);
-  await consumer.disconnect();
-  return seen;
-}
+const client = {
+  createTopic: (admin, topic, numPartitions) =>
+    admin.createTopics({ topics: [{ topic, numPartitions }], waitForLeaders: true }),
+  idempotentProducer: () => kafka.producer({ idempotent: true, maxInFlightRequests: 1 }),
+  send: (producer, topic, messages, codec) => producer.send({ topic, messages, compression: codec, acks: -1 }),
+  consumer: (groupId, { commitIntervalMs }) => kafka.consumer(commitIntervalMs === undefined
+    ? { groupId, maxWaitTimeInMs: 100 }
+    : { groupId, maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 500 }),
+  subscribe: (consumer, topic) => consumer.subscribe({ topic, fromBeginning: true }),
+  runOptions: { autoCommitInterval: 100 },
+};
 
 async function producer() {
-  // An idempotent producer per codec, each batch with keys and headers.
-  const admin = kafka.admin();
-  await admin.connect();
-  const out = {};
-  for (const [name, codec] of Object.entries(CODECS)) {
-    const topic = `${prefix}-${name}`;
-    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
-    const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await p.connect();
-    const acks = [];
-    for (let round = 0; round < 3; round++) {
-      const messages = [];
-      for (let i = 0; i < 50; i++) {
-        const n = round * 50 + i;
-        messages.push({ key: `k${n % 7}`, value: `${name}-${n}`.padEnd(200, "."), headers: { n: String(n) } });
-      }
-      const answer = await p.send({ topic, messages, compression: codec, acks: -1 });
-      acks.push(...answer.map((r) => ({ partition: r.partition, baseOffset: Number(r.baseOffset), error: r.errorCode })));
-    }
-    await p.disconnect();
-    const records = await readAll(topic, 150);
-    out[name] = { acks, records };
-  }
-  await admin.disconnect();
-  return out;
+  return produceEachCodec(kafka, client, prefix, CODECS);
 }
 
 async function group() {
-  // Two members of one group share a 4-partition topic, commit as they go, and leave; the
-  // committed offsets are read back with the admin client.
-  const topic = `${prefix}-group`;
-  const groupId = `${prefix}-g`;
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 4 }], waitForLeaders: true });
-  const p = kafka.producer();
-  await p.connect();
-  for (let partition = 0; partition < 4; partition++) {
-    const messages = [];
-    for (let i = 0; i < 25; i++) messages.push({ key: `p${partition}-${i}`, value: `v${i}`, partition });
-    await p.send({ topic, messages });
-  }
-  await p.disconnect();
-
-  const consumed = new Map();
-  const members = [];
-  let done;
-  const finished = new Promise((resolve) => (done = resolve));
-  for (let m = 0; m < 2; m++) {
-    const c = kafka.consumer({ groupId, maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 500 });
-    await c.connect();
-    await c.subscribe({ topic, fromBeginning: true });
-    await c.run({
-      autoCommitInterval: 100,
-      eachMessage: async ({ partition, message }) => {
-        consumed.set(`${partition}:${message.offset}`, m);
-        if (consumed.size >= 100) done();
-      },
-    });
-    members.push(c);
-  }
-  await withTimeout(finished, 60000, "100 records by the group");
-  const described = await admin.describeGroups([groupId]);
-  for (const c of members) await c.disconnect(); // commits what it consumed as it leaves
-  const offsets = await admin.fetchOffsets({ groupId, topics: [topic] });
-  const afterLeave = await admin.describeGroups([groupId]);
+  // The committed offsets are read back with the admin client.
+  const { admin, consumed, described, committed, afterLeave } = await consumerGroup(kafka, client, prefix);
   await admin.disconnect();
   return {
     consumed: consumed.size,
     byMember: [0, 1].map((m) => [...consumed.values()].filter((x) => x === m).length),
-    state: described.groups[0].state,
-    protocolType: described.groups[0].protocolType,
-    members: described.groups[0].members.length,
-    committed: offsets[0].partitions.map((p) => [p.partition, Number(p.offset)]).sort((a, b) => a[0] - b[0]),
-    stateAfterLeave: afterLeave.groups[0].state,
+    state: described.state,
+    protocolType: described.protocolType,
+    members: described.members.length,
+    committed,
+    stateAfterLeave: afterLeave.state,
   };
 }
 
@@ -201,12 +118,4 @@ async function adminScenario() {
   return out;
 }
 
-const scenarios = { producer, group, admin: adminScenario };
-try {
-  const result = await scenarios[scenario]();
-  // Exit once the whole answer is written: a pipe takes 64 KiB at a time.
-  process.stdout.write(JSON.stringify(result) + "\n", () => process.exit(0));
-} catch (e) {
-  process.stderr.write(`${e.stack || e}\n`);
-  process.exit(1);
-}
+await main({ producer, group, admin: adminScenario }, scenario);
