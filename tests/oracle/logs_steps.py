@@ -10,12 +10,12 @@ surviving (offset, key, value) and the partition's size on disk (DescribeLogDirs
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from differential import ScenarioRun, entity
 from steps import DELETE_RECORDS, INCREMENTAL_ALTER_CONFIGS, TIMEOUT, fetch, list_offsets
-from wire.records import decode_records, iter_batch_headers
+from wire.records import BatchPosition, decode_records, iter_batch_headers
 
 DESCRIBE_LOG_DIRS = 35
 
@@ -27,27 +27,31 @@ class Survivor:
     value: bytes | None
 
 
-def read_all(run: ScenarioRun, symbol: str, partition: int = 0, start: int | None = None) -> list[Survivor]:
-    """Every record from `start` (default: the log start offset) to the high watermark, by
-    unrecorded fetches: what a consumer reading the whole partition sees."""
-    if start is None:
-        start = earliest(run, symbol, partition)
-    out: list[Survivor] = []
-    position = start
+def fetched_batches(run: ScenarioRun, symbol: str, partition: int = 0,
+                    start: int | None = None) -> Iterator[tuple[bytes, BatchPosition, int]]:
+    """(fetched bytes, a batch in them, the offset that Fetch asked for) of every batch from
+    `start` (default: the log start offset) to the high watermark, by unrecorded fetches."""
+    position = earliest(run, symbol, partition) if start is None else start
     for _ in range(10_000):  # bounded: each round makes progress or returns
-        response = fetch(run, symbol, {partition: position}, record=False)
-        p = response.responses[0].partitions[0]
+        p = fetch(run, symbol, {partition: position}, record=False).responses[0].partitions[0]
         if p.error_code.value != 0:
             raise AssertionError(f"{run.broker}: fetch at {position} of {symbol}: {p.error_code.name}")
         data = bytes(p.records or b"")
-        records = [r for b in iter_batch_headers(data) for r in decode_records(data, b.position)]
-        out += [Survivor(r.offset, r.key, r.value) for r in records if r.offset >= position]
-        next_position = max([position] + [b.header.base_offset + b.header.last_offset_delta + 1
-                                         for b in iter_batch_headers(data)])
-        if next_position >= p.high_watermark or next_position == position:
-            return out
-        position = next_position
+        batches = list(iter_batch_headers(data))
+        for b in batches:
+            yield data, b, position
+        following = max([position] + [b.header.base_offset + b.header.last_offset_delta + 1 for b in batches])
+        if following >= p.high_watermark or following == position:
+            return
+        position = following
     raise AssertionError(f"{run.broker}: reading {symbol} made no progress")
+
+
+def read_all(run: ScenarioRun, symbol: str, partition: int = 0, start: int | None = None) -> list[Survivor]:
+    """Every record from `start` (default: the log start offset) to the high watermark, by
+    unrecorded fetches: what a consumer reading the whole partition sees."""
+    return [Survivor(r.offset, r.key, r.value) for data, b, position in fetched_batches(run, symbol, partition, start)
+            for r in decode_records(data, b.position) if r.offset >= position]
 
 
 def list_offset(run: ScenarioRun, symbol: str, target: int, partition: int = 0) -> int:
@@ -94,22 +98,9 @@ def batch_layout(run: ScenarioRun, symbol: str, partition: int = 0) -> list[list
     """[base offset, last offset, control?, transactional?, [(offset, key, value)]] of every
     batch from the log start to the high watermark: what a divergence in the cleaner's
     outcome is read from."""
-    out: list[list[object]] = []
-    position = earliest(run, symbol, partition)
-    for _ in range(10_000):  # bounded: each round makes progress or returns
-        p = fetch(run, symbol, {partition: position}, record=False).responses[0].partitions[0]
-        data = bytes(p.records or b"")
-        batches = list(iter_batch_headers(data))
-        for b in batches:
-            h = b.header
-            records = [(r.offset, r.key, r.value) for r in decode_records(data, b.position)]
-            out.append([h.base_offset, h.base_offset + h.last_offset_delta, h.is_control, h.is_transactional,
-                        records])
-        following = max([position] + [b.header.base_offset + b.header.last_offset_delta + 1 for b in batches])
-        if following >= p.high_watermark or following == position:
-            return out
-        position = following
-    raise AssertionError(f"{run.broker}: reading {symbol} made no progress")
+    return [[b.header.base_offset, b.header.base_offset + b.header.last_offset_delta, b.header.is_control,
+             b.header.is_transactional, [(r.offset, r.key, r.value) for r in decode_records(data, b.position)]]
+            for data, b, _ in fetched_batches(run, symbol, partition)]
 
 
 def record_log_state(run: ScenarioRun, symbol: str, label: str, partition: int = 0) -> list[Survivor]:

@@ -28,6 +28,7 @@ from logs_steps import (
     Survivor,
     delete_records,
     earliest,
+    fetched_batches,
     partition_size,
     read_all,
     record_log_state,
@@ -244,22 +245,10 @@ def _data_survivors(run: ScenarioRun, symbol: str) -> list[list[object]]:
     """Every data record from the log start to the high watermark, across segments (a Fetch
     reads one), without the markers: whether a marker whose horizon passed is gone yet is a
     matter of when each broker's cleaner last ran, and the data is what consumers see."""
-    from steps import fetch
-    from wire.records import decode_records, iter_batch_headers
+    from wire.records import decode_records
 
-    out: list[list[object]] = []
-    position = earliest(run, symbol)
-    for _ in range(10_000):
-        p = fetch(run, symbol, {0: position}, record=False).responses[0].partitions[0]
-        data = bytes(p.records or b"")
-        batches = list(iter_batch_headers(data))
-        out += [[r.offset, r.key, r.value] for b in batches if not b.header.is_control
-                for r in decode_records(data, b.position) if r.offset >= position]
-        following = max([position] + [b.header.base_offset + b.header.last_offset_delta + 1 for b in batches])
-        if following >= p.high_watermark or following == position:
-            return out
-        position = following
-    raise AssertionError(f"{run.broker}: reading {symbol} made no progress")
+    return [[r.offset, r.key, r.value] for data, b, position in fetched_batches(run, symbol)
+            if not b.header.is_control for r in decode_records(data, b.position) if r.offset >= position]
 
 
 def _aborted_listed(run: ScenarioRun, symbol: str) -> bool:
