@@ -181,7 +181,12 @@ def _read_topic_overrides(log_dir: Path) -> tuple[float, dict[str, dict[str, str
         # A log dir Kafka wrote keeps the overrides in its metadata log.
         image = read_cluster_metadata(log_dir)
         return (0.0, image.topic_configs) if image is not None else (-1.0, {})
-    return mtime, {str(t): {str(k): str(v) for k, v in props.items()} for t, props in data.items()}
+    return mtime, _overrides_from_json(data)
+
+
+def _overrides_from_json(data: dict[str, dict[str, object]]) -> dict[str, dict[str, str]]:
+    """asyncbroker's topic config file, parsed: topic -> key -> value."""
+    return {str(t): {str(k): str(v) for k, v in props.items()} for t, props in data.items()}
 
 
 def scan_log_dirs(
@@ -259,7 +264,7 @@ def _scan_remote(remote: RemoteLogDir, topic_set: set[str] | None, partition_set
         text = read_text(remote.uri, f"{remote.path}/{TOPIC_CONFIGS_FILE}")
         try:
             data = json.loads(text or "")
-            overrides = {str(t): {str(k): str(v) for k, v in props.items()} for t, props in data.items()}
+            overrides = _overrides_from_json(data)
             modified = by_name[TOPIC_CONFIGS_FILE].mtime
             mtime = modified.timestamp() if modified is not None else 0.0
         except ValueError:
