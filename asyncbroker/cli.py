@@ -4,6 +4,7 @@
                       [--metrics-port N] [--monitor] [--monitor-port N]
     asyncbroker audit LOGDIR... [--master local[*]] [--json FILE] [--html FILE]
     asyncbroker export LOGDIR... --out DIR [--format parquet]
+    asyncbroker migrate LOGDIR... --to-kafka [--dry-run]
 
 Configuration comes from the properties file, then `ASYNCBROKER_<KEY>`
 environment variables, then `--override` (see asyncbroker.config). A bad key
@@ -29,6 +30,7 @@ log = logging.getLogger("asyncbroker.cli")
 
 EXIT_CONFIG_ERROR = 1
 EXIT_STARTUP_ERROR = 1
+EXIT_MIGRATION_ERROR = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +49,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--monitor-port", type=int, default=20101, metavar="PORT",
                        help="aiomonitor terminal port (web UI on PORT+1, python console on PORT+2)")
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    migrate = sub.add_parser(
+        "migrate", help="hand a stopped broker's log directories to Apache Kafka 4.4",
+        description="Write the KRaft metadata a Kafka 4.4 node needs to serve these log directories as its "
+                    "own (topics with their ids, partitions, configs). Give every log.dirs entry of the "
+                    "stopped broker, the first one taking Kafka's metadata log.")
+    migrate.add_argument("log_dirs", nargs="+", metavar="LOGDIR")
+    migrate.add_argument("--to-kafka", action="store_true", required=True,
+                         help="the direction (required: a directory Kafka wrote opens in asyncbroker as it is)")
+    migrate.add_argument("--dry-run", action="store_true", help="check and report, change nothing")
     # Listed for --help; main() hands their arguments to pipeline.cli (needs the [spark] extra).
     sub.add_parser("audit", help="compaction audit of log directories (Spark)", add_help=False)
     sub.add_parser("export", help="export log directories to Parquet (Spark)", add_help=False)
@@ -128,7 +139,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return serve(args)
+    if args.command == "migrate":
+        return migrate(args)
     return 2
+
+
+def migrate(args: argparse.Namespace) -> int:
+    from asyncbroker.kafka_migration import KAFKA_RELEASE, MigrationError, migrate_to_kafka, plan_migration
+
+    try:
+        plan = plan_migration(args.log_dirs) if args.dry_run else migrate_to_kafka(args.log_dirs)
+    except MigrationError as exc:
+        print(f"asyncbroker migrate: {exc}. Nothing was changed.", file=sys.stderr)
+        return EXIT_MIGRATION_ERROR
+    verb = "Would hand" if args.dry_run else "Handed"
+    partitions = sum(len(t.partitions) for t in plan.topics)
+    print(f"{verb} {len(plan.topics)} topic(s), {partitions} partition(s) of cluster {plan.cluster_id} to Apache "
+          f"Kafka {KAFKA_RELEASE} as node {plan.node_id}.")
+    print("Start Kafka on these directories without formatting them; its server.properties needs "
+          "(ports as you like):\n")
+    print(plan.server_properties(), end="")
+    return 0
 
 
 if __name__ == "__main__":

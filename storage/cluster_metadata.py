@@ -9,17 +9,25 @@ a stopped Kafka broker opens in asyncbroker with its topics configured as Kafka 
 
 The records are decoded by wire.metadata_records; a torn tail ends the log quietly, as
 recovery would.
+
+Going the other way, `write_bootstrap_snapshot` writes the file `kafka-storage.sh format`
+leaves for a new node, `00000000000000000000-0000000000.checkpoint`: a snapshot (header
+control batch, the records, footer control batch) that the controller of a node with an
+empty metadata log appends as its first records. Kafka's format tool puts the feature
+levels there; `asyncbroker migrate` adds the topics of a log dir it hands to Kafka.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
 from storage.log_file_utils import LOG_FILE_SUFFIX
+from storage.atomic_file import write_atomically
 from wire.errors import CorruptRecordError
 from wire.metadata_records import (
     BROKER_RESOURCE,
@@ -28,15 +36,22 @@ from wire.metadata_records import (
     RemoveTopicRecord,
     TopicRecord,
     decode_metadata_record,
+    encode_snapshot_footer,
+    encode_snapshot_header,
 )
-from wire.records import decode_records, iter_batch_headers
+from wire.records import ControlRecordType, Record, build_batch, decode_records, encode_control_key, iter_batch_headers
 
-__all__ = ["CLUSTER_METADATA_DIR", "ClusterMetadataImage", "read_cluster_metadata"]
+__all__ = ["CLUSTER_METADATA_DIR", "BOOTSTRAP_SNAPSHOT_FILE", "ClusterMetadataImage", "read_cluster_metadata",
+           "encode_bootstrap_snapshot", "write_bootstrap_snapshot"]
 
 logger = logging.getLogger(__name__)
 
 CLUSTER_METADATA_DIR = "__cluster_metadata-0"
 SNAPSHOT_SUFFIX = ".checkpoint"
+# Snapshot id (end offset 0, epoch 0): the bootstrap snapshot the format tool writes.
+BOOTSTRAP_SNAPSHOT_FILE = f"{0:020d}-{0:010d}{SNAPSHOT_SUFFIX}"
+# Records per data batch of a snapshot, as Kafka's snapshot writer batches them.
+_RECORDS_PER_BATCH = 1000
 
 
 class ClusterMetadataImage(msgspec.Struct):
@@ -100,3 +115,28 @@ def _replay(data: bytes, image: ClusterMetadataImage, start: int, source: Path) 
                     image.apply(decode_metadata_record(bytes(record.value)))
     except CorruptRecordError as exc:
         logger.warning("Stopped reading the metadata log at an unreadable record in %s: %s", source, exc)
+
+
+def encode_bootstrap_snapshot(values: Sequence[bytes], timestamp: int) -> bytes:
+    """A snapshot holding `values` (framed metadata records): header and footer control
+    batches around data batches, offsets from 0, epoch 0, as the format tool writes it."""
+    def control(offset: int, kind: ControlRecordType, value: bytes) -> bytes:
+        return build_batch([Record(offset, timestamp, encode_control_key(kind), value)], base_offset=offset,
+                           is_control=True, partition_leader_epoch=0)
+
+    out = [control(0, ControlRecordType.SNAPSHOT_HEADER, encode_snapshot_header(timestamp))]
+    for start in range(0, len(values), _RECORDS_PER_BATCH):
+        chunk = values[start:start + _RECORDS_PER_BATCH]
+        records = [Record(1 + start + i, timestamp, None, v) for i, v in enumerate(chunk)]
+        out.append(build_batch(records, base_offset=1 + start, partition_leader_epoch=0))
+    out.append(control(1 + len(values), ControlRecordType.SNAPSHOT_FOOTER, encode_snapshot_footer()))
+    return b"".join(out)
+
+
+def write_bootstrap_snapshot(metadata_log_dir: Path, values: Sequence[bytes], timestamp: int) -> Path:
+    """Write the bootstrap snapshot into `metadata_log_dir`/__cluster_metadata-0 (created)."""
+    directory = Path(metadata_log_dir) / CLUSTER_METADATA_DIR
+    directory.mkdir(exist_ok=True)
+    path = directory / BOOTSTRAP_SNAPSHOT_FILE
+    write_atomically(path, encode_bootstrap_snapshot(values, timestamp))
+    return path

@@ -160,6 +160,22 @@ class KafkaServer:
         self._output.write_bytes(b"")  # a restart appends; a fresh start (or a retry) begins empty
         return self._launch()
 
+    def start_unformatted(self, log_dir: Path) -> "KafkaServer":
+        """Start on an existing log dir (not formatted here: a directory another tool made a
+        KRaft node's, such as `asyncbroker migrate`), on free loopback ports."""
+        self.log_dir = Path(log_dir)
+        for attempt in range(3):
+            self.port, self.controller_port = free_port(), free_port()
+            if self.port == self.controller_port:
+                continue
+            (self.dir / "server.properties").write_text(self.properties())
+            self._output.write_bytes(b"")
+            try:
+                return self._launch()
+            except _PortTaken:
+                self._kill()
+        raise RuntimeError("could not start Kafka on free loopback ports")
+
     def restart(self, between: Callable[[], None] | None = None, timeout: float = 60.0) -> "KafkaServer":
         """Shut Kafka down cleanly (SIGTERM: it writes its clean-shutdown marker), call `between`
         (a test's change to the stopped broker's files), and start it again on the same ports,

@@ -8,16 +8,16 @@ compacts the compacted topic."""
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from asyncbroker.testing import BrokerProcess
 from jvm.kafka_jvm import KafkaServer, run_tool
+from log_dirs_testlib import read_all
 from storage.log_file_utils import CLEAN_SHUTDOWN_FILE
 
 pytestmark = pytest.mark.timeout(300)
@@ -25,30 +25,6 @@ pytestmark = pytest.mark.timeout(300)
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 COMPACTED = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.ms": "100",
              "delete.retention.ms": "0"}
-
-
-def read_all(bootstrap: str, topic: str, partitions: int) -> list[tuple[Any, ...]]:
-    """(partition, offset, key, value, headers, timestamp) of every record, to the high watermarks."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4().hex[:8]}",
-                  "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest"})
-    try:
-        c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])  # -2: earliest
-        out: list[tuple[Any, ...]] = []
-        eof: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(eof) < partitions:
-            assert time.monotonic() < deadline, f"{topic}: {len(out)} records, eof {eof}"
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error():
-                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                eof.add(m.partition())
-                continue
-            out.append((m.partition(), m.offset(), m.key(), m.value(), tuple(m.headers() or ()), m.timestamp()[1]))
-        return sorted(out)
-    finally:
-        c.close()
 
 
 @pytest.fixture(scope="module")

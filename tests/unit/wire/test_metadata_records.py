@@ -10,10 +10,14 @@ import pytest
 from wire.errors import CorruptRecordError
 from wire.metadata_records import (
     ConfigRecord,
+    FeatureLevelRecord,
     OtherMetadataRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
     RemoveTopicRecord,
     TopicRecord,
     decode_metadata_record,
+    encode_metadata_record,
 )
 
 TOPIC_ID = uuid.UUID("2f891f52-d769-4175-9413-3d3bd0eb4863")
@@ -43,3 +47,32 @@ def test_remove_topic_and_others() -> None:
 def test_what_does_not_parse(frame: bytes) -> None:
     with pytest.raises(CorruptRecordError):
         decode_metadata_record(frame)
+
+
+# -- encoding: the same frames back, as Kafka writes them ---------------------------------------
+
+
+def test_encoding_writes_the_frames_kafka_writes() -> None:
+    assert encode_metadata_record(TopicRecord("compacted", TOPIC_ID)) == \
+        bytes.fromhex("010200") + b"\ncompacted" + TOPIC_ID.bytes + b"\x00"
+    assert encode_metadata_record(ConfigRecord(2, "compacted", "cleanup.policy", "compact")) == \
+        bytes.fromhex("010400") + b"\x02\ncompacted\x0fcleanup.policy\x08compact\x00"
+    assert encode_metadata_record(ConfigRecord(4, "", "min.insync.replicas", "1")) == \
+        bytes.fromhex("010400") + b"\x04\x01\x14min.insync.replicas\x021\x00"
+    # The format tool's first bootstrap record (23 bytes in DumpLogSegments' dump of it).
+    feature = encode_metadata_record(FeatureLevelRecord("metadata.version", 33))
+    assert feature == bytes.fromhex("010c00") + b"\x11metadata.version" + bytes.fromhex("0021") + b"\x00"
+    assert len(feature) == 23
+
+
+def test_partition_and_producer_ids_records_layout() -> None:
+    directory = uuid.UUID(int=7)
+    frame = encode_metadata_record(PartitionRecord(3, TOPIC_ID, [1], [1], 1, 5, 0, [directory]))
+    assert frame == (bytes.fromhex("010301") + (3).to_bytes(4, "big") + TOPIC_ID.bytes
+                     + b"\x02" + (1).to_bytes(4, "big") + b"\x02" + (1).to_bytes(4, "big") + b"\x01\x01"
+                     + (1).to_bytes(4, "big") + (5).to_bytes(4, "big") + (0).to_bytes(4, "big")
+                     + b"\x02" + directory.bytes + b"\x00")
+    assert decode_metadata_record(frame) == OtherMetadataRecord(3, 1)
+    frame = encode_metadata_record(ProducerIdsRecord(1, -1, 1000))
+    assert frame == bytes.fromhex("010f00") + (1).to_bytes(4, "big") + (-1).to_bytes(8, "big", signed=True) \
+        + (1000).to_bytes(8, "big") + b"\x00"
