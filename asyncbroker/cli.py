@@ -4,7 +4,7 @@
                       [--metrics-port N] [--monitor] [--monitor-port N]
     asyncbroker audit LOGDIR... [--master local[*]] [--json FILE] [--html FILE]
     asyncbroker export LOGDIR... --out DIR [--format parquet]
-    asyncbroker migrate LOGDIR... --to-kafka [--dry-run]
+    asyncbroker migrate LOGDIR... --to-kafka [--dry-run] [--properties-out FILE]
 
 Configuration comes from the properties file, then `ASYNCBROKER_<KEY>`
 environment variables, then `--override` (see asyncbroker.config). A bad key
@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     migrate.add_argument("--to-kafka", action="store_true", required=True,
                          help="the direction (required: a directory Kafka wrote opens in asyncbroker as it is)")
     migrate.add_argument("--dry-run", action="store_true", help="check and report, change nothing")
+    migrate.add_argument("--properties-out", metavar="FILE",
+                         help="also write the server.properties Kafka needs to FILE (listeners on 9092 and 9093)")
     # Listed for --help; main() hands their arguments to pipeline.cli (needs the [spark] extra).
     sub.add_parser("audit", help="compaction audit of log directories (Spark)", add_help=False)
     sub.add_parser("export", help="export log directories to Parquet (Spark)", add_help=False)
@@ -156,9 +158,14 @@ def migrate(args: argparse.Namespace) -> int:
     partitions = sum(len(t.partitions) for t in plan.topics)
     print(f"{verb} {len(plan.topics)} topic(s), {partitions} partition(s) of cluster {plan.cluster_id} to Apache "
           f"Kafka {KAFKA_RELEASE} as node {plan.node_id}.")
+    properties = plan.server_properties()
+    if args.properties_out and not args.dry_run:
+        with open(args.properties_out, "w", encoding="utf-8") as out:
+            out.write(properties)
+        print(f"Wrote {args.properties_out}. ", end="")
     print("Start Kafka on these directories without formatting them; its server.properties needs "
           "(ports as you like):\n")
-    print(plan.server_properties(), end="")
+    print(properties, end="")
     return 0
 
 

@@ -122,7 +122,9 @@ class MigrationPlan(msgspec.Struct, frozen=True):
         return [encode_metadata_record(r) for r in records]
 
     def server_properties(self, listener_port: int = 9092, controller_port: int = 9093) -> str:
-        """The lines a Kafka 4.4 node needs to serve these directories (combined mode)."""
+        """What a Kafka 4.4 node needs to serve these directories (combined mode, one node): a
+        static quorum of itself, and the internal topics Kafka may still create (transactions,
+        share groups) at replication factor 1 like the topics handed over."""
         return "\n".join([
             "process.roles=broker,controller",
             f"node.id={self.node_id}",
@@ -131,6 +133,11 @@ class MigrationPlan(msgspec.Struct, frozen=True):
             "controller.listener.names=CONTROLLER",
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             f"log.dirs={','.join(str(d) for d in self.log_dirs)}",
+            "offsets.topic.replication.factor=1",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
         ]) + "\n"
 
 

@@ -213,7 +213,7 @@ class KafkaServer:
                 if "Address already in use" in text:
                     raise _PortTaken()
                 raise RuntimeError(f"Kafka exited with {self.process.returncode}:\n{text[-4000:]}")
-            if _metadata_answers(self.port):
+            if metadata_answers(self.port):
                 return self
             time.sleep(0.1)  # polling a condition with a deadline
         text = self.output()
@@ -263,7 +263,7 @@ def _kafka_uuid() -> str:
             return text
 
 
-def _metadata_answers(port: int) -> bool:
+def metadata_answers(port: int) -> bool:
     """True when a Metadata v1 request on `port` gets an answer that lists a broker."""
     import struct
 

@@ -318,3 +318,30 @@ def test_dry_run_changes_nothing(stopped_dir: Path) -> None:
     result = migrate(str(stopped_dir), "--to-kafka", "--dry-run")
     assert result.returncode == 0 and result.stdout.startswith("Would hand 1 topic(s), 1 partition(s)")
     assert snapshot_of(stopped_dir) == before
+
+
+def test_several_log_dirs(tmp_path: Path) -> None:
+    """Every log.dirs entry is handed over; each partition stays in its directory (the
+    PartitionRecord names it by directory id) and Kafka serves them all."""
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    with BrokerProcess([f"log.dirs={dirs[0]},{dirs[1]}"], log_dir=dirs[0]) as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        for f in admin.create_topics([NewTopic("spread", 4, 1)]).values():
+            f.result(30)
+        p = Producer({"bootstrap.servers": b.bootstrap})
+        for n in range(40):
+            p.produce("spread", f"v{n}".encode(), partition=n % 4)
+        assert p.flush(30) == 0
+        seen = read_all(b.bootstrap, "spread", 4)
+    where = {d.name: sorted(x.name for x in d.iterdir() if x.name.startswith("spread-")) for d in dirs}
+    assert all(where.values()), where  # both directories hold partitions
+    result = migrate(str(dirs[0]), str(dirs[1]), "--to-kafka")
+    assert result.returncode == 0, result.stderr
+    assert (dirs[0] / CLUSTER_METADATA_DIR).is_dir() and not (dirs[1] / CLUSTER_METADATA_DIR).exists()
+    server = KafkaServer({"log.dirs": f"{dirs[0]},{dirs[1]}"})
+    try:
+        server.start_unformatted(dirs[0])
+        assert read_all(server.bootstrap, "spread", 4) == seen
+    finally:
+        server.stop()
+    assert {d.name: sorted(x.name for x in d.iterdir() if x.name.startswith("spread-")) for d in dirs} == where
