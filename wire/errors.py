@@ -464,6 +464,12 @@ class TransactionalIdAuthorizationFailedError(KafkaError):
     error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
+class SecurityDisabledError(KafkaError):
+    """An ACL request to a broker without an authorizer (Kafka's default)."""
+
+    error_code = ErrorCode.SECURITY_DISABLED
+
+
 class KafkaStorageError(KafkaError):
     """The log directory is offline or a disk operation failed."""
 

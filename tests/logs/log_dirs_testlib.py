@@ -1,15 +1,9 @@
-"""Helpers of the log-directory checks: which topics are compacted, stopping a broker cleanly,
-reading a topic back whole."""
+"""Helpers of the log-directory checks: which topics are compacted, stopping a broker cleanly."""
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from asyncbroker.testing import BrokerProcess
@@ -41,27 +35,3 @@ def stop_cleanly(broker: BrokerProcess) -> Path:
     marker = broker.log_dir / CLEAN_SHUTDOWN_FILE
     assert marker.exists(), f"no {CLEAN_SHUTDOWN_FILE} in {broker.log_dir} after a clean stop"
     return broker.log_dir
-
-
-def read_all(bootstrap: str, topic: str, partitions: int) -> list[tuple[Any, ...]]:
-    """(partition, offset, key, value, headers, timestamp) of every record, to the high watermarks."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4().hex[:8]}",
-                  "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest"})
-    try:
-        c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])  # -2: earliest
-        out: list[tuple[Any, ...]] = []
-        eof: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(eof) < partitions:
-            assert time.monotonic() < deadline, f"{topic}: {len(out)} records, eof {eof}"
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error():
-                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                eof.add(m.partition())
-                continue
-            out.append((m.partition(), m.offset(), m.key(), m.value(), tuple(m.headers() or ()), m.timestamp()[1]))
-        return sorted(out)
-    finally:
-        c.close()

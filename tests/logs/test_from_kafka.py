@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from asyncbroker.testing import BrokerProcess
 from jvm.kafka_jvm import KafkaServer, run_tool
-from log_dirs_testlib import read_all
+from topic_reader import read_all
 from storage.log_file_utils import CLEAN_SHUTDOWN_FILE
 
 pytestmark = pytest.mark.timeout(300)

@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from asyncbroker.testing import BrokerProcess
 from jvm.kafka_jvm import KAFKA_MAIN, free_port, java_command, metadata_answers
-from log_dirs_testlib import read_all
+from topic_reader import read_all
 
 pytestmark = pytest.mark.timeout(300)
 

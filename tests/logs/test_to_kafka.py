@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from asyncbroker.testing import BrokerProcess
 from jvm.dump_log_check import check_log_dir, describe
 from jvm.kafka_jvm import KafkaServer, run_tool
-from log_dirs_testlib import read_all
+from topic_reader import read_all
 from storage.cluster_metadata import CLUSTER_METADATA_DIR
 from storage.log_file_utils import CLEAN_SHUTDOWN_FILE
 

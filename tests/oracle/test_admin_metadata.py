@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(180)
 # APIs Kafka 4.4 serves that asyncbroker does not (KD-200): security, transactions, quotas,
 # KRaft, reassignment, share and streams groups, ...
 NOT_SERVED = (
-    "sasl_handshake", "write_txn_markers", "describe_acls", "create_acls", "delete_acls", "alter_replica_log_dirs",
+    "sasl_handshake", "write_txn_markers", "alter_replica_log_dirs",
     "sasl_authenticate", "create_delegation_token", "renew_delegation_token", "expire_delegation_token",
     "describe_delegation_token", "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments",
     "describe_client_quotas", "alter_client_quotas", "describe_user_scram_credentials",
