@@ -40,7 +40,7 @@ from storage.cluster_metadata import CLUSTER_METADATA_DIR, write_bootstrap_snaps
 from storage.errors import KafkaStorageError
 from storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCheckpointFile
 from storage.log_file_utils import CLEAN_SHUTDOWN_FILE
-from storage.log_manager import LOCK_FILE, TOPIC_CONFIGS_FILE
+from storage.log_manager import LOCK_FILE, REMOTE_INDEX_CACHE_DIR, TOPIC_CONFIGS_FILE
 from storage.meta_properties import META_PROPERTIES_FILE, read_meta_properties
 from storage.offset_checkpoint import (
     CLEANER_OFFSET_CHECKPOINT_FILE,
@@ -187,7 +187,8 @@ def plan_migration(log_dirs: Sequence[str | Path], now_ms: int | None = None) ->
     for d, meta in zip(dirs, metas):
         dir_id = uuid_from_base64(meta.directory_id or "")
         for child in sorted(d.iterdir()):
-            if not child.is_dir() or child.name.endswith(_SKIPPED_DIR_SUFFIXES):
+            # Kafka skips the tiered-storage index cache as well as these suffixes.
+            if not child.is_dir() or child.name.endswith(_SKIPPED_DIR_SUFFIXES) or child.name == REMOTE_INDEX_CACHE_DIR:
                 continue
             try:
                 tp = TopicPartition.from_dir_name(child.name)

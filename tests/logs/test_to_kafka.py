@@ -311,6 +311,11 @@ def test_refuses_a_directory_that_is_kafkas_already(stopped_dir: Path) -> None:
 def test_refuses_what_is_not_a_partition_directory(stopped_dir: Path) -> None:
     (stopped_dir / "backup").mkdir()
     refused(stopped_dir, "backup is not a partition directory")
+    # What Kafka itself skips is no reason to refuse.
+    (stopped_dir / "backup").rmdir()
+    (stopped_dir / "remote-log-index-cache").mkdir()
+    (stopped_dir / "t-0.0123456789abcdef0123456789abcdef-delete").mkdir()
+    assert migrate(str(stopped_dir), "--to-kafka", "--dry-run").returncode == 0
 
 
 def test_dry_run_changes_nothing(stopped_dir: Path) -> None:
