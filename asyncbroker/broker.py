@@ -84,6 +84,9 @@ class Broker:
         self.use_sendfile = True
         self.handlers = HandlerRegistry.discover()
         self.fetch_waiters = FetchWaiters()
+        # listener name -> (host, port) clients that came in on it are told (Metadata).
+        self.advertised: dict[str, tuple[str, int]] = {
+            e.listener_name: config.advertised_endpoint(e) for e in config.served_listeners()}
         self.advertised_host, self.advertised_port = config.advertised_host_port()
         self.started_at = time.monotonic()
         self.io_executor = ThreadPoolExecutor(
@@ -133,9 +136,20 @@ class Broker:
     def cluster_id(self) -> str | None:
         return self.log_manager.cluster_id if self._started else None
 
-    def set_advertised_port(self, port: int) -> None:
-        """The listener was bound on port 0: advertise the port the OS picked."""
-        self.advertised_port = port
+    def set_advertised_port(self, port: int, listener_name: str | None = None) -> None:
+        """A listener was bound on port 0: advertise the port the OS picked (for the first
+        listener when none is named)."""
+        first = next(iter(self.advertised), None)
+        name = listener_name or first
+        if name is not None:
+            self.advertised[name] = (self.advertised[name][0], port)
+        if name == first:
+            self.advertised_port = port
+
+    def advertised_for(self, listener_name: str) -> tuple[str, int]:
+        """The (host, port) Metadata, DescribeCluster and FindCoordinator give a client that
+        came in on `listener_name` (the first listener's outside a connection)."""
+        return self.advertised.get(listener_name) or (self.advertised_host, self.advertised_port)
 
     def allocate_producer_id(self) -> int:
         pid = self._next_producer_id

@@ -220,6 +220,10 @@ def parse_endpoints(key: str, entries: Sequence[str]) -> list[Endpoint]:
 # ---------------------------------------------------------------- the config
 
 
+# The security protocols listeners serve here (SASL is issue 20's next step).
+SERVED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+
+
 class KafkaConfig(msgspec.Struct, kw_only=True):
     """Parsed broker configuration; field names are the Kafka keys with dots as underscores."""
 
@@ -240,6 +244,22 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     socket_request_max_bytes: int = broker_default("socket.request.max.bytes")
     connections_max_idle_ms: int = broker_default("connections.max.idle.ms")
     queued_max_requests: int = broker_default("queued.max.requests")
+    ssl_keystore_type: str = broker_default("ssl.keystore.type")
+    ssl_keystore_location: str | None = broker_default("ssl.keystore.location")
+    ssl_keystore_password: str | None = broker_default("ssl.keystore.password")
+    ssl_key_password: str | None = broker_default("ssl.key.password")
+    ssl_keystore_key: str | None = broker_default("ssl.keystore.key")
+    ssl_keystore_certificate_chain: str | None = broker_default("ssl.keystore.certificate.chain")
+    ssl_truststore_type: str = broker_default("ssl.truststore.type")
+    ssl_truststore_location: str | None = broker_default("ssl.truststore.location")
+    ssl_truststore_password: str | None = broker_default("ssl.truststore.password")
+    ssl_truststore_certificates: str | None = broker_default("ssl.truststore.certificates")
+    ssl_client_auth: str = broker_default("ssl.client.auth")
+    ssl_enabled_protocols: list[str] = broker_default("ssl.enabled.protocols")
+    ssl_protocol: str = broker_default("ssl.protocol")
+    ssl_cipher_suites: list[str] = broker_default("ssl.cipher.suites")
+    ssl_endpoint_identification_algorithm: str = broker_default("ssl.endpoint.identification.algorithm")
+    ssl_principal_mapping_rules: str = broker_default("ssl.principal.mapping.rules")
     num_partitions: int = broker_default("num.partitions")
     default_replication_factor: int = broker_default("default.replication.factor")
     auto_create_topics_enable: bool = broker_default("auto.create.topics.enable")
@@ -410,12 +430,15 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         served = self.served_listeners()
         if not served:
             raise ConfigException("listeners", f"Invalid value {','.join(self.listeners)} for configuration listeners: no listener to serve")
-        proto = self.security_protocols()
         for e in served:
-            if proto.get(e.listener_name, e.listener_name) != "PLAINTEXT":
+            protocol = self.security_protocol(e.listener_name)
+            if protocol is None:
+                raise ConfigException("listener.security.protocol.map",
+                                      f"No security protocol defined for listener {e.listener_name} in listener.security.protocol.map")
+            if protocol not in SERVED_SECURITY_PROTOCOLS:
                 raise ConfigException(
-                    "listeners", f"Invalid value {e} for configuration listeners: only PLAINTEXT listeners are supported"
-                )
+                    "listeners", f"Invalid value {e} for configuration listeners: the {protocol} security protocol "
+                    f"is not served (only {' and '.join(SERVED_SECURITY_PROTOCOLS)})")
         if self.advertised_listeners is not None:
             adv = parse_endpoints("advertised.listeners", self.advertised_listeners)
             for e in adv:
@@ -455,6 +478,23 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             name, _, proto = item.partition(":")
             result[name.strip().upper()] = proto.strip().upper()
         return result
+
+    def security_protocol(self, listener_name: str) -> str | None:
+        """The security protocol of a listener (listener.security.protocol.map); None when
+        the map does not name it, unless the name is itself a protocol's."""
+        known = self.security_protocols()
+        if listener_name in known:
+            return known[listener_name]
+        return listener_name if listener_name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL") else None
+
+    def advertised_endpoint(self, listener: Endpoint) -> tuple[str, int]:
+        """(host, port) Metadata gives clients that reached `listener`: its advertised.listeners
+        entry, else the listener itself (the local host name for a wildcard host)."""
+        if self.advertised_listeners:
+            for e in parse_endpoints("advertised.listeners", self.advertised_listeners):
+                if e.listener_name == listener.listener_name:
+                    return (e.host or socket.getfqdn(), e.port)
+        return (listener.host or socket.getfqdn(), listener.port)
 
     def served_listeners(self) -> list[Endpoint]:
         """The listeners this broker accepts clients on (controller listeners excluded)."""

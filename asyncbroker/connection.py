@@ -29,7 +29,7 @@ from wire.messages import ApiKey, decode_request, encode_response, unsupported_a
 
 from asyncbroker.encoded_response import EncodedResponse, FileRegion
 from asyncbroker.metrics import METRICS
-from asyncbroker.request_context import RequestContext
+from asyncbroker.request_context import ANONYMOUS, RequestContext
 
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
@@ -62,8 +62,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
     are never copied on their way in.
     """
 
-    def __init__(self, broker: "Broker", registry: "HandlerRegistry", connections: set["KafkaConnection"]) -> None:
+    def __init__(self, broker: "Broker", registry: "HandlerRegistry", connections: set["KafkaConnection"], *,
+                 listener_name: str = "") -> None:
         self._broker = broker
+        self._listener_name = listener_name
+        self._tls = False
         self._registry = registry
         self._connections = connections
         self._loop = asyncio.get_running_loop()
@@ -90,7 +93,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._transport = transport  # type: ignore[assignment]  # uvloop's TCPTransport
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self._ctx = RequestContext(self._broker, f"/{peer[0]}" if isinstance(peer, tuple) else "")
+        ssl_object = transport.get_extra_info("ssl_object")
+        principal = ANONYMOUS
+        self._tls = ssl_object is not None
+        if ssl_object is not None:
+            from asyncbroker.ssl_factory import principal_of  # only TLS connections need it
+
+            principal = principal_of(ssl_object)
+        self._ctx = RequestContext(self._broker, f"/{peer[0]}" if isinstance(peer, tuple) else "",
+                                   self._listener_name, principal)
         self._connections.add(self)
         METRICS.connection_opened()
         log.debug("Accepted connection from %s", self._peer)
@@ -304,7 +315,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if not isinstance(part, FileRegion):
                     pending.append(part)
                     continue
-                if part.size < SENDFILE_MIN_BYTES or not self._broker.use_sendfile:
+                # A TLS connection's bytes must pass through its SSL object: never sendfile there.
+                if part.size < SENDFILE_MIN_BYTES or not self._broker.use_sendfile or self._tls:
                     pending.append(await self._broker.run_blocking(part.read))
                     continue
                 if pending:

@@ -15,6 +15,9 @@ import msgspec
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
 
+# Kafka's principal of a client that did not authenticate.
+ANONYMOUS = "User:ANONYMOUS"
+
 
 class RequestContext(msgspec.Struct, frozen=True):
     """The serving broker and the peer, fixed for a connection."""
@@ -23,3 +26,8 @@ class RequestContext(msgspec.Struct, frozen=True):
     # The peer's address as Kafka reports it ("/127.0.0.1"); empty outside a connection
     # (no peer to report), never a made-up address.
     client_host: str = ""
+    # The listener the connection came in on ("" outside a connection: the first one's
+    # answers); Metadata tells clients that listener's advertised address.
+    listener_name: str = ""
+    # Who the peer is: a TLS client certificate's subject ("User:CN=...") or ANONYMOUS.
+    principal: str = ANONYMOUS

@@ -1,4 +1,4 @@
-"""The broker process: uvloop, the listener, signal handling, orderly shutdown.
+"""The broker process: uvloop, the listeners, signal handling, orderly shutdown.
 
 Entry points (the CLI's `serve` calls `run`):
 
@@ -22,12 +22,13 @@ import asyncio
 import gc
 import logging
 import signal
+import ssl
 import sys
 import time
 from collections.abc import Sequence
 
 from asyncbroker.broker import Broker
-from asyncbroker.config import KafkaConfig
+from asyncbroker.config import Endpoint, KafkaConfig
 from asyncbroker.connection import KafkaConnection
 
 log = logging.getLogger("asyncbroker.server")
@@ -36,12 +37,18 @@ LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 
 
 class KafkaServer:
-    """One broker: storage + listener. Start and stop inside a running event loop."""
+    """One broker: storage + listeners. Start and stop inside a running event loop.
+
+    Each served listener gets its own acceptor (as Kafka's SocketServer has one per
+    endpoint); an SSL listener's wraps its connections in TLS (asyncbroker.ssl_factory).
+    Connections know their listener, so Metadata answers with that listener's address."""
 
     def __init__(self, config: KafkaConfig) -> None:
         self.config = config
         self.broker: Broker | None = None
-        self._server: asyncio.AbstractServer | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+        # listener name -> (host, port) bound
+        self.bound: dict[str, tuple[str, int]] = {}
         self._connections: set[KafkaConnection] = set()
         self.bound_host: str = ""
         self.bound_port: int = 0
@@ -51,35 +58,48 @@ class KafkaServer:
         """Build and start the broker, then listen; returns the started broker."""
         started = time.monotonic()
         log.info("[KafkaServer id=%d] starting", self.config.node_id)
+        # TLS stores are read before any log directory is touched: a bad one stops startup
+        # with a message naming the key.
+        listeners = [(e, self._ssl_context(e)) for e in self.config.served_listeners()]
         broker = Broker(self.config)
         self.broker = broker
         await broker.startup()
-        host, port = self.config.listener_host_port()
         loop = asyncio.get_running_loop()
         registry = broker.handlers
         connections = self._connections
-        self._server = await loop.create_server(
-            lambda: KafkaConnection(broker, registry, connections),
-            host=host,
-            port=port,
-            reuse_address=True,
-            backlog=1024,
-        )
-        sock = self._server.sockets[0]
-        self.bound_host, self.bound_port = sock.getsockname()[:2]
-        if self.config.advertised_host_port()[1] == 0:
-            broker.set_advertised_port(self.bound_port)
+        for endpoint, context in listeners:
+            name = endpoint.listener_name
+
+            def connection(name: str = name) -> KafkaConnection:
+                return KafkaConnection(broker, registry, connections, listener_name=name)
+
+            log.info("Created data-plane acceptor and processors for endpoint : ListenerName(%s)", name)
+            server = await loop.create_server(connection, host=endpoint.host or "0.0.0.0", port=endpoint.port,
+                                              reuse_address=True, backlog=1024, ssl=context)
+            self._servers.append(server)
+            host, port = server.sockets[0].getsockname()[:2]
+            self.bound[name] = (host, port)
+            if broker.advertised_for(name)[1] == 0:
+                broker.set_advertised_port(port, name)
+            log.info("Awaiting socket connections on %s:%d.", host, port)
+        self.bound_host, self.bound_port = next(iter(self.bound.values()))
         self._reaper = loop.create_task(self._close_idle_connections())
         # Everything loaded so far (modules, schemas, logs) lives for the whole run:
         # keep it out of the cyclic GC's scans so collections stay short (p99 latency).
         gc.freeze()
-        log.info("Awaiting socket connections on %s:%d.", self.bound_host, self.bound_port)
         log.info(
             "[KafkaServer id=%d] started in %.0f ms (cluster id %s, advertised %s:%d)",
             self.config.node_id, (time.monotonic() - started) * 1000,
             broker.cluster_id, broker.advertised_host, broker.advertised_port,
         )
         return broker
+
+    def _ssl_context(self, endpoint: Endpoint) -> ssl.SSLContext | None:
+        if self.config.security_protocol(endpoint.listener_name) != "SSL":
+            return None
+        from asyncbroker.ssl_factory import SslFactory  # imported only when a listener needs TLS
+
+        return SslFactory(self.config).create_server_context()
 
     async def _close_idle_connections(self) -> None:
         """Kafka's Selector idle expiry, checked at a tenth of connections.max.idle.ms."""
@@ -96,8 +116,8 @@ class KafkaServer:
         log.info("[KafkaServer id=%d] shutting down", self.config.node_id)
         if self._reaper is not None:
             self._reaper.cancel()
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         broker = self.broker
         if broker is not None:
             broker.fetch_waiters.close()  # parked fetches answer now
@@ -112,9 +132,9 @@ class KafkaServer:
                 log.warning("%d connection(s) did not finish in time; closing them", len(pending))
                 for task in pending:
                     task.cancel()
-        if self._server is not None:
+        for server in self._servers:
             try:
-                await asyncio.wait_for(self._server.wait_closed(), 1)
+                await asyncio.wait_for(server.wait_closed(), 1)
             except TimeoutError:
                 pass
         if broker is not None:

@@ -39,8 +39,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             rb.entity(
                 "DescribeClusterBroker",
                 broker_id=ctx.broker.node_id,
-                host=ctx.broker.advertised_host,
-                port=ctx.broker.advertised_port,
+                host=ctx.broker.advertised_for(ctx.listener_name)[0],
+                port=ctx.broker.advertised_for(ctx.listener_name)[1],
                 rack=None,
                 is_fenced=False,  # v2: a serving single node is never fenced
             ),

@@ -58,8 +58,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         return dict(
             error_code=error, error_message=message,
             node_id=ctx.broker.node_id if ok else -1,
-            host=ctx.broker.advertised_host if ok else "",
-            port=ctx.broker.advertised_port if ok else -1,
+            host=ctx.broker.advertised_for(ctx.listener_name)[0] if ok else "",
+            port=ctx.broker.advertised_for(ctx.listener_name)[1] if ok else -1,
         )
 
     if version >= 4:

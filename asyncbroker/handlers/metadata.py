@@ -107,7 +107,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     """The answer, from the encoded-answer cache while no topic has changed since it was built
     (see MetadataResponseCache), else built and kept when every topic in it was found."""
     cache = ctx.broker.metadata_responses
-    key = _cache_key(header.api_version, request)
+    key = (ctx.listener_name, _cache_key(header.api_version, request))
     body = cache.get(key)
     if body is None:
         generation = cache.generation()
@@ -185,9 +185,8 @@ async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> A
             else:
                 topics_out.append(topic_entity(meta.name, meta.topic_id, ErrorCode.NONE, meta.partitions))
 
-    brokers = (
-        b.entity("MetadataResponseBroker", node_id=node, host=ctx.broker.advertised_host, port=ctx.broker.advertised_port, rack=None),
-    )
+    host, port = ctx.broker.advertised_for(ctx.listener_name)
+    brokers = (b.entity("MetadataResponseBroker", node_id=node, host=host, port=port, rack=None),)
     return b.entity(
         "MetadataResponse",
         throttle_time=0,

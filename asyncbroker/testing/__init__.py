@@ -11,4 +11,13 @@ from the plugin this distribution registers.
 
 from asyncbroker.testing.broker import BrokerProcess, BrokerStartError
 
-__all__ = ["BrokerProcess", "BrokerStartError"]
+__all__ = ["BrokerProcess", "BrokerStartError", "TlsFiles"]
+
+
+def __getattr__(name: str) -> object:
+    # TlsFiles needs `cryptography`; imported on first use, so plain tests never load it.
+    if name == "TlsFiles":
+        from asyncbroker.testing.tls import TlsFiles
+
+        return TlsFiles
+    raise AttributeError(name)

@@ -50,7 +50,9 @@ if TYPE_CHECKING:
     from cleaner.cleaner_stats import CleanerStats
     from asyncbroker.monitor_client import MonitorClient
 
-_READY = re.compile(r"Awaiting socket connections on (\S+):(\d+)\.")
+_ACCEPTOR = re.compile(r"Created data-plane acceptor and processors for endpoint : ListenerName\((\S+)\)")
+_LISTENING = re.compile(r"Awaiting socket connections on (\S+):(\d+)\.")
+_READY = re.compile(r"\[KafkaServer id=\d+\] started in ")
 
 
 class BrokerStartError(RuntimeError):
@@ -77,8 +79,13 @@ class BrokerProcess:
         env: dict[str, str] | None = None,
         echo: bool = False,
         monitor: bool = False,
+        listener: str = "PLAINTEXT",
     ) -> None:
         self.overrides = list(overrides)
+        # The listener `bootstrap` names (PLAINTEXT, or SSL with asyncbroker.testing.TlsFiles'
+        # overrides); a `listeners=` override replaces it, and `listener_ports` has them all.
+        self.listener = listener
+        self.listener_ports: dict[str, int] = {}
         self._own_dir = log_dir is None
         self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="asyncbroker-"))
         self.port = port
@@ -98,6 +105,10 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def bootstrap_for(self, listener: str) -> str:
+        """The address of one of several listeners (`listeners=A://...,B://...` override)."""
+        return f"{self.host}:{self.listener_ports[listener]}"
+
     @property
     def returncode(self) -> int | None:
         return self.process.poll() if self.process is not None else None
@@ -111,7 +122,7 @@ class BrokerProcess:
                 self.monitor_port = free_port_block(3)
             args += ["--monitor", "--monitor-host", self.host, "--monitor-port", str(self.monitor_port)]
         settings = [
-            f"listeners=PLAINTEXT://{self.host}:{self.port}",
+            f"listeners={self.listener}://{self.host}:{self.port}",
             f"log.dirs={self.log_dir}",
             *self.overrides,
         ]
@@ -146,15 +157,20 @@ class BrokerProcess:
 
     def _read_output(self, process: subprocess.Popen[bytes]) -> None:
         assert process.stdout is not None
+        acceptor = ""
         for raw in process.stdout:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             self.log_lines.append(line)
             if self.echo:
                 print(line, file=sys.stderr)
             if not self._ready.is_set():
-                m = _READY.search(line)
-                if m:
-                    self.port = int(m.group(2))
+                if (m := _ACCEPTOR.search(line)) is not None:
+                    acceptor = m.group(1)
+                elif (m := _LISTENING.search(line)) is not None:
+                    self.listener_ports[acceptor] = int(m.group(2))
+                    if acceptor == self.listener or len(self.listener_ports) == 1:
+                        self.port = int(m.group(2))
+                elif _READY.search(line):
                     self._ready.set()
 
     def output(self) -> str:
