@@ -17,6 +17,7 @@ import logging
 import os
 import select
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from wire.framing import FrameReader, FramingError
@@ -63,8 +64,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     """
 
     def __init__(self, broker: "Broker", registry: "HandlerRegistry", connections: set["KafkaConnection"], *,
-                 listener_name: str = "") -> None:
+                 listener_name: str = "", on_close: Callable[[], None] | None = None) -> None:
         self._broker = broker
+        self._on_close = on_close  # frees the connection's slot in ConnectionQuotas, once
         self._listener_name = listener_name
         self._tls = False
         self._registry = registry
@@ -140,6 +142,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._on_close is not None:
+            on_close, self._on_close = self._on_close, None
+            on_close()
         if self in self._connections:
             self._connections.discard(self)
             METRICS.connection_closed()

@@ -22,14 +22,16 @@ import asyncio
 import gc
 import logging
 import signal
+import socket
 import ssl
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from asyncbroker.broker import Broker
 from asyncbroker.config import Endpoint, KafkaConfig
 from asyncbroker.connection import KafkaConnection
+from asyncbroker.connection_quotas import ConnectionQuotas, parse_per_ip_overrides
 
 log = logging.getLogger("asyncbroker.server")
 
@@ -39,14 +41,18 @@ LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 class KafkaServer:
     """One broker: storage + listeners. Start and stop inside a running event loop.
 
-    Each served listener gets its own acceptor (as Kafka's SocketServer has one per
-    endpoint); an SSL listener's wraps its connections in TLS (asyncbroker.ssl_factory).
-    Connections know their listener, so Metadata answers with that listener's address."""
+    Each served listener gets its own Acceptor (as Kafka's SocketServer has one per
+    endpoint): a task that accepts while ConnectionQuotas allows (max.connections,
+    max.connections.per.ip) and hands each socket to a KafkaConnection, through TLS on an
+    SSL listener (asyncbroker.ssl_factory). Connections know their listener, so Metadata
+    answers with that listener's address."""
 
     def __init__(self, config: KafkaConfig) -> None:
         self.config = config
         self.broker: Broker | None = None
-        self._servers: list[asyncio.AbstractServer] = []
+        self._sockets: list[socket.socket] = []
+        self._acceptors: list[asyncio.Task[None]] = []
+        self.quotas: ConnectionQuotas | None = None
         # listener name -> (host, port) bound
         self.bound: dict[str, tuple[str, int]] = {}
         self._connections: set[KafkaConnection] = set()
@@ -61,23 +67,21 @@ class KafkaServer:
         # TLS stores are read before any log directory is touched: a bad one stops startup
         # with a message naming the key.
         listeners = [(e, self._ssl_context(e)) for e in self.config.served_listeners()]
+        self.quotas = quotas = ConnectionQuotas(
+            self.config.max_connections, self.config.max_connections_per_ip,
+            parse_per_ip_overrides([x for x in self.config.max_connections_per_ip_overrides.split(",") if x.strip()]))
         broker = Broker(self.config)
         self.broker = broker
         await broker.startup()
         loop = asyncio.get_running_loop()
-        registry = broker.handlers
-        connections = self._connections
         for endpoint, context in listeners:
             name = endpoint.listener_name
-
-            def connection(name: str = name) -> KafkaConnection:
-                return KafkaConnection(broker, registry, connections, listener_name=name)
-
             log.info("Created data-plane acceptor and processors for endpoint : ListenerName(%s)", name)
-            server = await loop.create_server(connection, host=endpoint.host or "0.0.0.0", port=endpoint.port,
-                                              reuse_address=True, backlog=1024, ssl=context)
-            self._servers.append(server)
-            host, port = server.sockets[0].getsockname()[:2]
+            sock = _listen(endpoint.host or "0.0.0.0", endpoint.port)
+            self._sockets.append(sock)
+            acceptor = Acceptor(name, sock, context, quotas, self._connection_factory(broker, name))
+            self._acceptors.append(loop.create_task(acceptor.run(), name=f"acceptor-{name}"))
+            host, port = sock.getsockname()[:2]
             self.bound[name] = (host, port)
             if broker.advertised_for(name)[1] == 0:
                 broker.set_advertised_port(port, name)
@@ -93,6 +97,17 @@ class KafkaServer:
             broker.cluster_id, broker.advertised_host, broker.advertised_port,
         )
         return broker
+
+    def _connection_factory(self, broker: Broker, listener_name: str) -> Callable[[str], KafkaConnection]:
+        """KafkaConnections of one listener; each frees its ConnectionQuotas slot as it closes."""
+        quotas, connections = self.quotas, self._connections
+        assert quotas is not None
+
+        def make(ip: str) -> KafkaConnection:
+            return KafkaConnection(broker, broker.handlers, connections, listener_name=listener_name,
+                                   on_close=lambda: quotas.dec(ip))
+
+        return make
 
     def _ssl_context(self, endpoint: Endpoint) -> ssl.SSLContext | None:
         if self.config.security_protocol(endpoint.listener_name) != "SSL":
@@ -116,8 +131,10 @@ class KafkaServer:
         log.info("[KafkaServer id=%d] shutting down", self.config.node_id)
         if self._reaper is not None:
             self._reaper.cancel()
-        for server in self._servers:
-            server.close()
+        for task in self._acceptors:
+            task.cancel()
+        for sock in self._sockets:
+            sock.close()
         broker = self.broker
         if broker is not None:
             broker.fetch_waiters.close()  # parked fetches answer now
@@ -132,14 +149,62 @@ class KafkaServer:
                 log.warning("%d connection(s) did not finish in time; closing them", len(pending))
                 for task in pending:
                     task.cancel()
-        for server in self._servers:
-            try:
-                await asyncio.wait_for(server.wait_closed(), 1)
-            except TimeoutError:
-                pass
         if broker is not None:
             await broker.shutdown()
         log.info("[KafkaServer id=%d] shut down completed", self.config.node_id)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A non-blocking listening socket (SO_REUSEADDR, backlog 1024) on host:port."""
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+    sock = socket.create_server((host, port), family=family, backlog=1024)
+    sock.setblocking(False)
+    return sock
+
+
+class Acceptor:
+    """Accepts on one listener's socket while the quotas allow and starts its connections.
+
+    A TLS handshake runs in a task of its own, so a client that never finishes one holds a
+    slot (until ssl handshake times out) but never the acceptor."""
+
+    def __init__(self, listener_name: str, sock: socket.socket, context: ssl.SSLContext | None,
+                 quotas: ConnectionQuotas, protocol: Callable[[str], KafkaConnection]) -> None:
+        self.listener_name = listener_name
+        self.sock = sock
+        self.context = context
+        self.quotas = quotas
+        self.protocol = protocol
+        self._starting: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self.quotas.wait_for_slot()
+            try:
+                conn, address = await loop.sock_accept(self.sock)
+            except OSError as exc:  # EMFILE and the like: Kafka's acceptor logs and goes on
+                log.error("Error while accepting connection on %s: %s", self.listener_name, exc)
+                await asyncio.sleep(0.1)  # the cause (too many open files) needs time to clear
+                continue
+            ip = str(address[0])
+            if not self.quotas.inc(ip):
+                conn.close()
+                continue
+            task = loop.create_task(self._start(conn, ip))
+            self._starting.add(task)
+            task.add_done_callback(self._starting.discard)
+
+    async def _start(self, conn: socket.socket, ip: str) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            await loop.connect_accepted_socket(lambda: self.protocol(ip), conn, ssl=self.context)
+        except (OSError, ssl.SSLError, asyncio.TimeoutError) as exc:
+            # The connection never started (a failed TLS handshake): its slot is free again.
+            log.debug("Connection from /%s on %s did not start: %s", ip, self.listener_name, exc)
+            conn.close()
+            self.quotas.dec(ip)
 
 
 async def serve(config: KafkaConfig) -> int:

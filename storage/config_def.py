@@ -310,6 +310,12 @@ _BROKER_KEYS = [
     _broker("ssl.principal.mapping.rules", S, "DEFAULT",
             "Rules mapping a certificate's subject to a principal; only DEFAULT (the whole subject) is served.",
             OneOf(("DEFAULT",))),
+    _broker("max.connections", I, 2147483647, "Connections the broker holds on all listeners together; at the limit "
+            "it stops accepting until one closes.", AtLeast(0)),
+    _broker("max.connections.per.ip", I, 2147483647, "Connections one client address may hold; more are closed at once.",
+            AtLeast(0)),
+    _broker("max.connections.per.ip.overrides", S, "", "Per-address exceptions to max.connections.per.ip, as "
+            "host:count,host:count."),
     _broker("queued.max.requests", I, 500, "Pipelined requests read ahead per connection before reading pauses.", AtLeast(1)),
     # -- topics
     _broker("num.partitions", I, 1, "Partitions of a topic created without an explicit count.", AtLeast(1)),

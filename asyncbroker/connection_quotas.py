@@ -1,0 +1,70 @@
+"""ConnectionQuotas: how many connections the broker holds, in all and per client address.
+
+As Kafka's ConnectionQuotas on one node: `max.connections` bounds every listener together,
+and when it is reached the acceptors stop accepting until a connection closes (clients wait
+in the listen backlog; nobody is dropped). `max.connections.per.ip` (with its overrides,
+`max.connections.per.ip.overrides=host:count,...`) bounds one address, and a connection over
+it is closed at once, so one client cannot take every slot.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+
+from storage.config_def import ConfigException
+
+__all__ = ["ConnectionQuotas", "parse_per_ip_overrides"]
+
+log = logging.getLogger(__name__)
+
+
+def parse_per_ip_overrides(entries: list[str]) -> dict[str, int]:
+    """`host:count` items of max.connections.per.ip.overrides (IPv6 hosts keep their colons)."""
+    out: dict[str, int] = {}
+    for entry in entries:
+        host, sep, count = entry.rpartition(":")
+        if not sep or not host or not count.isdigit():
+            raise ConfigException("max.connections.per.ip.overrides",
+                                  f"Invalid value {entry} for configuration max.connections.per.ip.overrides: "
+                                  "expected host:count")
+        out[host.strip("[]")] = int(count)
+    return out
+
+
+class ConnectionQuotas:
+    def __init__(self, max_connections: int, max_per_ip: int, per_ip_overrides: dict[str, int]) -> None:
+        self.max_connections = max_connections
+        self.max_per_ip = max_per_ip
+        self.per_ip_overrides = per_ip_overrides
+        self.total = 0
+        self._per_ip: collections.Counter[str] = collections.Counter()
+        self._slot_freed = asyncio.Event()
+
+    def count(self, ip: str) -> int:
+        return self._per_ip[ip]
+
+    async def wait_for_slot(self) -> None:
+        """Return once the broker holds fewer than max.connections (the acceptor then accepts)."""
+        while self.total >= self.max_connections:
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
+
+    def inc(self, ip: str) -> bool:
+        """Count a connection just accepted from `ip`; False (not counted) when `ip` already
+        holds its maximum, and the caller closes the connection."""
+        limit = self.per_ip_overrides.get(ip, self.max_per_ip)
+        if self._per_ip[ip] >= limit:
+            log.info("Rejected connection from /%s, address already has the configured maximum of %d connections.",
+                     ip, limit)
+            return False
+        self._per_ip[ip] += 1
+        self.total += 1
+        return True
+
+    def dec(self, ip: str) -> None:
+        self._per_ip[ip] -= 1
+        if self._per_ip[ip] <= 0:
+            del self._per_ip[ip]
+        self.total -= 1
+        self._slot_freed.set()
