@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # the parts are imported where they are built (startup), to k
     from asyncbroker.offsets_topic import CoordinatorTopic
     from asyncbroker.producer_id_expiration import ProducerIdExpiration
     from asyncbroker.replica_manager import ReplicaManager
+    from asyncbroker.scram_credentials import ScramCredentials
     from asyncbroker.topics import TopicManager, TopicMetadata
     from asyncbroker.transaction_coordinator import TransactionCoordinator
 
@@ -88,6 +89,7 @@ class Broker:
         self.advertised: dict[str, tuple[str, int]] = {
             e.listener_name: config.advertised_endpoint(e) for e in config.served_listeners()}
         self.advertised_host, self.advertised_port = config.advertised_host_port()
+        self._scram_credentials: ScramCredentials | None = None
         self.started_at = time.monotonic()
         self.io_executor = ThreadPoolExecutor(
             max_workers=max(2, config.num_io_threads), thread_name_prefix="asyncbroker-io"
@@ -145,6 +147,16 @@ class Broker:
             self.advertised[name] = (self.advertised[name][0], port)
         if name == first:
             self.advertised_port = port
+
+    @property
+    def scram_credentials(self) -> ScramCredentials:
+        """The SCRAM users (read from the log directories on first use: only SASL
+        connections and the SCRAM admin APIs need them)."""
+        if self._scram_credentials is None:
+            from asyncbroker.scram_credentials import ScramCredentials
+
+            self._scram_credentials = ScramCredentials(self.config.log_dirs)
+        return self._scram_credentials
 
     def advertised_for(self, listener_name: str) -> tuple[str, int]:
         """The (host, port) Metadata, DescribeCluster and FindCoordinator give a client that

@@ -220,8 +220,11 @@ def parse_endpoints(key: str, entries: Sequence[str]) -> list[Endpoint]:
 # ---------------------------------------------------------------- the config
 
 
-# The security protocols listeners serve here (SASL is issue 20's next step).
-SERVED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+# The security protocols listeners serve here.
+SERVED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SERVED_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# Kafka's per-listener JAAS key, the one pattern key of the broker config.
+_LISTENER_JAAS = re.compile(r"^listener\.name\.([A-Za-z0-9_-]+)\.([A-Za-z0-9-]+)\.sasl\.jaas\.config$")
 
 
 class KafkaConfig(msgspec.Struct, kw_only=True):
@@ -247,6 +250,8 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     max_connections: int = broker_default("max.connections")
     max_connections_per_ip: int = broker_default("max.connections.per.ip")
     max_connections_per_ip_overrides: str = broker_default("max.connections.per.ip.overrides")
+    sasl_enabled_mechanisms: list[str] = broker_default("sasl.enabled.mechanisms")
+    sasl_mechanism_inter_broker_protocol: str = broker_default("sasl.mechanism.inter.broker.protocol")
     ssl_keystore_type: str = broker_default("ssl.keystore.type")
     ssl_keystore_location: str | None = broker_default("ssl.keystore.location")
     ssl_keystore_password: str | None = broker_default("ssl.keystore.password")
@@ -346,6 +351,8 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     # The keys explicitly given (file, environment, overrides) with their raw
     # values: DescribeConfigs reports these as STATIC_BROKER_CONFIG.
     originals: dict[str, str] = msgspec.field(default_factory=dict)
+    # listener.name.<listener>.<mechanism>.sasl.jaas.config, by "LISTENER MECHANISM" (upper case).
+    listener_jaas_configs: dict[str, str] = msgspec.field(default_factory=dict)
     # Dynamic broker configs (IncrementalAlterConfigs / AlterConfigs on a BROKER resource),
     # raw values by key: this node's ("1") and the cluster-wide defaults (""). They win over
     # the static values; asyncbroker.broker_config_changes keeps them and persists them.
@@ -401,7 +408,11 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     def from_props(cls, props: Mapping[str, str]) -> KafkaConfig:
         """Validate every key and value; the first problem raises ConfigException naming its key."""
         values: dict[str, Any] = {}
+        jaas: dict[str, str] = {}
         for name, raw in props.items():
+            if (m := _LISTENER_JAAS.match(name)) is not None:
+                jaas[f"{m.group(1).upper()} {m.group(2).upper()}"] = raw
+                continue
             key = BROKER_KEYS.get(name)
             if key is None:
                 raise ConfigException(name, f"Unknown configuration {name!r}")
@@ -416,13 +427,13 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             values["log_dirs"] = [values.get("log_dir", "./data")]
         if "node_id" not in values and values.get("broker_id", -1) >= 0:
             values["node_id"] = values["broker_id"]
-        originals = {k: props[k] for k in props}
+        originals = {k: props[k] for k in props if _LISTENER_JAAS.match(k) is None}
         if "broker.id" not in props and "node.id" in props:
             # Kafka copies node.id into broker.id when it builds its config, so broker.id is
             # then a static config with node.id's value.
             values["broker_id"] = values["node_id"]
             originals["broker.id"] = props["node.id"]
-        config = cls(**values, originals=originals)
+        config = cls(**values, originals=originals, listener_jaas_configs=jaas)
         config._check()
         return config
 
@@ -441,7 +452,13 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             if protocol not in SERVED_SECURITY_PROTOCOLS:
                 raise ConfigException(
                     "listeners", f"Invalid value {e} for configuration listeners: the {protocol} security protocol "
-                    f"is not served (only {' and '.join(SERVED_SECURITY_PROTOCOLS)})")
+                    f"is not served (only {', '.join(SERVED_SECURITY_PROTOCOLS)})")
+            if protocol.startswith("SASL_"):
+                unserved = [m for m in self.sasl_enabled_mechanisms if m not in SERVED_SASL_MECHANISMS]
+                if unserved or not self.sasl_enabled_mechanisms:
+                    raise ConfigException("sasl.enabled.mechanisms", f"Invalid value {','.join(self.sasl_enabled_mechanisms)} "
+                                          f"for configuration sasl.enabled.mechanisms: listener {e.listener_name} is "
+                                          f"SASL; the mechanisms served are {', '.join(SERVED_SASL_MECHANISMS)}")
         if self.advertised_listeners is not None:
             adv = parse_endpoints("advertised.listeners", self.advertised_listeners)
             for e in adv:

@@ -30,7 +30,7 @@ from wire.messages import ApiKey, decode_request, encode_response, unsupported_a
 
 from asyncbroker.encoded_response import EncodedResponse, FileRegion
 from asyncbroker.metrics import METRICS
-from asyncbroker.request_context import ANONYMOUS, RequestContext
+from asyncbroker.request_context import ANONYMOUS, RequestContext, Session
 
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
@@ -45,6 +45,10 @@ MAX_QUEUED_FRAMES = 32
 # Below this size a file region is read into memory rather than sendfile'd:
 # one syscall either way, and a write() keeps the transport's buffering simple.
 SENDFILE_MIN_BYTES = 64 * 1024
+
+
+# The requests a SASL connection may send before it has authenticated.
+_BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 
 class CloseConnection(Exception):
@@ -102,8 +106,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
             from asyncbroker.ssl_factory import principal_of  # only TLS connections need it
 
             principal = principal_of(ssl_object)
+        session = Session(principal)
+        if self._broker.config.security_protocol(self._listener_name) in ("SASL_PLAINTEXT", "SASL_SSL"):
+            from asyncbroker.sasl_authenticator import SaslServerAuthenticator  # SASL listeners only
+
+            session.authenticated = False
+            session.sasl = SaslServerAuthenticator(self._broker, self._listener_name)
         self._ctx = RequestContext(self._broker, f"/{peer[0]}" if isinstance(peer, tuple) else "",
-                                   self._listener_name, principal)
+                                   self._listener_name, session)
         self._connections.add(self)
         METRICS.connection_opened()
         log.debug("Accepted connection from %s", self._peer)
@@ -225,10 +235,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._transport.close()
 
     async def _serve_one(self, frame: Any) -> None:
+        session = self._ctx.session
+        if session.sasl is not None and session.sasl.raw_tokens and not session.authenticated:
+            self._raw_sasl_token(bytes(frame))
+            return
         try:
             header, body_offset = parse_request_header(frame)
         except FramingError as exc:
             log.warning("Closing socket connection to %s due to an unparsable request header: %s", self._peer, exc)
+            self._abort()
+            return
+        if not self._ctx.session.authenticated and header.api_key not in _BEFORE_AUTHENTICATION:
+            log.info("Closing socket connection to %s: unexpected Kafka request of type %s during SASL handshake",
+                     self._peer, header.api_key)
             self._abort()
             return
         spec = self._registry.get(header.api_key)
@@ -289,6 +308,26 @@ class KafkaConnection(asyncio.BufferedProtocol):
         else:
             body = encode_response(result)
             self._write_frame(resp_header, [body], len(body))
+        if self._ctx.session.close_after_response and self._transport is not None:
+            self._closed = True
+            self._transport.close()  # after the answer already written: a failed authentication
+
+    def _raw_sasl_token(self, token: bytes) -> None:
+        """A SASL token after a SaslHandshake v0: answered with the bare next token; a failed
+        authentication just closes (there is no answer to carry an error)."""
+        from asyncbroker.sasl_authenticator import AuthenticationFailed
+
+        session = self._ctx.session
+        try:
+            answer, principal = session.sasl.authenticate(token)
+        except AuthenticationFailed as exc:
+            log.info("Failed authentication with %s (%s)", self._peer, exc)
+            self._abort()
+            return
+        if principal is not None:
+            session.principal, session.authenticated = principal, True
+        if self._transport is not None and not self._closed:
+            self._transport.write(_SIZE.pack(len(answer)) + answer)
 
     def _write_frame(self, resp_header: bytes, parts: list[Any], size: int) -> None:
         transport = self._transport

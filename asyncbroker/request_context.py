@@ -8,7 +8,7 @@ DescribeGroups shows it. The connection builds one per connection; every handler
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -17,6 +17,20 @@ if TYPE_CHECKING:
 
 # Kafka's principal of a client that did not authenticate.
 ANONYMOUS = "User:ANONYMOUS"
+
+
+class Session(msgspec.Struct):
+    """What a connection learns about its peer as it goes: who it is (a TLS client
+    certificate's subject at once, a SASL identity after SaslAuthenticate) and, on a SASL
+    listener, the authentication under way (asyncbroker.sasl_authenticator)."""
+
+    principal: str = ANONYMOUS
+    # On a SASL listener: False until SaslAuthenticate succeeds; only ApiVersions,
+    # SaslHandshake and SaslAuthenticate are served before (Kafka closes on anything else).
+    authenticated: bool = True
+    sasl: Any = None  # the SaslServerAuthenticator of a SASL connection
+    # Set by a handler whose answer must be the connection's last (a failed authentication).
+    close_after_response: bool = False
 
 
 class RequestContext(msgspec.Struct, frozen=True):
@@ -29,5 +43,4 @@ class RequestContext(msgspec.Struct, frozen=True):
     # The listener the connection came in on ("" outside a connection: the first one's
     # answers); Metadata tells clients that listener's advertised address.
     listener_name: str = ""
-    # Who the peer is: a TLS client certificate's subject ("User:CN=...") or ANONYMOUS.
-    principal: str = ANONYMOUS
+    session: Session = msgspec.field(default_factory=Session)

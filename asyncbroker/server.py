@@ -67,6 +67,8 @@ class KafkaServer:
         # TLS stores are read before any log directory is touched: a bad one stops startup
         # with a message naming the key.
         listeners = [(e, self._ssl_context(e)) for e in self.config.served_listeners()]
+        for e in self.config.served_listeners():
+            self._check_sasl(e)
         self.quotas = quotas = ConnectionQuotas(
             self.config.max_connections, self.config.max_connections_per_ip,
             parse_per_ip_overrides([x for x in self.config.max_connections_per_ip_overrides.split(",") if x.strip()]))
@@ -109,8 +111,16 @@ class KafkaServer:
 
         return make
 
+    def _check_sasl(self, endpoint: Endpoint) -> None:
+        """A SASL listener offering PLAIN needs its users (its JAAS config), as Kafka does."""
+        if self.config.security_protocol(endpoint.listener_name) in ("SASL_PLAINTEXT", "SASL_SSL") \
+                and "PLAIN" in self.config.sasl_enabled_mechanisms:
+            from asyncbroker.sasl_authenticator import plain_users
+
+            plain_users(self.config, endpoint.listener_name)
+
     def _ssl_context(self, endpoint: Endpoint) -> ssl.SSLContext | None:
-        if self.config.security_protocol(endpoint.listener_name) != "SSL":
+        if self.config.security_protocol(endpoint.listener_name) not in ("SSL", "SASL_SSL"):
             return None
         from asyncbroker.ssl_factory import SslFactory  # imported only when a listener needs TLS
 

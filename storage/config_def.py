@@ -286,6 +286,12 @@ _BROKER_KEYS = [
     _broker("socket.receive.buffer.bytes", I, 102400, "SO_RCVBUF for client sockets; -1 keeps the OS default.", AtLeast(-1)),
     _broker("socket.request.max.bytes", I, 104857600, "The largest request frame accepted; larger frames close the connection.", AtLeast(1)),
     _broker("connections.max.idle.ms", L, 600000, "Idle connections are closed after this many milliseconds."),
+    # -- SASL, for SASL_PLAINTEXT and SASL_SSL listeners (asyncbroker.sasl_authenticator); each
+    # listener's JAAS config is the pattern key listener.name.<listener>.<mechanism>.sasl.jaas.config
+    _broker("sasl.enabled.mechanisms", LS, ["GSSAPI"], "SASL mechanisms SASL listeners offer: PLAIN, SCRAM-SHA-256, "
+            "SCRAM-SHA-512 (GSSAPI, Kafka's default, is not served)."),
+    _broker("sasl.mechanism.inter.broker.protocol", S, "GSSAPI",
+            "Accepted for compatibility; a single node has no inter-broker traffic.", inert=True),
     # -- TLS, for SSL listeners (asyncbroker.ssl_factory)
     _broker("ssl.keystore.type", S, "JKS", "Format of the key store: PEM (the private key and its certificate chain "
             "in one file, or inline) or PKCS12. JKS, Kafka's default, is Java's own and is not read here."),

@@ -464,6 +464,24 @@ class TransactionalIdAuthorizationFailedError(KafkaError):
     error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
+class UnsupportedSaslMechanismError(KafkaError):
+    """SaslHandshake named a mechanism the listener does not offer."""
+
+    error_code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
+
+
+class IllegalSaslStateError(KafkaError):
+    """A SASL request out of its place in the exchange."""
+
+    error_code = ErrorCode.ILLEGAL_SASL_STATE
+
+
+class SaslAuthenticationError(KafkaError):
+    """The credentials did not hold."""
+
+    error_code = ErrorCode.SASL_AUTHENTICATION_FAILED
+
+
 class SecurityDisabledError(KafkaError):
     """An ACL request to a broker without an authorizer (Kafka's default)."""
 

@@ -359,10 +359,16 @@ def _sort_describe_log_dirs(answer: dict[str, Any]) -> None:
             topic["partitions"].sort(key=lambda p: p["partition_index"])
 
 
+def _sort_scram_results(answer: dict[str, Any]) -> None:
+    """Kafka's controller answers the SCRAM admin APIs user by user from hash maps."""
+    answer["results"].sort(key=lambda r: r["user"])
+
+
 # API key -> how to put the unordered collections of its answer in a canonical order.
 UNORDERED: dict[int, Callable[[dict[str, Any]], None]] = {
     0: _sort_produce, 2: _sort_list_offsets, 3: _sort_metadata, 20: _sort_delete_topics,
     21: _sort_delete_records, 32: _sort_describe_configs, 35: _sort_describe_log_dirs, 37: _sort_create_partitions,
+    50: _sort_scram_results, 51: _sort_scram_results,
 }
 
 

@@ -1,0 +1,43 @@
+"""DescribeUserScramCredentials (key 50): each user's SCRAM mechanisms and iterations
+(never a salt or key), all users when none is named."""
+from __future__ import annotations
+
+from typing import Any
+
+from wire.errors import ErrorCode
+from wire.headers import RequestHeader
+from wire.messages import ApiKey
+
+from asyncbroker.request_context import RequestContext
+from asyncbroker.response_builder import ResponseBuilder
+from asyncbroker.scram_credentials import MECHANISMS
+
+API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+_IDS = {name: mid for mid, (name, _) in MECHANISMS.items()}
+
+
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+    b = ResponseBuilder(API_KEY, header.api_version)
+    users = ctx.broker.scram_credentials.users()
+    # user -> named more than once (each user is answered once)
+    named: dict[str, bool] = {}
+    for name in ([u.name for u in request.users] if request.users else users):
+        named[name] = name in named
+    results = []
+    for name in named:
+        if named[name]:
+            code, message, infos = (ErrorCode.DUPLICATE_RESOURCE,
+                                    f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}", ())
+        elif name not in users:
+            code, message, infos = ErrorCode.RESOURCE_NOT_FOUND, f"Attempt to describe a user credential that does not exist: {name}", ()
+        else:
+            code, message = ErrorCode.NONE, ""
+            infos = tuple(b.entity("CredentialInfo", mechanism=_IDS[m], iterations=c.iterations)
+                          for m, c in sorted(users[name].items(), key=lambda mc: _IDS[mc[0]]))
+        results.append(b.entity("DescribeUserScramCredentialsResult", user=name, error_code=code,
+                                error_message=message, credential_infos=infos))
+    return b.entity("DescribeUserScramCredentialsResponse", throttle_time=0, error_code=ErrorCode.NONE,
+                    error_message="", results=tuple(results))

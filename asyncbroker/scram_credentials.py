@@ -1,0 +1,108 @@
+"""ScramCredentials: the SCRAM users of this node, kept durably in its log directories.
+
+Kafka keeps them in its metadata log (UserScramCredentialRecord: name, mechanism, salt,
+stored key, server key, iterations) and changes them with AlterUserScramCredentials
+(`kafka-configs.sh --entity-type users --alter --add-config 'SCRAM-SHA-256=[password=...]'`);
+the broker never sees a password, only what RFC 5802 derives from the salted one. Here the
+same fields go to `asyncbroker-scram-credentials.json` in every log directory, written
+atomically like the dynamic broker configs.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from storage.atomic_file import write_atomically
+
+__all__ = ["SCRAM_CREDENTIALS_FILE", "MECHANISMS", "ScramCredential", "ScramCredentials"]
+
+log = logging.getLogger(__name__)
+
+SCRAM_CREDENTIALS_FILE = "asyncbroker-scram-credentials.json"
+# ScramMechanism ids in the admin APIs -> (name, hash)
+MECHANISMS: dict[int, tuple[str, str]] = {1: ("SCRAM-SHA-256", "sha256"), 2: ("SCRAM-SHA-512", "sha512")}
+MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
+
+
+class ScramCredential(msgspec.Struct, frozen=True):
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    @classmethod
+    def from_salted_password(cls, hash_name: str, salt: bytes, salted_password: bytes,
+                             iterations: int) -> "ScramCredential":
+        """RFC 5802: StoredKey = H(HMAC(SaltedPassword, "Client Key")), ServerKey =
+        HMAC(SaltedPassword, "Server Key")."""
+        client_key = hmac.digest(salted_password, b"Client Key", hash_name)
+        return cls(salt, hashlib.new(hash_name, client_key).digest(),
+                   hmac.digest(salted_password, b"Server Key", hash_name), iterations)
+
+    @classmethod
+    def from_password(cls, hash_name: str, password: str, iterations: int = MIN_ITERATIONS,
+                      salt: bytes | None = None) -> "ScramCredential":
+        import os
+
+        salt = os.urandom(32) if salt is None else salt
+        salted = hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, iterations)
+        return cls.from_salted_password(hash_name, salt, salted, iterations)
+
+
+class ScramCredentials:
+    """user -> mechanism name -> credential, persisted on every change (blocking writes:
+    callers run them on the executor)."""
+
+    def __init__(self, log_dirs: Sequence[str | Path]) -> None:
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self._users: dict[str, dict[str, ScramCredential]] = self._read()
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self._users.get(user, {}).get(mechanism)
+
+    def users(self) -> dict[str, dict[str, ScramCredential]]:
+        return {u: dict(m) for u, m in self._users.items()}
+
+    def apply(self, upserts: dict[tuple[str, str], ScramCredential], deletions: set[tuple[str, str]]) -> None:
+        """Change several credentials at once and persist them (one write)."""
+        for user, mechanism in deletions:
+            self._users.get(user, {}).pop(mechanism, None)
+            if not self._users.get(user, True):
+                del self._users[user]
+        for (user, mechanism), credential in upserts.items():
+            self._users.setdefault(user, {})[mechanism] = credential
+        data = json.dumps({u: {m: {"salt": _b64(c.salt), "stored_key": _b64(c.stored_key),
+                                   "server_key": _b64(c.server_key), "iterations": c.iterations}
+                               for m, c in sorted(ms.items())} for u, ms in sorted(self._users.items())},
+                          indent=1).encode()
+        for d in self.log_dirs:
+            write_atomically(d / SCRAM_CREDENTIALS_FILE, data)
+
+    def _read(self) -> dict[str, dict[str, ScramCredential]]:
+        newest, found = -1.0, {}
+        for d in self.log_dirs:
+            path = d / SCRAM_CREDENTIALS_FILE
+            try:
+                mtime = path.stat().st_mtime
+                raw = json.loads(path.read_text())
+            except FileNotFoundError:
+                continue
+            except ValueError as exc:
+                log.error("Ignoring %s, which is not valid JSON: %s", path, exc)
+                continue
+            if mtime > newest:
+                newest, found = mtime, raw
+        return {u: {m: ScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),
+                                       base64.b64decode(c["server_key"]), int(c["iterations"]))
+                    for m, c in ms.items()} for u, ms in found.items()}
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()

@@ -1,0 +1,231 @@
+"""SASL listeners (issue 20): SASL_PLAINTEXT and SASL_SSL with PLAIN (users in the listener's
+JAAS config) and SCRAM-SHA-256/512 (users made with AlterUserScramCredentials, durable
+across restarts), driven by confluent-kafka, kcat and the Java client; a wrong password, an
+unknown user and an unoffered mechanism get Kafka's errors; a request before authentication
+closes the connection; and the broker keeps serving through all of it."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+from asyncbroker.testing import BrokerProcess, TlsFiles
+from jvm.kafka_jvm import run_tool
+
+pytestmark = pytest.mark.timeout(180)
+
+CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+              'user_alice="alice-secret" user_bob="bob-secret";')
+
+
+def broker_overrides(tls: TlsFiles) -> list[str]:
+    return [
+        *tls.broker_overrides(),
+        "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        f"listener.name.sasl_plaintext.plain.sasl.jaas.config={PLAIN_JAAS}",
+        f"listener.name.sasl_ssl.plain.sasl.jaas.config={PLAIN_JAAS}",
+    ]
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    return TlsFiles.create(tmp_path_factory.mktemp("sasl-tls"))
+
+
+@pytest.fixture(scope="module")
+def broker(tls: TlsFiles, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    with BrokerProcess(broker_overrides(tls), log_dir=tmp_path_factory.mktemp("sasl-data")) as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap_for("PLAINTEXT")})
+        futures = admin.alter_user_scram_credentials([
+            UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                         b"carol-secret"),
+            UserScramCredentialUpsertion("dave", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
+                                         b"dave-secret")])
+        for f in futures.values():
+            f.result(30)
+        yield b
+
+
+def client(broker: BrokerProcess, tls: TlsFiles, listener: str, mechanism: str, user: str,
+           password: str) -> dict[str, str]:
+    conf = {"bootstrap.servers": broker.bootstrap_for(listener), "security.protocol": listener,
+            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+    if listener == "SASL_SSL":
+        conf["ssl.ca.location"] = str(tls.ca)
+    return conf
+
+
+def round_trip(conf: dict[str, str], values: list[bytes]) -> list[bytes]:
+    topic = f"sasl-{uuid.uuid4().hex[:8]}"
+    p = Producer(conf)
+    for v in values:
+        p.produce(topic, v, partition=0)
+    assert p.flush(30) == 0
+    c = Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        got: list[bytes] = []
+        for _ in range(200):
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                break
+            got.append(m.value())
+        return got
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
+@pytest.mark.parametrize("mechanism, user, password", [
+    ("PLAIN", "alice", "alice-secret"), ("SCRAM-SHA-256", "carol", "carol-secret"),
+    ("SCRAM-SHA-512", "dave", "dave-secret")], ids=["plain", "scram-256", "scram-512"])
+def test_confluent_kafka_authenticates(broker: BrokerProcess, tls: TlsFiles, listener: str, mechanism: str,
+                                       user: str, password: str) -> None:
+    conf = client(broker, tls, listener, mechanism, user, password)
+    assert round_trip(conf, [b"one", b"two"]) == [b"one", b"two"]
+    # Metadata on a SASL listener advertises that listener.
+    brokers = AdminClient(conf).list_topics(timeout=10).brokers
+    assert [b.port for b in brokers.values()] == [broker.listener_ports[listener]]
+
+
+SCRAM_FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
+
+
+@pytest.mark.parametrize("mechanism, user, password, message", [
+    ("PLAIN", "alice", "wrong", "Authentication failed: Invalid username or password"),
+    ("PLAIN", "mallory", "x", "Authentication failed: Invalid username or password"),
+    ("SCRAM-SHA-256", "carol", "wrong", SCRAM_FAILED.format("SCRAM-SHA-256")),
+    ("SCRAM-SHA-512", "carol", "carol-secret", SCRAM_FAILED.format("SCRAM-SHA-512")),  # carol has SHA-256 only
+    ("SCRAM-SHA-256", "nobody", "x", SCRAM_FAILED.format("SCRAM-SHA-256"))],
+    ids=["plain-password", "plain-user", "scram-password", "scram-mechanism", "scram-user"])
+def test_bad_credentials_are_refused(broker: BrokerProcess, tls: TlsFiles, mechanism: str, user: str,
+                                     password: str, message: str) -> None:
+    """The client hears SASL_AUTHENTICATION_FAILED with Kafka's message (librdkafka reports it
+    through its error callback), and the broker keeps serving."""
+    errors: list[KafkaError] = []
+    p = Producer({**client(broker, tls, "SASL_PLAINTEXT", mechanism, user, password), "error_cb": errors.append})
+    deadline = time.monotonic() + 15
+    while not errors and time.monotonic() < deadline:
+        p.poll(0.2)  # serves the error callback
+    assert any(e.code() == KafkaError._AUTHENTICATION and message in e.str() for e in errors), errors
+    assert broker.returncode is None
+    good = client(broker, tls, "SASL_PLAINTEXT", "PLAIN", "bob", "bob-secret")
+    assert round_trip(good, [b"still"]) == [b"still"]
+
+
+def test_a_request_before_authentication_closes_the_connection(broker: BrokerProcess) -> None:
+    """Metadata v1 sent straight to the SASL listener: Kafka closes such a connection."""
+    body = struct.pack(">hhih", 3, 1, 7, 5) + b"probe" + struct.pack(">i", -1)
+    with socket.create_connection(("127.0.0.1", broker.listener_ports["SASL_PLAINTEXT"]), timeout=10) as s:
+        s.sendall(struct.pack(">i", len(body)) + body)
+        assert s.recv(4) == b""
+    assert broker.returncode is None
+
+
+def test_an_unoffered_mechanism(broker: BrokerProcess, tls: TlsFiles) -> None:
+    """librdkafka asking for OAUTHBEARER gets UNSUPPORTED_SASL_MECHANISM (with the offered ones)."""
+    errors: list[KafkaError] = []
+    p = Producer({"bootstrap.servers": broker.bootstrap_for("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
+                  "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+                  "sasl.oauthbearer.config": "principal=alice",
+                  "error_cb": errors.append})
+    deadline = time.monotonic() + 15
+    while not errors and time.monotonic() < deadline:
+        p.poll(0.2)  # serves the error callback
+    assert any("Unsupported SASL mechanism" in e.str() and "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512" in e.str()
+               for e in errors), errors
+    assert broker.returncode is None
+
+
+def test_kcat_with_plain(broker: BrokerProcess) -> None:
+    topic = f"sasl-kcat-{uuid.uuid4().hex[:6]}"
+    common = ["kcat", "-b", broker.bootstrap_for("SASL_PLAINTEXT"), "-X", "security.protocol=SASL_PLAINTEXT",
+              "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"]
+    produced = subprocess.run([*common, "-P", "-t", topic, "-p", "0"], input="one\ntwo\n", capture_output=True,
+                              text=True, timeout=60, check=False)
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run([*common, "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%o %s\n"],
+                              capture_output=True, text=True, timeout=60, check=False)
+    assert consumed.stdout.splitlines() == ["0 one", "1 two"], consumed.stderr
+
+
+def test_java_client_with_scram_over_tls(broker: BrokerProcess, tls: TlsFiles, tmp_path: Path) -> None:
+    topic = f"sasl-java-{uuid.uuid4().hex[:6]}"
+    config = tmp_path / "client.properties"
+    settings = {**tls.java_client(), "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                    'username="dave" password="dave-secret";'}
+    config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+    bootstrap = broker.bootstrap_for("SASL_SSL")
+    produced = run_tool(CONSOLE_PRODUCER, ["--bootstrap-server", bootstrap, "--topic", topic,
+                                           "--command-config", str(config)], input="alpha\nbeta\n")
+    assert produced.returncode == 0, produced.stderr[-2000:]
+    consumed = run_tool(CONSOLE_CONSUMER, ["--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning",
+                                           "--max-messages", "2", "--timeout-ms", "30000",
+                                           "--command-config", str(config)])
+    assert consumed.stdout.splitlines() == ["alpha", "beta"], consumed.stderr[-2000:]
+
+
+def test_scram_credentials_survive_a_restart(tls: TlsFiles, tmp_path: Path) -> None:
+    with BrokerProcess(broker_overrides(tls), log_dir=tmp_path / "data") as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap_for("PLAINTEXT")})
+        for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+                "erin", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"erin-secret")]).values():
+            f.result(30)
+        b.restart()
+        conf = client(b, tls, "SASL_PLAINTEXT", "SCRAM-SHA-256", "erin", "erin-secret")
+        assert round_trip(conf, [b"after restart"]) == [b"after restart"]
+        admin = AdminClient({"bootstrap.servers": b.bootstrap_for("PLAINTEXT")})
+        info = admin.describe_user_scram_credentials(["erin"])["erin"].result(30).scram_credential_infos
+        assert [(i.mechanism, i.iterations) for i in info] == [(ScramMechanism.SCRAM_SHA_256, 4096)]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN"],
+     "listener.name.sasl_plaintext.plain.sasl.jaas.config is missing"),
+    (["listeners=SASL_PLAINTEXT://127.0.0.1:0"], "sasl.enabled.mechanisms"),  # Kafka's default, GSSAPI
+    (["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN",
+      "listener.name.sasl_plaintext.plain.sasl.jaas.config=PlainLoginModule"], "expected"),
+], ids=["no-jaas", "gssapi", "bad-jaas"])
+def test_bad_sasl_settings_stop_startup(tmp_path: Path, overrides: list[str], message: str) -> None:
+    data = tmp_path / "data"
+    result = subprocess.run([sys.executable, "-m", "asyncbroker", "serve", "--override", f"log.dirs={data}",
+                             *[a for o in overrides for a in ("--override", o)]],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 1 and message in result.stdout + result.stderr, result.stdout + result.stderr
+    assert not data.exists() or not any(data.iterdir())
+
+
+def test_handshake_v0_then_bare_tokens(broker: BrokerProcess) -> None:
+    """SaslHandshake v0: the PLAIN token then goes as a bare size-prefixed frame and its
+    (empty) answer comes back the same way; the connection is then served."""
+    def frame(body: bytes) -> bytes:
+        return struct.pack(">i", len(body)) + body
+
+    def read_frame(s: socket.socket) -> bytes:
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        return s.recv(size, socket.MSG_WAITALL) if size else b""
+
+    with socket.create_connection(("127.0.0.1", broker.listener_ports["SASL_PLAINTEXT"]), timeout=10) as s:
+        s.sendall(frame(struct.pack(">hhih", 17, 0, 1, 1) + b"t" + struct.pack(">h", 5) + b"PLAIN"))
+        answer = read_frame(s)
+        assert struct.unpack_from(">ih", answer) == (1, 0)  # correlation id, error code NONE
+        s.sendall(frame(b"\x00alice\x00alice-secret"))
+        assert read_frame(s) == b""
+        s.sendall(frame(struct.pack(">hhih", 3, 1, 2, 1) + b"t" + struct.pack(">i", -1)))  # Metadata v1
+        assert struct.unpack_from(">i", read_frame(s))[0] == 2
