@@ -252,6 +252,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     max_connections_per_ip_overrides: str = broker_default("max.connections.per.ip.overrides")
     sasl_enabled_mechanisms: list[str] = broker_default("sasl.enabled.mechanisms")
     sasl_mechanism_inter_broker_protocol: str = broker_default("sasl.mechanism.inter.broker.protocol")
+    sasl_server_max_receive_size: int = broker_default("sasl.server.max.receive.size")
     ssl_keystore_type: str = broker_default("ssl.keystore.type")
     ssl_keystore_location: str | None = broker_default("ssl.keystore.location")
     ssl_keystore_password: str | None = broker_default("ssl.keystore.password")

@@ -112,6 +112,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
             session.authenticated = False
             session.sasl = SaslServerAuthenticator(self._broker, self._listener_name)
+            # Until it has authenticated, a client's frames are bounded by sasl.server.max.receive.size.
+            self._frames.max_size = self._broker.config.sasl_server_max_receive_size
         self._ctx = RequestContext(self._broker, f"/{peer[0]}" if isinstance(peer, tuple) else "",
                                    self._listener_name, session)
         self._connections.add(self)
@@ -308,6 +310,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         else:
             body = encode_response(result)
             self._write_frame(resp_header, [body], len(body))
+        if self._ctx.session.authenticated and self._frames.max_size != self._broker.socket_request_max_bytes:
+            self._frames.max_size = self._broker.socket_request_max_bytes  # authenticated: the usual bound
         if self._ctx.session.close_after_response and self._transport is not None:
             self._closed = True
             self._transport.close()  # after the answer already written: a failed authentication
@@ -326,6 +330,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if principal is not None:
             session.principal, session.authenticated = principal, True
+            self._frames.max_size = self._broker.socket_request_max_bytes
         if self._transport is not None and not self._closed:
             self._transport.write(_SIZE.pack(len(answer)) + answer)
 

@@ -290,6 +290,8 @@ _BROKER_KEYS = [
     # listener's JAAS config is the pattern key listener.name.<listener>.<mechanism>.sasl.jaas.config
     _broker("sasl.enabled.mechanisms", LS, ["GSSAPI"], "SASL mechanisms SASL listeners offer: PLAIN, SCRAM-SHA-256, "
             "SCRAM-SHA-512 (GSSAPI, Kafka's default, is not served)."),
+    _broker("sasl.server.max.receive.size", I, 524288, "The largest frame a SASL connection may send before it has "
+            "authenticated: a client that never finishes its handshake holds almost nothing.", AtLeast(1)),
     _broker("sasl.mechanism.inter.broker.protocol", S, "GSSAPI",
             "Accepted for compatibility; a single node has no inter-broker traffic.", inert=True),
     # -- TLS, for SSL listeners (asyncbroker.ssl_factory)

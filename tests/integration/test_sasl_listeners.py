@@ -229,3 +229,14 @@ def test_handshake_v0_then_bare_tokens(broker: BrokerProcess) -> None:
         assert read_frame(s) == b""
         s.sendall(frame(struct.pack(">hhih", 3, 1, 2, 1) + b"t" + struct.pack(">i", -1)))  # Metadata v1
         assert struct.unpack_from(">i", read_frame(s))[0] == 2
+
+
+def test_unauthenticated_frames_are_bounded(broker: BrokerProcess, tls: TlsFiles) -> None:
+    """Before authentication a frame may not exceed sasl.server.max.receive.size (512 KiB):
+    announcing 10 MB closes the connection at once. Authenticated, the usual bound is back."""
+    with socket.create_connection(("127.0.0.1", broker.listener_ports["SASL_PLAINTEXT"]), timeout=10) as s:
+        s.sendall(struct.pack(">i", 10_000_000) + b"\x00" * 1024)
+        assert s.recv(4) == b""
+    conf = client(broker, tls, "SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret")
+    big = b"x" * 700_000
+    assert round_trip(conf, [big]) == [big]
