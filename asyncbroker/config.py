@@ -222,7 +222,7 @@ def parse_endpoints(key: str, entries: Sequence[str]) -> list[Endpoint]:
 
 # The security protocols listeners serve here.
 SERVED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SERVED_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SERVED_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 # Kafka's per-listener JAAS key, the one pattern key of the broker config.
 _LISTENER_JAAS = re.compile(r"^listener\.name\.([A-Za-z0-9_-]+)\.([A-Za-z0-9-]+)\.sasl\.jaas\.config$")
 

@@ -11,11 +11,19 @@ Mechanisms:
                    options, in `listener.name.<listener>.plain.sasl.jaas.config`)
     SCRAM-SHA-256  RFC 5802/7677 over the credentials of asyncbroker.scram_credentials
     SCRAM-SHA-512  (AlterUserScramCredentials), by `scramp`'s server
+    OAUTHBEARER    RFC 7628 with unsecured JWS tokens (`alg: none`), checked as Kafka's
+                   default validator for development checks them: an unexpired `exp`, the
+                   principal claim (`sub`, or the JAAS option unsecuredValidatorPrincipalClaimName)
+                   and the scopes of unsecuredValidatorRequiredScope. A bad token gets the
+                   `{"status":"invalid_token"}` challenge, then the failure.
 The principal is then `User:<name>`.
 """
 from __future__ import annotations
 
+import base64
+import json
 import re
+import time
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -79,6 +87,10 @@ class AuthenticationFailed(Exception):
     """The credentials were wrong; the message is what Kafka sends back."""
 
 
+class _InvalidToken(Exception):
+    """An OAUTHBEARER token that does not validate."""
+
+
 class SaslServerAuthenticator:
     """One connection's authentication: the mechanism chosen, its exchange, its result."""
 
@@ -91,6 +103,7 @@ class SaslServerAuthenticator:
         self._scram: object | None = None  # scramp's ScramServer
         self._scram_user: str | None = None
         self._scram_step = 0
+        self._oauth_error: str | None = None
 
     @property
     def enabled_mechanisms(self) -> list[str]:
@@ -108,7 +121,58 @@ class SaslServerAuthenticator:
         None). AuthenticationFailed when the credentials do not hold."""
         if self.mechanism == "PLAIN":
             return b"", self._plain(token)
+        if self.mechanism == "OAUTHBEARER":
+            return self._oauthbearer(token)
         return self._scram_round(token)
+
+    def _oauthbearer(self, message: bytes) -> tuple[bytes, str | None]:
+        if self._oauth_error is not None:
+            # The client acknowledged the error challenge (RFC 7628 section 3.2.3): fail now.
+            raise AuthenticationFailed(self._oauth_error)
+        try:
+            principal = self._validate_bearer(message)
+        except _InvalidToken as exc:
+            self._oauth_error = f"Authentication failed: {exc}"
+            return json.dumps({"status": "invalid_token"}, separators=(",", ":")).encode(), None
+        return b"", f"User:{principal}"
+
+    def _validate_bearer(self, message: bytes) -> str:
+        """The principal of an RFC 7628 client response carrying an unsecured JWS."""
+        text = message.decode("utf-8", "replace")
+        gs2, sep, rest = text.partition("\x01")
+        if not sep or not gs2.startswith(("n,", "y,")):
+            raise _InvalidToken("Invalid OAUTHBEARER client first message")
+        fields = dict(kv.split("=", 1) for kv in rest.split("\x01") if "=" in kv)
+        auth = fields.get("auth", "")
+        if not auth.startswith("Bearer "):
+            raise _InvalidToken("Invalid OAUTHBEARER client first message: no Bearer token")
+        parts = auth[len("Bearer "):].strip().split(".")
+        if len(parts) != 3 or parts[2]:
+            raise _InvalidToken("An unsecured JWS has three parts and an empty signature")
+        try:
+            header, claims = (json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4))) for p in parts[:2])
+        except ValueError:
+            raise _InvalidToken("The token's header or claims are not base64url JSON") from None
+        if not isinstance(header, dict) or header.get("alg") != "none" or not isinstance(claims, dict):
+            raise _InvalidToken('An unsecured JWS must have "alg": "none"')
+        options = self._oauth_options()
+        skew_ms = int(options.get("unsecuredValidatorAllowableClockSkewMs", "0"))
+        exp = claims.get("exp")
+        if not isinstance(exp, (int, float)) or exp * 1000 + skew_ms <= time.time() * 1000:
+            raise _InvalidToken("The token's exp claim is missing or in the past")
+        principal = claims.get(options.get("unsecuredValidatorPrincipalClaimName", "sub"))
+        if not isinstance(principal, str) or not principal:
+            raise _InvalidToken("The token has no principal claim")
+        scope = claims.get("scope", [])
+        scopes = set(scope.split() if isinstance(scope, str) else scope)
+        required = set(options.get("unsecuredValidatorRequiredScope", "").replace(",", " ").split())
+        if not required <= scopes:
+            raise _InvalidToken(f"The token lacks the required scope(s) {sorted(required - scopes)}")
+        return principal
+
+    def _oauth_options(self) -> dict[str, str]:
+        text = self.broker.config.listener_jaas_configs.get(f"{self.listener} OAUTHBEARER")
+        return parse_jaas_config("sasl.jaas.config", text).options if text else {}
 
     def _plain(self, token: bytes) -> str:
         parts = token.split(b"\x00")

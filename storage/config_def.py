@@ -289,7 +289,7 @@ _BROKER_KEYS = [
     # -- SASL, for SASL_PLAINTEXT and SASL_SSL listeners (asyncbroker.sasl_authenticator); each
     # listener's JAAS config is the pattern key listener.name.<listener>.<mechanism>.sasl.jaas.config
     _broker("sasl.enabled.mechanisms", LS, ["GSSAPI"], "SASL mechanisms SASL listeners offer: PLAIN, SCRAM-SHA-256, "
-            "SCRAM-SHA-512 (GSSAPI, Kafka's default, is not served)."),
+            "SCRAM-SHA-512, OAUTHBEARER with unsecured tokens (GSSAPI, Kafka's default, is not served)."),
     _broker("sasl.server.max.receive.size", I, 524288, "The largest frame a SASL connection may send before it has "
             "authenticated: a client that never finishes its handshake holds almost nothing.", AtLeast(1)),
     _broker("sasl.mechanism.inter.broker.protocol", S, "GSSAPI",

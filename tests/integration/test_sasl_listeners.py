@@ -240,3 +240,25 @@ def test_unauthenticated_frames_are_bounded(broker: BrokerProcess, tls: TlsFiles
     conf = client(broker, tls, "SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret")
     big = b"x" * 700_000
     assert round_trip(conf, [big]) == [big]
+
+
+def test_oauthbearer_with_unsecured_tokens(tmp_path: Path) -> None:
+    """librdkafka's unsecured JWS (alg none, for development, as Kafka's default validator
+    accepts them): a token with the scope the listener requires authenticates as its
+    principal; one without it is refused after the invalid_token challenge."""
+    jaas = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+            'unsecuredValidatorRequiredScope="kafka";')
+    with BrokerProcess(["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=OAUTHBEARER",
+                        f"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config={jaas}"],
+                       log_dir=tmp_path / "data", listener="SASL_PLAINTEXT") as b:
+        base = {"bootstrap.servers": b.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true"}
+        assert round_trip({**base, "sasl.oauthbearer.config": "principal=alice scope=kafka"}, [b"t"]) == [b"t"]
+        errors: list[KafkaError] = []
+        p = Producer({**base, "sasl.oauthbearer.config": "principal=alice scope=other", "error_cb": errors.append})
+        deadline = time.monotonic() + 15
+        while not errors and time.monotonic() < deadline:
+            p.poll(0.2)  # serves the error callback
+        assert any(e.code() == KafkaError._AUTHENTICATION and "lacks the required scope" in e.str()
+                   for e in errors), errors
+        assert b.returncode is None

@@ -71,3 +71,33 @@ def test_scram_credentials_persist(tmp_path: Path) -> None:
     assert ScramCredentials([tmp_path]).get("u", "SCRAM-SHA-256") == credential
     store.apply({}, {("u", "SCRAM-SHA-256")})
     assert ScramCredentials([tmp_path]).users() == {}
+
+
+def bearer(header: dict[str, object], claims: dict[str, object]) -> bytes:
+    import base64
+    import json
+
+    def part(value: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    return f"n,,\x01auth=Bearer {part(header)}.{part(claims)}.\x01\x01".encode()
+
+
+@pytest.mark.parametrize("header, claims, principal", [
+    ({"alg": "none"}, {"sub": "alice", "exp": 4102444800}, "User:alice"),
+    ({"alg": "HS256"}, {"sub": "alice", "exp": 4102444800}, None),
+    ({"alg": "none"}, {"sub": "alice", "exp": 1}, None),
+    ({"alg": "none"}, {"sub": "alice"}, None),
+    ({"alg": "none"}, {"exp": 4102444800}, None),
+], ids=["valid", "signed", "expired", "no-exp", "no-sub"])
+def test_oauthbearer_unsecured_tokens(tmp_path: Path, header: dict[str, object], claims: dict[str, object],
+                                      principal: str | None) -> None:
+    a = authenticator(tmp_path, "OAUTHBEARER")
+    assert a.handshake("OAUTHBEARER")
+    answer, got = a.authenticate(bearer(header, claims))
+    if principal is not None:
+        assert (answer, got) == (b"", principal)
+        return
+    assert (answer, got) == (b'{"status":"invalid_token"}', None)
+    with pytest.raises(AuthenticationFailed, match="Authentication failed"):
+        a.authenticate(b"\x01")
