@@ -168,7 +168,8 @@ def test_env_name_mapping() -> None:
         (["log.segment.bytes=100"], {}, "log.segment.bytes"),
         (["log.message.timestamp.type=Now"], {}, "log.message.timestamp.type"),
         (["listeners=localhost:9092"], {}, "listeners"),
-        (["listeners=SASL_PLAINTEXT://127.0.0.1:9093"], {}, "listeners"),
+        (["listeners=SASL_PLAINTEXT://127.0.0.1:9093"], {}, "sasl.enabled.mechanisms"),  # GSSAPI, Kafka's default
+        (["listeners=X://127.0.0.1:9093", "listener.security.protocol.map=X:KERBEROS"], {}, "listeners"),
         (["listeners=CLIENTS://127.0.0.1:9093"], {}, "listener.security.protocol.map"),
         (["listeners=PLAINTEXT://0.0.0.0:9092"], {}, "advertised.listeners"),
         (["advertised.listeners=PLAINTEXT://0.0.0.0:9092"], {}, "advertised.listeners"),

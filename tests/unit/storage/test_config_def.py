@@ -29,7 +29,9 @@ _PYTHON_TYPES: dict[ConfigType, Any] = {
     ConfigType.SHORT: int, ConfigType.LONG: int, ConfigType.DOUBLE: float,
 }
 # Fields of KafkaConfig that hold no key: what was given, and the dynamic layers.
-_BOOKKEEPING = {"originals", "dynamic_broker", "dynamic_cluster"}
+# Not keys of the table: what was set, the dynamic layers, and the one pattern key
+# (listener.name.<listener>.<mechanism>.sasl.jaas.config) by listener and mechanism.
+_BOOKKEEPING = {"originals", "dynamic_broker", "dynamic_cluster", "listener_jaas_configs"}
 
 
 def _expected_type(key: ConfigKey) -> Any:
