@@ -253,6 +253,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     sasl_enabled_mechanisms: list[str] = broker_default("sasl.enabled.mechanisms")
     sasl_mechanism_inter_broker_protocol: str = broker_default("sasl.mechanism.inter.broker.protocol")
     sasl_server_max_receive_size: int = broker_default("sasl.server.max.receive.size")
+    connections_max_reauth_ms: int = broker_default("connections.max.reauth.ms")
     ssl_keystore_type: str = broker_default("ssl.keystore.type")
     ssl_keystore_location: str | None = broker_default("ssl.keystore.location")
     ssl_keystore_password: str | None = broker_default("ssl.keystore.password")

@@ -17,6 +17,7 @@ import logging
 import os
 import select
 import struct
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -245,6 +246,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
             header, body_offset = parse_request_header(frame)
         except FramingError as exc:
             log.warning("Closing socket connection to %s due to an unparsable request header: %s", self._peer, exc)
+            self._abort()
+            return
+        expires_at = self._ctx.session.expires_at
+        if expires_at is not None and header.api_key not in _BEFORE_AUTHENTICATION and time.monotonic() > expires_at:
+            log.info("Closing socket connection to %s: its SASL session expired (connections.max.reauth.ms) "
+                     "and it did not re-authenticate", self._peer)
             self._abort()
             return
         if not self._ctx.session.authenticated and header.api_key not in _BEFORE_AUTHENTICATION:

@@ -31,6 +31,9 @@ class Session(msgspec.Struct):
     sasl: Any = None  # the SaslServerAuthenticator of a SASL connection
     # Set by a handler whose answer must be the connection's last (a failed authentication).
     close_after_response: bool = False
+    # With connections.max.reauth.ms: when (time.monotonic()) the session ends unless the
+    # client re-authenticates (KIP-368); None: it never does.
+    expires_at: float | None = None
 
 
 class RequestContext(msgspec.Struct, frozen=True):

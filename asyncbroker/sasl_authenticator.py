@@ -104,6 +104,24 @@ class SaslServerAuthenticator:
         self._scram_user: str | None = None
         self._scram_step = 0
         self._oauth_error: str | None = None
+        # Re-authentication (KIP-368) under way, and when the last token expires (OAUTHBEARER).
+        self.reauthenticating = False
+        self.token_expiry_ms: float | None = None
+
+    def reauthenticate(self, mechanism: str) -> bool:
+        """A SaslHandshake on an authenticated connection: a new exchange of the same mechanism."""
+        if mechanism != self.mechanism:
+            return False
+        self.reauthenticating = True
+        self._scram, self._scram_user, self._scram_step, self._oauth_error = None, None, 0, None
+        return True
+
+    def session_lifetime_ms(self) -> int:
+        """connections.max.reauth.ms, shortened to the token's expiry; 0 when sessions do not expire."""
+        lifetime = self.broker.config.connections_max_reauth_ms
+        if lifetime > 0 and self.token_expiry_ms is not None:
+            lifetime = max(0, min(lifetime, int(self.token_expiry_ms - time.time() * 1000)))
+        return lifetime
 
     @property
     def enabled_mechanisms(self) -> list[str]:
@@ -160,6 +178,7 @@ class SaslServerAuthenticator:
         exp = claims.get("exp")
         if not isinstance(exp, (int, float)) or exp * 1000 + skew_ms <= time.time() * 1000:
             raise _InvalidToken("The token's exp claim is missing or in the past")
+        self.token_expiry_ms = exp * 1000
         principal = claims.get(options.get("unsecuredValidatorPrincipalClaimName", "sub"))
         if not isinstance(principal, str) or not principal:
             raise _InvalidToken("The token has no principal claim")

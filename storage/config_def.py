@@ -291,6 +291,9 @@ _BROKER_KEYS = [
     _broker("sasl.enabled.mechanisms", LS, ["GSSAPI"], "SASL mechanisms SASL listeners offer: PLAIN, SCRAM-SHA-256, "
             "SCRAM-SHA-512, OAUTHBEARER with unsecured tokens (GSSAPI, Kafka's default, is not served).",
             dynamic=True, per_broker_only=True),
+    _broker("connections.max.reauth.ms", L, 0, "When positive, a SASL session lasts this long (or until its token "
+            "expires): the client re-authenticates on the same connection before then (KIP-368), or the "
+            "connection closes at its next request. 0: sessions never expire."),
     _broker("sasl.server.max.receive.size", I, 524288, "The largest frame a SASL connection may send before it has "
             "authenticated: a client that never finishes its handshake holds almost nothing.", AtLeast(1)),
     _broker("sasl.mechanism.inter.broker.protocol", S, "GSSAPI",

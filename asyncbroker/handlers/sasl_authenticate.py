@@ -6,6 +6,7 @@ SASL_AUTHENTICATION_FAILED with Kafka's message and the connection closes after 
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from wire.errors import IllegalSaslStateError, KafkaError, SaslAuthenticationError
@@ -29,7 +30,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     sasl = session.sasl
     error: KafkaError | None = None
     token = b""
-    if sasl is None or session.authenticated:
+    lifetime = 0
+    if sasl is None or (session.authenticated and not sasl.reauthenticating):
         error = IllegalSaslStateError("SaslAuthenticate request received after successful authentication")
     elif sasl.mechanism is None:
         error = IllegalSaslStateError("Unexpected SaslAuthenticate request before SaslHandshake")
@@ -39,9 +41,14 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         except AuthenticationFailed as exc:
             error = SaslAuthenticationError(str(exc))
         else:
-            if principal is not None:
-                session.principal, session.authenticated = principal, True
-    if error is not None and sasl is not None and not session.authenticated:
+            if principal is not None and sasl.reauthenticating and principal != session.principal:
+                error = SaslAuthenticationError(f"Cannot change principals during re-authentication from "
+                                                f"{session.principal}: {principal}")
+            elif principal is not None:
+                session.principal, session.authenticated, sasl.reauthenticating = principal, True, False
+                lifetime = sasl.session_lifetime_ms()
+                session.expires_at = time.monotonic() + lifetime / 1000 if lifetime > 0 else None
+    if error is not None and sasl is not None and (not session.authenticated or sasl.reauthenticating):
         session.close_after_response = True
     return b.entity("SaslAuthenticateResponse", error_code=error_code_for(error) if error else 0,
-                    error_message=error.wire_message if error else None, auth_bytes=token, session_lifetime=0)
+                    error_message=error.wire_message if error else None, auth_bytes=token, session_lifetime=lifetime)

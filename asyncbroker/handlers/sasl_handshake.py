@@ -26,7 +26,13 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     sasl = ctx.session.sasl
     error: KafkaError | None = None
     mechanisms: tuple[str, ...] = ()
-    if sasl is None or ctx.session.authenticated:
+    if sasl is not None and ctx.session.authenticated and ctx.session.expires_at is not None:
+        # Re-authentication (KIP-368): the same mechanism again, on the same connection.
+        mechanisms = tuple(sasl.enabled_mechanisms)
+        if not sasl.reauthenticate(request.mechanism):
+            error = IllegalSaslStateError("Re-authentication must use the mechanism the connection authenticated with")
+            ctx.session.close_after_response = True
+    elif sasl is None or ctx.session.authenticated:
         error = IllegalSaslStateError("Unexpected SaslHandshake request")
     else:
         mechanisms = tuple(sasl.enabled_mechanisms)

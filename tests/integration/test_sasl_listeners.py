@@ -262,3 +262,96 @@ def test_oauthbearer_with_unsecured_tokens(tmp_path: Path) -> None:
         assert any(e.code() == KafkaError._AUTHENTICATION and "lacks the required scope" in e.str()
                    for e in errors), errors
         assert b.returncode is None
+
+
+# -- re-authentication (KIP-368) ------------------------------------------------------------------
+
+
+def _frame(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+def _read_frame(s: socket.socket) -> bytes:
+    head = s.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        return b""
+    size = struct.unpack(">i", head)[0]
+    return s.recv(size, socket.MSG_WAITALL)
+
+
+def _plain_login(s: socket.socket, user: str, password: str) -> int:
+    """SaslHandshake v1 + SaslAuthenticate v1 with PLAIN; the session lifetime (ms) answered."""
+    s.sendall(_frame(struct.pack(">hhih", 17, 1, 1, 1) + b"t" + struct.pack(">h", 5) + b"PLAIN"))
+    assert struct.unpack_from(">ih", _read_frame(s)) == (1, 0)
+    token = f"\x00{user}\x00{password}".encode()
+    s.sendall(_frame(struct.pack(">hhih", 36, 1, 2, 1) + b"t" + struct.pack(">i", len(token)) + token))
+    answer = _read_frame(s)
+    correlation, error, message_len = struct.unpack_from(">ihh", answer)
+    assert (correlation, error) == (2, 0)
+    pos = 8 + max(message_len, 0)
+    auth_len = struct.unpack_from(">i", answer, pos)[0]
+    return int(struct.unpack_from(">q", answer, pos + 4 + max(auth_len, 0))[0])
+
+
+def _metadata(s: socket.socket, correlation: int) -> bool:
+    """Metadata v1; False when the broker closed the connection instead of answering."""
+    try:
+        s.sendall(_frame(struct.pack(">hhih", 3, 1, correlation, 1) + b"t" + struct.pack(">i", 0)))
+        answer = _read_frame(s)
+    except (ConnectionResetError, BrokenPipeError):
+        return False
+    return bool(answer) and struct.unpack_from(">i", answer)[0] == correlation
+
+
+@pytest.fixture
+def reauth_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    with BrokerProcess(["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN",
+                        f"listener.name.sasl_plaintext.plain.sasl.jaas.config={PLAIN_JAAS}",
+                        "connections.max.reauth.ms=1500"], log_dir=tmp_path / "data", listener="SASL_PLAINTEXT") as b:
+        yield b
+
+
+def test_a_session_expires_without_reauthentication(reauth_broker: BrokerProcess) -> None:
+    """The answer carries the session lifetime; a request after it closes the connection."""
+    with socket.create_connection(("127.0.0.1", reauth_broker.port), timeout=10) as s:
+        started = time.monotonic()
+        assert _plain_login(s, "alice", "alice-secret") == 1500
+        correlation = 10
+        while _metadata(s, correlation):
+            correlation += 1
+            assert time.monotonic() - started < 10, "the session never expired"
+            time.sleep(0.1)  # polling a condition (the connection closed) with a deadline
+        assert time.monotonic() - started >= 1.5  # not before its lifetime
+    assert "its SASL session expired" in reauth_broker.output()
+
+
+def test_reauthentication_keeps_the_connection(reauth_broker: BrokerProcess) -> None:
+    """Re-authenticating (same mechanism, same principal) before expiry renews the session;
+    librdkafka does it by itself and is never cut off; a new principal is refused."""
+    with socket.create_connection(("127.0.0.1", reauth_broker.port), timeout=10) as s:
+        assert _plain_login(s, "alice", "alice-secret") == 1500
+        deadline = time.monotonic() + 4.5  # three session lifetimes
+        correlation = 10
+        while time.monotonic() < deadline:
+            assert _plain_login(s, "alice", "alice-secret") == 1500
+            assert _metadata(s, correlation)
+            correlation += 1
+            time.sleep(0.5)  # requests spread over the lifetimes, each well inside one
+    with socket.create_connection(("127.0.0.1", reauth_broker.port), timeout=10) as s:
+        assert _plain_login(s, "alice", "alice-secret") == 1500
+        with pytest.raises(AssertionError):
+            _plain_login(s, "bob", "bob-secret")  # SASL_AUTHENTICATION_FAILED, then closed
+        assert not _metadata(s, 99)
+    conf = {"bootstrap.servers": reauth_broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"}
+    before = reauth_broker.output().count("its SASL session expired")
+    p = Producer(conf)
+    deadline = time.monotonic() + 5
+    sent = 0
+    while time.monotonic() < deadline:
+        p.produce("reauth", b"%d" % sent)
+        sent += 1
+        p.flush(10)
+        time.sleep(0.2)  # a steady trickle across three session lifetimes
+    assert p.flush(30) == 0
+    assert reauth_broker.output().count("its SASL session expired") == before
