@@ -90,6 +90,8 @@ class Broker:
             e.listener_name: config.advertised_endpoint(e) for e in config.served_listeners()}
         self.advertised_host, self.advertised_port = config.advertised_host_port()
         self._scram_credentials: ScramCredentials | None = None
+        # Called after a dynamic broker config changed (the server's connection quotas).
+        self.config_change_listeners: list[Callable[[], None]] = []
         self.started_at = time.monotonic()
         self.io_executor = ThreadPoolExecutor(
             max_workers=max(2, config.num_io_threads), thread_name_prefix="asyncbroker-io"
@@ -380,6 +382,8 @@ class Broker:
     def _on_broker_configs_changed(self) -> None:
         if self.cleaner is not None:
             self.cleaner.reconfigure(self._cleaner_config())
+        for listener in self.config_change_listeners:
+            listener()
 
     async def cleaner_ready(self) -> LogCleaner:
         """The started LogCleaner (waiting for its workers to come up); raises when disabled."""

@@ -11,7 +11,7 @@ asyncbroker applies the dynamic keys that are topic defaults (log.retention.ms,
 message.max.bytes, log.cleanup.policy, ..., and the cluster's
 min.insync.replicas): TopicManager pushes the new defaults to every log. It
 applies the cleaner's backoff and I/O throttle too (the running cleaner reads
-them again). The other keys Kafka reconfigures (cleaner and thread pool sizes,
+them again), and the connection limits (the server's ConnectionQuotas). The other keys Kafka reconfigures (cleaner and thread pool sizes,
 listeners, producer.id.expiration.ms) and custom keys are validated but not
 applied: such a change is refused with BrokerConfigNotAppliedError unless it
 only validates.
@@ -46,9 +46,12 @@ BROKER_CONFIGS_FILE = "asyncbroker-broker-configs.json"
 # The dynamic keys asyncbroker applies at runtime: the broker defaults of topic keys, and
 # the cleaner knobs a running cleaner takes without new workers.
 CLEANER_APPLIED_KEYS: tuple[str, ...] = ("log.cleaner.backoff.ms", "log.cleaner.io.max.bytes.per.second")
+# The connection limits the server's ConnectionQuotas takes at once.
+CONNECTION_QUOTA_KEYS: tuple[str, ...] = ("max.connections", "max.connections.per.ip",
+                                          "max.connections.per.ip.overrides")
 APPLIED_KEYS: frozenset[str] = frozenset(
     {synonyms[0] for synonyms in TOPIC_DEFAULT_SYNONYMS.values()} | set(CLUSTER_DEFAULT_KEYS)
-    | set(CLEANER_APPLIED_KEYS))
+    | set(CLEANER_APPLIED_KEYS) | set(CONNECTION_QUOTA_KEYS))
 
 
 class BrokerConfigNotAppliedError(InvalidRequestError):

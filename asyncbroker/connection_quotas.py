@@ -41,6 +41,12 @@ class ConnectionQuotas:
         self._per_ip: collections.Counter[str] = collections.Counter()
         self._slot_freed = asyncio.Event()
 
+    def reconfigure(self, max_connections: int, max_per_ip: int, per_ip_overrides: dict[str, int]) -> None:
+        """New limits (a dynamic config change): they bound the connections accepted from now
+        on; the ones already open stay, as on Kafka."""
+        self.max_connections, self.max_per_ip, self.per_ip_overrides = max_connections, max_per_ip, per_ip_overrides
+        self._slot_freed.set()  # a raised limit lets a waiting acceptor go on
+
     def count(self, ip: str) -> int:
         return self._per_ip[ip]
 

@@ -69,12 +69,13 @@ class KafkaServer:
         listeners = [(e, self._ssl_context(e)) for e in self.config.served_listeners()]
         for e in self.config.served_listeners():
             self._check_sasl(e)
-        self.quotas = quotas = ConnectionQuotas(
-            self.config.max_connections, self.config.max_connections_per_ip,
-            parse_per_ip_overrides([x for x in self.config.max_connections_per_ip_overrides.split(",") if x.strip()]))
+        self.quotas = quotas = ConnectionQuotas(*self._quota_limits())
         broker = Broker(self.config)
         self.broker = broker
         await broker.startup()
+        # The limits in force: dynamic values set before the last shutdown too, and any change.
+        quotas.reconfigure(*self._quota_limits())
+        broker.config_change_listeners.append(lambda: quotas.reconfigure(*self._quota_limits()))
         loop = asyncio.get_running_loop()
         for endpoint, context in listeners:
             name = endpoint.listener_name
@@ -99,6 +100,12 @@ class KafkaServer:
             broker.cluster_id, broker.advertised_host, broker.advertised_port,
         )
         return broker
+
+    def _quota_limits(self) -> tuple[int, int, dict[str, int]]:
+        c = self.config
+        overrides = str(c.effective("max.connections.per.ip.overrides"))
+        return (int(c.effective("max.connections")), int(c.effective("max.connections.per.ip")),
+                parse_per_ip_overrides([x for x in overrides.split(",") if x.strip()]))
 
     def _connection_factory(self, broker: Broker, listener_name: str) -> Callable[[str], KafkaConnection]:
         """KafkaConnections of one listener; each frees its ConnectionQuotas slot as it closes."""

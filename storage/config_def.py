@@ -145,6 +145,17 @@ class AtLeast(msgspec.Struct, frozen=True):
         return f"Value must be at least {_num(self.minimum)}" if value < self.minimum else None
 
 
+class HostCounts(msgspec.Struct, frozen=True):
+    """`host:count,host:count` (max.connections.per.ip.overrides)."""
+
+    def __call__(self, value: Any) -> str | None:
+        for entry in (x.strip() for x in str(value).split(",") if x.strip()):
+            host, sep, count = entry.rpartition(":")
+            if not sep or not host or not count.isdigit():
+                return f"expected host:count, got {entry}"
+        return None
+
+
 class Between(msgspec.Struct, frozen=True):
     """Kafka's Range.between: the lower bound is checked (and named) first."""
 
@@ -328,7 +339,7 @@ _BROKER_KEYS = [
     _broker("max.connections.per.ip", I, 2147483647, "Connections one client address may hold; more are closed at once.",
             AtLeast(0), dynamic=True),
     _broker("max.connections.per.ip.overrides", S, "", "Per-address exceptions to max.connections.per.ip, as "
-            "host:count,host:count.", dynamic=True),
+            "host:count,host:count.", HostCounts(), dynamic=True),
     _broker("queued.max.requests", I, 500, "Pipelined requests read ahead per connection before reading pauses.", AtLeast(1)),
     # -- topics
     _broker("num.partitions", I, 1, "Partitions of a topic created without an explicit count.", AtLeast(1)),

@@ -81,3 +81,31 @@ def test_bad_override_stops_startup() -> None:
         b.start()
     assert "max.connections.per.ip.overrides" in str(err.value)
     b.cleanup()
+
+
+def test_limits_change_at_runtime(sockets: list[socket.socket]) -> None:
+    """kafka-configs.sh --alter on max.connections.per.ip applies to new connections at once
+    (the open ones stay, as on Kafka) and survives a restart."""
+    from jvm.kafka_jvm import run_tool
+
+    with BrokerProcess([]) as b:
+        result = run_tool("org.apache.kafka.tools.ConfigCommand", [
+            "--bootstrap-server", b.bootstrap, "--entity-type", "brokers", "--entity-name", "1", "--alter",
+            "--add-config", "max.connections.per.ip=3"])
+        assert result.returncode == 0, result.stderr[-2000:]
+        deadline = time.monotonic() + 10  # the tool's own connection closes as it exits
+        while True:
+            sockets += [connect(b.port) for _ in range(4)]
+            outcome = [answered(s, 10) for s in sockets]
+            if outcome == [True, True, True, False]:
+                break
+            assert time.monotonic() < deadline, outcome
+            for s in sockets:
+                s.close()
+            sockets.clear()
+        for s in sockets:
+            s.close()
+        sockets.clear()
+        b.restart()
+        sockets += [connect(b.port) for _ in range(4)]
+        assert [answered(s, 10) for s in sockets] == [True, True, True, False]  # the persisted dynamic value
