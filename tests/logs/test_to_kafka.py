@@ -350,3 +350,33 @@ def test_several_log_dirs(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert {d.name: sorted(x.name for x in d.iterdir() if x.name.startswith("spread-")) for d in dirs} == where
+
+
+def test_an_offsets_topic_of_another_partition_count(tmp_path: Path) -> None:
+    """asyncbroker run with offsets.topic.num.partitions=3: Kafka places groups by the
+    partition count its metadata gives `__consumer_offsets` (Java's String.hashCode, as here),
+    so the group's commits are found without re-placing them."""
+    log_dir = tmp_path / "data"
+    with BrokerProcess(["offsets.topic.num.partitions=3"], log_dir=log_dir) as b:
+        p = Producer({"bootstrap.servers": b.bootstrap})
+        for n in range(5):
+            p.produce("plain", f"p{n}".encode(), partition=0)
+        assert p.flush(30) == 0
+        for group, offset in (("billing", 2), ("shipping", 4), ("audit", 1)):
+            c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "enable.auto.commit": False})
+            c.commit(offsets=[TopicPartition("plain", 0, offset)], asynchronous=False)
+            c.close()
+    assert sorted(d.name for d in log_dir.iterdir() if d.name.startswith("__consumer_offsets-")) == [
+        f"__consumer_offsets-{n}" for n in range(3)]
+    assert migrate(str(log_dir), "--to-kafka").returncode == 0
+    server = KafkaServer()
+    try:
+        server.start_unformatted(log_dir)
+        for group, offset in (("billing", 2), ("shipping", 4), ("audit", 1)):
+            c = Consumer({"bootstrap.servers": server.bootstrap, "group.id": group, "enable.auto.commit": False})
+            try:
+                assert [tp.offset for tp in c.committed([TopicPartition("plain", 0)], timeout=30)] == [offset], group
+            finally:
+                c.close()
+    finally:
+        server.stop()
