@@ -355,3 +355,20 @@ def test_reauthentication_keeps_the_connection(reauth_broker: BrokerProcess) -> 
         time.sleep(0.2)  # a steady trickle across three session lifetimes
     assert p.flush(30) == 0
     assert reauth_broker.output().count("its SASL session expired") == before
+
+
+def test_java_client_hears_the_authentication_failure(broker: BrokerProcess, tls: TlsFiles, tmp_path: Path) -> None:
+    """A wrong SCRAM password: the Java client raises SaslAuthenticationException with Kafka's
+    message (the console producer prints it and exits non-zero)."""
+    config = tmp_path / "client.properties"
+    settings = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+                "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                    'username="carol" password="not-hers";'}
+    config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+    produced = run_tool(CONSOLE_PRODUCER, ["--bootstrap-server", broker.bootstrap_for("SASL_PLAINTEXT"),
+                                           "--topic", "java-denied", "--command-config", str(config),
+                                           "--producer-property", "max.block.ms=10000"], input="x\n")
+    output = produced.stdout + produced.stderr
+    assert "SaslAuthenticationException" in output, output[-3000:]
+    assert SCRAM_FAILED.format("SCRAM-SHA-256") in output, output[-3000:]
+    assert broker.returncode is None
