@@ -86,9 +86,9 @@ class Broker:
         self.handlers = HandlerRegistry.discover()
         self.fetch_waiters = FetchWaiters()
         # listener name -> (host, port) clients that came in on it are told (Metadata).
+        # The first one's is the broker's address outside a connection (logs, tests).
         self.advertised: dict[str, tuple[str, int]] = {
             e.listener_name: config.advertised_endpoint(e) for e in config.served_listeners()}
-        self.advertised_host, self.advertised_port = config.advertised_host_port()
         self._scram_credentials: ScramCredentials | None = None
         # Called after a dynamic broker config changed (the server's connection quotas).
         self.config_change_listeners: list[Callable[[], None]] = []
@@ -143,12 +143,16 @@ class Broker:
     def set_advertised_port(self, port: int, listener_name: str | None = None) -> None:
         """A listener was bound on port 0: advertise the port the OS picked (for the first
         listener when none is named)."""
-        first = next(iter(self.advertised), None)
-        name = listener_name or first
-        if name is not None:
-            self.advertised[name] = (self.advertised[name][0], port)
-        if name == first:
-            self.advertised_port = port
+        name = listener_name or next(iter(self.advertised))
+        self.advertised[name] = (self.advertised[name][0], port)
+
+    @property
+    def advertised_host(self) -> str:
+        return self.advertised_for("")[0]
+
+    @property
+    def advertised_port(self) -> int:
+        return self.advertised_for("")[1]
 
     @property
     def scram_credentials(self) -> ScramCredentials:
@@ -163,7 +167,7 @@ class Broker:
     def advertised_for(self, listener_name: str) -> tuple[str, int]:
         """The (host, port) Metadata, DescribeCluster and FindCoordinator give a client that
         came in on `listener_name` (the first listener's outside a connection)."""
-        return self.advertised.get(listener_name) or (self.advertised_host, self.advertised_port)
+        return self.advertised.get(listener_name) or next(iter(self.advertised.values()))
 
     def allocate_producer_id(self) -> int:
         pid = self._next_producer_id

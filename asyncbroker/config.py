@@ -516,6 +516,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             for e in parse_endpoints("advertised.listeners", self.advertised_listeners):
                 if e.listener_name == listener.listener_name:
                     return (e.host or socket.getfqdn(), e.port)
+        # An empty host binds every interface; Kafka advertises the local host name then.
         return (listener.host or socket.getfqdn(), listener.port)
 
     def served_listeners(self) -> list[Endpoint]:
@@ -529,15 +530,8 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         return (e.host or "0.0.0.0", e.port)
 
     def advertised_host_port(self) -> tuple[str, int]:
-        """(host, port) clients are told to use in Metadata / DescribeCluster."""
-        served = self.served_listeners()[0]
-        if self.advertised_listeners:
-            adv = parse_endpoints("advertised.listeners", self.advertised_listeners)
-            same = [e for e in adv if e.listener_name == served.listener_name]
-            chosen = (same or adv)[0]
-            return (chosen.host or socket.getfqdn(), chosen.port)
-        # An empty host binds every interface; Kafka advertises the local host name then.
-        return (served.host or socket.getfqdn(), served.port)
+        """(host, port) clients of the first listener are told to use (advertised_endpoint)."""
+        return self.advertised_endpoint(self.served_listeners()[0])
 
     # ---- topic defaults
 

@@ -35,12 +35,13 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
         message = f"Unsupported endpoint type {endpoint_type}"
     else:
+        host, port = ctx.broker.advertised_for(ctx.listener_name)
         brokers = (
             rb.entity(
                 "DescribeClusterBroker",
                 broker_id=ctx.broker.node_id,
-                host=ctx.broker.advertised_for(ctx.listener_name)[0],
-                port=ctx.broker.advertised_for(ctx.listener_name)[1],
+                host=host,
+                port=port,
                 rack=None,
                 is_fenced=False,  # v2: a serving single node is never fenced
             ),

@@ -54,12 +54,14 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         error = ErrorCode.INVALID_REQUEST
     ok = error == ErrorCode.NONE
 
+    host, port = ctx.broker.advertised_for(ctx.listener_name)
+
     def fields(message: str | None) -> dict[str, Any]:
         return dict(
             error_code=error, error_message=message,
             node_id=ctx.broker.node_id if ok else -1,
-            host=ctx.broker.advertised_for(ctx.listener_name)[0] if ok else "",
-            port=ctx.broker.advertised_for(ctx.listener_name)[1] if ok else -1,
+            host=host if ok else "",
+            port=port if ok else -1,
         )
 
     if version >= 4:
