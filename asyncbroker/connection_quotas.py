@@ -12,24 +12,9 @@ import asyncio
 import collections
 import logging
 
-from storage.config_def import ConfigException
-
-__all__ = ["ConnectionQuotas", "parse_per_ip_overrides"]
+__all__ = ["ConnectionQuotas"]
 
 log = logging.getLogger(__name__)
-
-
-def parse_per_ip_overrides(entries: list[str]) -> dict[str, int]:
-    """`host:count` items of max.connections.per.ip.overrides (IPv6 hosts keep their colons)."""
-    out: dict[str, int] = {}
-    for entry in entries:
-        host, sep, count = entry.rpartition(":")
-        if not sep or not host or not count.isdigit():
-            raise ConfigException("max.connections.per.ip.overrides",
-                                  f"Invalid value {entry} for configuration max.connections.per.ip.overrides: "
-                                  "expected host:count")
-        out[host.strip("[]")] = int(count)
-    return out
 
 
 class ConnectionQuotas:

@@ -28,10 +28,12 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from storage.config_def import parse_host_counts
+
 from asyncbroker.broker import Broker
 from asyncbroker.config import Endpoint, KafkaConfig
 from asyncbroker.connection import KafkaConnection
-from asyncbroker.connection_quotas import ConnectionQuotas, parse_per_ip_overrides
+from asyncbroker.connection_quotas import ConnectionQuotas
 
 log = logging.getLogger("asyncbroker.server")
 
@@ -67,7 +69,7 @@ class KafkaServer:
         # TLS stores are read before any log directory is touched: a bad one stops startup
         # with a message naming the key.
         listeners = [(e, self._ssl_context(e)) for e in self.config.served_listeners()]
-        for e in self.config.served_listeners():
+        for e, _ in listeners:
             self._check_sasl(e)
         self.quotas = quotas = ConnectionQuotas(*self._quota_limits())
         broker = Broker(self.config)
@@ -103,9 +105,9 @@ class KafkaServer:
 
     def _quota_limits(self) -> tuple[int, int, dict[str, int]]:
         c = self.config
-        overrides = str(c.effective("max.connections.per.ip.overrides"))
+        # The overrides were validated (HostCounts) when they were set.
         return (int(c.effective("max.connections")), int(c.effective("max.connections.per.ip")),
-                parse_per_ip_overrides([x for x in overrides.split(",") if x.strip()]))
+                parse_host_counts(str(c.effective("max.connections.per.ip.overrides"))))
 
     def _connection_factory(self, broker: Broker, listener_name: str) -> Callable[[str], KafkaConnection]:
         """KafkaConnections of one listener; each frees its ConnectionQuotas slot as it closes."""

@@ -145,14 +145,26 @@ class AtLeast(msgspec.Struct, frozen=True):
         return f"Value must be at least {_num(self.minimum)}" if value < self.minimum else None
 
 
+def parse_host_counts(text: str) -> dict[str, int]:
+    """`host:count,host:count` (max.connections.per.ip.overrides; an IPv6 host keeps its
+    colons, brackets optional); ValueError naming the entry that is not host:count."""
+    out: dict[str, int] = {}
+    for entry in (x.strip() for x in text.split(",") if x.strip()):
+        host, sep, count = entry.rpartition(":")
+        if not sep or not host or not count.isdigit():
+            raise ValueError(f"expected host:count, got {entry}")
+        out[host.strip("[]")] = int(count)
+    return out
+
+
 class HostCounts(msgspec.Struct, frozen=True):
-    """`host:count,host:count` (max.connections.per.ip.overrides)."""
+    """A value parse_host_counts reads."""
 
     def __call__(self, value: Any) -> str | None:
-        for entry in (x.strip() for x in str(value).split(",") if x.strip()):
-            host, sep, count = entry.rpartition(":")
-            if not sep or not host or not count.isdigit():
-                return f"expected host:count, got {entry}"
+        try:
+            parse_host_counts(str(value))
+        except ValueError as exc:
+            return str(exc)
         return None
 
 

@@ -16,7 +16,7 @@ API_KEY = ApiKey.CREATE_ACLS
 MIN_VERSION = 1
 MAX_VERSION = 3
 
-# Kafka forwards this API to its controller, whose message differs from the broker's
+# Kafka forwards CreateAcls and DeleteAcls to its controller, whose message differs from the broker's
 # DescribeAcls one (describe_acls.NO_AUTHORIZER).
 NO_AUTHORIZER = "No Authorizer is configured."
 

@@ -9,16 +9,13 @@ from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.handlers import error_code_for
+from asyncbroker.handlers.create_acls import NO_AUTHORIZER
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DELETE_ACLS
 MIN_VERSION = 1
 MAX_VERSION = 3
-
-# Kafka forwards this API to its controller, whose message differs from the broker's
-# DescribeAcls one (describe_acls.NO_AUTHORIZER).
-NO_AUTHORIZER = "No Authorizer is configured."
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
