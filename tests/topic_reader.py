@@ -1,5 +1,5 @@
 """Reading a topic back whole with a client, to compare what two brokers (or one broker
-before and after a move) serve."""
+before and after a move) serve; and a produce-then-read round trip through one listener."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 
 def read_all(bootstrap: str, topic: str, partitions: int) -> list[tuple[Any, ...]]:
@@ -30,5 +30,27 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> list[tuple[Any, ...
                 continue
             out.append((m.partition(), m.offset(), m.key(), m.value(), tuple(m.headers() or ()), m.timestamp()[1]))
         return sorted(out)
+    finally:
+        c.close()
+
+
+def round_trip(conf: dict[str, str], topic: str, values: list[bytes]) -> list[bytes]:
+    """Produce `values` to partition 0 of `topic` and read them back with the same settings."""
+    p = Producer(conf)
+    for v in values:
+        p.produce(topic, v, partition=0)
+    assert p.flush(30) == 0
+    c = Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        got: list[bytes] = []
+        for _ in range(200):
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                break
+            got.append(m.value())
+        return got
     finally:
         c.close()

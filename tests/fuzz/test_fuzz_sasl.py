@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asyncbroker.testing import BrokerProcess
+from wire.records import write_uvarint
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -53,18 +54,11 @@ def handshake(mechanism: str, version: int = 1) -> bytes:
 
 
 def authenticate(token: bytes, version: int) -> bytes:
-    if version == 2:
-        return request(36, 2, _uvarint(len(token) + 1) + token + b"\x00")
+    if version == 2:  # compact bytes: uvarint length + 1, then no tagged fields
+        body = bytearray()
+        write_uvarint(body, len(token) + 1)
+        return request(36, 2, bytes(body) + token + b"\x00")
     return request(36, version, struct.pack(">i", len(token)) + token)
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 tokens = st.one_of(

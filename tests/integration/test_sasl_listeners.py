@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
 from asyncbroker.testing import BrokerProcess, TlsFiles
 from jvm.kafka_jvm import run_tool
+from topic_reader import round_trip
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -59,6 +60,21 @@ def broker(tls: TlsFiles, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         yield b
 
 
+def fresh_topic() -> str:
+    return f"sasl-{uuid.uuid4().hex[:8]}"
+
+
+def errors_heard(conf: dict[str, str]) -> list[KafkaError]:
+    """The errors a producer with `conf` reports while it tries to connect (librdkafka hands
+    authentication failures to its error callback, served by poll), within 15 s."""
+    errors: list[KafkaError] = []
+    p = Producer({**conf, "error_cb": errors.append})
+    deadline = time.monotonic() + 15
+    while not errors and time.monotonic() < deadline:
+        p.poll(0.2)
+    return errors
+
+
 def client(broker: BrokerProcess, tls: TlsFiles, listener: str, mechanism: str, user: str,
            password: str) -> dict[str, str]:
     conf = {"bootstrap.servers": broker.bootstrap_for(listener), "security.protocol": listener,
@@ -68,28 +84,6 @@ def client(broker: BrokerProcess, tls: TlsFiles, listener: str, mechanism: str, 
     return conf
 
 
-def round_trip(conf: dict[str, str], values: list[bytes]) -> list[bytes]:
-    topic = f"sasl-{uuid.uuid4().hex[:8]}"
-    p = Producer(conf)
-    for v in values:
-        p.produce(topic, v, partition=0)
-    assert p.flush(30) == 0
-    c = Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.partition.eof": True})
-    try:
-        c.assign([TopicPartition(topic, 0, 0)])
-        got: list[bytes] = []
-        for _ in range(200):
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error():
-                break
-            got.append(m.value())
-        return got
-    finally:
-        c.close()
-
-
 @pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
 @pytest.mark.parametrize("mechanism, user, password", [
     ("PLAIN", "alice", "alice-secret"), ("SCRAM-SHA-256", "carol", "carol-secret"),
@@ -97,7 +91,7 @@ def round_trip(conf: dict[str, str], values: list[bytes]) -> list[bytes]:
 def test_confluent_kafka_authenticates(broker: BrokerProcess, tls: TlsFiles, listener: str, mechanism: str,
                                        user: str, password: str) -> None:
     conf = client(broker, tls, listener, mechanism, user, password)
-    assert round_trip(conf, [b"one", b"two"]) == [b"one", b"two"]
+    assert round_trip(conf, fresh_topic(), [b"one", b"two"]) == [b"one", b"two"]
     # Metadata on a SASL listener advertises that listener.
     brokers = AdminClient(conf).list_topics(timeout=10).brokers
     assert [b.port for b in brokers.values()] == [broker.listener_ports[listener]]
@@ -117,15 +111,11 @@ def test_bad_credentials_are_refused(broker: BrokerProcess, tls: TlsFiles, mecha
                                      password: str, message: str) -> None:
     """The client hears SASL_AUTHENTICATION_FAILED with Kafka's message (librdkafka reports it
     through its error callback), and the broker keeps serving."""
-    errors: list[KafkaError] = []
-    p = Producer({**client(broker, tls, "SASL_PLAINTEXT", mechanism, user, password), "error_cb": errors.append})
-    deadline = time.monotonic() + 15
-    while not errors and time.monotonic() < deadline:
-        p.poll(0.2)  # serves the error callback
+    errors = errors_heard(client(broker, tls, "SASL_PLAINTEXT", mechanism, user, password))
     assert any(e.code() == KafkaError._AUTHENTICATION and message in e.str() for e in errors), errors
     assert broker.returncode is None
     good = client(broker, tls, "SASL_PLAINTEXT", "PLAIN", "bob", "bob-secret")
-    assert round_trip(good, [b"still"]) == [b"still"]
+    assert round_trip(good, fresh_topic(), [b"still"]) == [b"still"]
 
 
 def test_a_request_before_authentication_closes_the_connection(broker: BrokerProcess) -> None:
@@ -139,14 +129,9 @@ def test_a_request_before_authentication_closes_the_connection(broker: BrokerPro
 
 def test_an_unoffered_mechanism(broker: BrokerProcess, tls: TlsFiles) -> None:
     """librdkafka asking for OAUTHBEARER gets UNSUPPORTED_SASL_MECHANISM (with the offered ones)."""
-    errors: list[KafkaError] = []
-    p = Producer({"bootstrap.servers": broker.bootstrap_for("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
-                  "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
-                  "sasl.oauthbearer.config": "principal=alice",
-                  "error_cb": errors.append})
-    deadline = time.monotonic() + 15
-    while not errors and time.monotonic() < deadline:
-        p.poll(0.2)  # serves the error callback
+    errors = errors_heard({"bootstrap.servers": broker.bootstrap_for("SASL_PLAINTEXT"),
+                           "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+                           "enable.sasl.oauthbearer.unsecure.jwt": "true", "sasl.oauthbearer.config": "principal=alice"})
     assert any("Unsupported SASL mechanism" in e.str() and "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512" in e.str()
                for e in errors), errors
     assert broker.returncode is None
@@ -189,7 +174,7 @@ def test_scram_credentials_survive_a_restart(tls: TlsFiles, tmp_path: Path) -> N
             f.result(30)
         b.restart()
         conf = client(b, tls, "SASL_PLAINTEXT", "SCRAM-SHA-256", "erin", "erin-secret")
-        assert round_trip(conf, [b"after restart"]) == [b"after restart"]
+        assert round_trip(conf, fresh_topic(), [b"after restart"]) == [b"after restart"]
         admin = AdminClient({"bootstrap.servers": b.bootstrap_for("PLAINTEXT")})
         info = admin.describe_user_scram_credentials(["erin"])["erin"].result(30).scram_credential_infos
         assert [(i.mechanism, i.iterations) for i in info] == [(ScramMechanism.SCRAM_SHA_256, 4096)]
@@ -239,7 +224,7 @@ def test_unauthenticated_frames_are_bounded(broker: BrokerProcess, tls: TlsFiles
         assert s.recv(4) == b""
     conf = client(broker, tls, "SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret")
     big = b"x" * 700_000
-    assert round_trip(conf, [big]) == [big]
+    assert round_trip(conf, fresh_topic(), [big]) == [big]
 
 
 def test_oauthbearer_with_unsecured_tokens(tmp_path: Path) -> None:
@@ -253,12 +238,9 @@ def test_oauthbearer_with_unsecured_tokens(tmp_path: Path) -> None:
                        log_dir=tmp_path / "data", listener="SASL_PLAINTEXT") as b:
         base = {"bootstrap.servers": b.bootstrap, "security.protocol": "SASL_PLAINTEXT",
                 "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true"}
-        assert round_trip({**base, "sasl.oauthbearer.config": "principal=alice scope=kafka"}, [b"t"]) == [b"t"]
-        errors: list[KafkaError] = []
-        p = Producer({**base, "sasl.oauthbearer.config": "principal=alice scope=other", "error_cb": errors.append})
-        deadline = time.monotonic() + 15
-        while not errors and time.monotonic() < deadline:
-            p.poll(0.2)  # serves the error callback
+        conf = {**base, "sasl.oauthbearer.config": "principal=alice scope=kafka"}
+        assert round_trip(conf, fresh_topic(), [b"t"]) == [b"t"]
+        errors = errors_heard({**base, "sasl.oauthbearer.config": "principal=alice scope=other"})
         assert any(e.code() == KafkaError._AUTHENTICATION and "lacks the required scope" in e.str()
                    for e in errors), errors
         assert b.returncode is None

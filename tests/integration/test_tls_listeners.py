@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from asyncbroker.testing import BrokerProcess, TlsFiles
 from jvm.kafka_jvm import run_tool
+from topic_reader import round_trip
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -36,28 +37,6 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
 def broker(tls: TlsFiles, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     with BrokerProcess([*tls.broker_overrides(), BOTH], log_dir=tmp_path_factory.mktemp("tls-data")) as b:
         yield b
-
-
-def round_trip(conf: dict[str, str], topic: str, values: list[bytes]) -> list[bytes]:
-    """Produce `values` and read them back with the same settings."""
-    p = Producer(conf)
-    for v in values:
-        p.produce(topic, v, partition=0)
-    assert p.flush(30) == 0
-    c = Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.partition.eof": True})
-    try:
-        c.assign([TopicPartition(topic, 0, 0)])
-        got: list[bytes] = []
-        for _ in range(200):
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error():
-                break
-            got.append(m.value())
-        return got
-    finally:
-        c.close()
 
 
 def test_both_listeners_serve_and_advertise_themselves(broker: BrokerProcess, tls: TlsFiles) -> None:

@@ -7,24 +7,21 @@ compacts the compacted topic."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from asyncbroker.testing import BrokerProcess
-from jvm.kafka_jvm import KafkaServer, run_tool
+from jvm.kafka_jvm import KafkaServer
+from migration_workload import COMPACTED, write_workload
 from topic_reader import read_all
 from storage.log_file_utils import CLEAN_SHUTDOWN_FILE
 
 pytestmark = pytest.mark.timeout(300)
 
-CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-COMPACTED = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.ms": "100",
-             "delete.retention.ms": "0"}
 
 
 @pytest.fixture(scope="module")
@@ -33,39 +30,7 @@ def kafka_written() -> Iterator[tuple[KafkaServer, dict[str, Any]]]:
     kafka = KafkaServer().start()
     try:
         b = kafka.bootstrap
-        admin = AdminClient({"bootstrap.servers": b})
-        topics = [NewTopic("codecs", 2, 1), NewTopic("plain", 1, 1, config={"retention.ms": "86400000"}),
-                  NewTopic("compacted", 1, 1, config=COMPACTED)]
-        for future in admin.create_topics(topics).values():
-            future.result(30)
-        now = int(time.time() * 1000)
-        for i, codec in enumerate(CODECS):
-            p = Producer({"bootstrap.servers": b, "compression.type": codec, "enable.idempotence": True})
-            for n in range(40):
-                p.produce("codecs", f"{codec}-{n}".encode() * 3, f"k{n % 5}".encode(), partition=n % 2,
-                          headers=[("codec", codec.encode())], timestamp=now + i * 1000 + n)
-            assert p.flush(30) == 0
-        p = Producer({"bootstrap.servers": b})
-        for n in range(10):
-            p.produce("plain", f"p{n}".encode(), partition=0)
-        # Updates to 4 keys, a Produce a second apart (segment.ms=100 rolls each): cleanable.
-        for r in range(4):
-            for k in range(4):
-                p.produce("compacted", f"r{r}".encode(), f"key-{k}".encode(), partition=0, timestamp=now + r * 1000)
-            assert p.flush(30) == 0
-        for f in admin.delete_records([TopicPartition("plain", 0, 3)]).values():
-            f.result(30)
-        # Dynamic broker configs, cluster-wide and for this node (Kafka keeps them in its metadata
-        # log), set as users set them: kafka-configs.sh.
-        for entity, setting in ((["--entity-default"], "log.retention.ms=123456789"),
-                                (["--entity-name", "1"], "message.max.bytes=2000000")):
-            result = run_tool("org.apache.kafka.tools.ConfigCommand", [
-                "--bootstrap-server", b, "--entity-type", "brokers", *entity, "--alter", "--add-config", setting])
-            assert result.returncode == 0, result.stderr[-2000:]
-        c = Consumer({"bootstrap.servers": b, "group.id": "resumer", "enable.auto.commit": False})
-        c.commit(offsets=[TopicPartition("codecs", 0, 17), TopicPartition("codecs", 1, 23),
-                          TopicPartition("plain", 0, 6)], asynchronous=False)
-        c.close()
+        write_workload(b, compacted_rounds=4)  # r3 stays in the active segment
         seen = {"codecs": read_all(b, "codecs", 2), "plain": read_all(b, "plain", 1),
                 "compacted": read_all(b, "compacted", 1)}
         kafka.shutdown()  # SIGTERM: the JVM exits 143 after a clean shutdown, which leaves the marker

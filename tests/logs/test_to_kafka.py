@@ -28,18 +28,15 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from asyncbroker.testing import BrokerProcess
 from jvm.dump_log_check import check_log_dir, describe
 from jvm.kafka_jvm import KafkaServer, run_tool
+from migration_workload import CODECS, COMPACTED, write_workload
 from topic_reader import read_all
 from storage.cluster_metadata import CLUSTER_METADATA_DIR
 from storage.log_file_utils import CLEAN_SHUTDOWN_FILE
 
 pytestmark = pytest.mark.timeout(300)
 
-CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-COMPACTED = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.ms": "100",
-             "delete.retention.ms": "0"}
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"
-CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
 
 
 def migrate(*args: str) -> subprocess.CompletedProcess[str]:
@@ -54,50 +51,6 @@ def producers(bootstrap: str, topic: str, partition: int) -> list[tuple[str, ...
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [line.split() for line in result.stdout.splitlines()[1:] if line.strip()]
     return sorted((r[0], r[1], r[3]) for r in rows)
-
-
-def write_like_a_team(b: str) -> None:
-    admin = AdminClient({"bootstrap.servers": b})
-    topics = [NewTopic("codecs", 2, 1), NewTopic("plain", 1, 1, config={"retention.ms": "86400000"}),
-              NewTopic("compacted", 1, 1, config=COMPACTED), NewTopic("txn", 1, 1)]
-    for future in admin.create_topics(topics).values():
-        future.result(30)
-    now = int(time.time() * 1000)
-    for i, codec in enumerate(CODECS):
-        p = Producer({"bootstrap.servers": b, "compression.type": codec, "enable.idempotence": True})
-        for n in range(40):
-            p.produce("codecs", f"{codec}-{n}".encode() * 3, f"k{n % 5}".encode(), partition=n % 2,
-                      headers=[("codec", codec.encode())], timestamp=now + i * 1000 + n)
-        assert p.flush(30) == 0
-    p = Producer({"bootstrap.servers": b})
-    for n in range(10):
-        p.produce("plain", f"p{n}".encode(), partition=0)
-    # Three rounds of updates to 4 keys, each a second after the last by its timestamps, so each
-    # rolls a new segment (segment.ms=100 counts from the segment's first timestamp).
-    for r in range(3):
-        for k in range(4):
-            p.produce("compacted", f"r{r}".encode(), f"key-{k}".encode(), partition=0, timestamp=now + r * 1000)
-        assert p.flush(30) == 0
-    for f in admin.delete_records([TopicPartition("plain", 0, 3)]).values():
-        f.result(30)
-    t = Producer({"bootstrap.servers": b, "transactional.id": "mover"})
-    t.init_transactions(30)
-    for outcome in ("commit", "abort", "commit"):
-        t.begin_transaction()
-        t.produce("txn", outcome.encode(), partition=0)
-        if outcome == "commit":
-            t.commit_transaction(30)
-        else:
-            t.abort_transaction(30)
-    for entity, setting in ((["--entity-default"], "log.retention.ms=123456789"),
-                            (["--entity-name", "1"], "message.max.bytes=2000000")):
-        result = run_tool(CONFIG_COMMAND, ["--bootstrap-server", b, "--entity-type", "brokers", *entity,
-                                           "--alter", "--add-config", setting])
-        assert result.returncode == 0, result.stderr[-2000:]
-    c = Consumer({"bootstrap.servers": b, "group.id": "resumer", "enable.auto.commit": False})
-    c.commit(offsets=[TopicPartition("codecs", 0, 17), TopicPartition("codecs", 1, 23),
-                      TopicPartition("plain", 0, 6)], asynchronous=False)
-    c.close()
 
 
 def committed_reads(bootstrap: str) -> list[bytes]:
@@ -126,7 +79,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
     log_dir = tmp_path_factory.mktemp("to-kafka") / "data"
     with BrokerProcess(["log.cleaner.backoff.ms=3600000"], log_dir=log_dir, monitor=True) as ours:
         b = ours.bootstrap
-        write_like_a_team(b)
+        write_workload(b, compacted_rounds=3, transactions=True)
         assert ours.clean_now("compacted") is not None  # asyncbroker's cleaner compacts it once
         seen = {"codecs": read_all(b, "codecs", 2), "plain": read_all(b, "plain", 1),
                 "compacted": read_all(b, "compacted", 1), "txn": committed_reads(b),
