@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # the parts are imported where they are built (startup), to k
     from asyncbroker.producer_id_expiration import ProducerIdExpiration
     from asyncbroker.replica_manager import ReplicaManager
     from asyncbroker.scram_credentials import ScramCredentials
+    from asyncbroker.standard_authorizer import StandardAuthorizer
     from asyncbroker.topics import TopicManager, TopicMetadata
     from asyncbroker.transaction_coordinator import TransactionCoordinator
 
@@ -90,6 +91,9 @@ class Broker:
         self.advertised: dict[str, tuple[str, int]] = {
             e.listener_name: config.advertised_endpoint(e) for e in config.served_listeners()}
         self._scram_credentials: ScramCredentials | None = None
+        # The ACL authorizer with authorizer.class.name set (built by startup()); None: every
+        # principal may do everything, as in Kafka without an authorizer.
+        self.authorizer: StandardAuthorizer | None = None
         # Called after a dynamic broker config changed (the server's connection quotas).
         self.config_change_listeners: list[Callable[[], None]] = []
         self.started_at = time.monotonic()
@@ -232,6 +236,11 @@ class Broker:
         # Dynamic broker configs set before the last shutdown win over the static ones again.
         config.dynamic_broker, config.dynamic_cluster = await self.run_blocking(read_dynamic_configs, log_dirs,
                                                                                 config.node_id)
+        if config.authorizer_class_name:
+            from asyncbroker.standard_authorizer import StandardAuthorizer
+
+            self.authorizer = await self.run_blocking(StandardAuthorizer, log_dirs, config.super_users,
+                                                      config.allow_everyone_if_no_acl_found)
         self.log_manager = LogManager(
             log_dirs,
             config.log_config_defaults(),

@@ -115,8 +115,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             session.sasl = SaslServerAuthenticator(self._broker, self._listener_name)
             # Until it has authenticated, a client's frames are bounded by sasl.server.max.receive.size.
             self._frames.max_size = self._broker.config.sasl_server_max_receive_size
+        local = transport.get_extra_info("sockname")
+        connection_id = (f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-0"
+                         if isinstance(local, tuple) and isinstance(peer, tuple) else "")
         self._ctx = RequestContext(self._broker, f"/{peer[0]}" if isinstance(peer, tuple) else "",
-                                   self._listener_name, session)
+                                   self._listener_name, session, connection_id)
         self._connections.add(self)
         METRICS.connection_opened()
         log.debug("Accepted connection from %s", self._peer)

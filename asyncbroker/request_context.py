@@ -11,9 +11,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from wire.errors import (
+    ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    KafkaError,
+    TopicAuthorizationFailedError,
+)
+
+from asyncbroker.acl_binding import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
+
+# ConfigResource types that are not the cluster's.
+_CONFIG_TOPIC, _CONFIG_GROUP = 2, 32
 
 # Kafka's principal of a client that did not authenticate.
 ANONYMOUS = "User:ANONYMOUS"
@@ -47,3 +58,67 @@ class RequestContext(msgspec.Struct, frozen=True):
     # answers); Metadata tells clients that listener's advertised address.
     listener_name: str = ""
     session: Session = msgspec.field(default_factory=Session)
+    # Kafka's connection id, "<local address>-<peer address>-<index>" (error messages name it).
+    connection_id: str = ""
+
+    @property
+    def host(self) -> str:
+        """The peer's address as ACLs name hosts ("127.0.0.1")."""
+        return self.client_host.lstrip("/")
+
+    def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str, *,
+                  log_denial: bool = True) -> bool:
+        """Whether this connection's principal may perform `operation` on the resource
+        (always, without an authorizer)."""
+        authorizer = self.broker.authorizer
+        return authorizer is None or authorizer.authorize(self.session.principal, self.host, operation,
+                                                          resource_type, name, log_denial=log_denial)
+
+    def authorize_by_resource_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """Whether some resource of the type allows `operation` (InitProducerId's WRITE on any topic)."""
+        authorizer = self.broker.authorizer
+        return authorizer is None or authorizer.authorize_by_resource_type(self.session.principal, self.host,
+                                                                           operation, resource_type)
+
+    def config_resource_refusal(self, operation: AclOperation, config_resource_type: int,
+                                name: str) -> KafkaError | None:
+        """Why the principal may not touch a config resource (DescribeConfigs, AlterConfigs),
+        None when it may: brokers, loggers and client metrics are the cluster's. The error's
+        wire message is what Kafka's controller sends when it refuses an alteration."""
+        if config_resource_type == _CONFIG_TOPIC:
+            return None if self.authorize_topic(operation, name) else TopicAuthorizationFailedError(
+                "Topic authorization failed.")
+        if config_resource_type == _CONFIG_GROUP:
+            return None if self.authorize_group(operation, name) else GroupAuthorizationFailedError(
+                "Group authorization failed.", wire_message=None)
+        return None if self.authorize_cluster(operation) else ClusterAuthorizationFailedError(
+            "Cluster authorization failed.", wire_message=None)
+
+    def authorize_cluster(self, operation: AclOperation, *, log_denial: bool = True) -> bool:
+        return self.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME, log_denial=log_denial)
+
+    def authorize_topic(self, operation: AclOperation, topic: str, *, log_denial: bool = True) -> bool:
+        return self.authorize(operation, ResourceType.TOPIC, topic, log_denial=log_denial)
+
+    def authorize_group(self, operation: AclOperation, group: str, *, log_denial: bool = True) -> bool:
+        return self.authorize(operation, ResourceType.GROUP, group, log_denial=log_denial)
+
+    def authorize_transactional_id(self, operation: AclOperation, transactional_id: str, *,
+                                   log_denial: bool = True) -> bool:
+        return self.authorize(operation, ResourceType.TRANSACTIONAL_ID, transactional_id, log_denial=log_denial)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str, every_operation: int) -> int:
+        """The authorized-operations bit field of a resource; `every_operation` without an authorizer."""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return every_operation
+        return authorizer.authorized_operations(self.session.principal, self.host, resource_type, name)
+
+    def not_authorized_message(self, operation: AclOperation) -> str:
+        """The text of the ClusterAuthorizationException Kafka throws when a request needs an
+        operation on the cluster (ACL and SCRAM administration): it names the request as
+        Kafka's RequestChannel.Request prints itself."""
+        protocol = self.broker.config.security_protocol(self.listener_name) or "PLAINTEXT"
+        return (f"Request Request(processor=0, connectionId={self.connection_id}, session=Session("
+                f"{self.session.principal},{self.client_host}), listenerName=ListenerName({self.listener_name}), "
+                f"securityProtocol={protocol}, buffer=null, envelope=None) needs {operation.name} permission.")

@@ -319,6 +319,14 @@ _BROKER_KEYS = [
             "connection closes at its next request. 0: sessions never expire."),
     _broker("sasl.server.max.receive.size", I, 524288, "The largest frame a SASL connection may send before it has "
             "authenticated: a client that never finishes its handshake holds almost nothing.", AtLeast(1)),
+    # -- authorization (asyncbroker.standard_authorizer): Kafka's StandardAuthorizer or none
+    _broker("authorizer.class.name", S, "", "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on "
+            "(asyncbroker's own implementation of its rules); empty: every principal may do everything and the "
+            "ACL APIs answer SECURITY_DISABLED.", OneOf(("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"))),
+    _broker("super.users", S, "", "Principals every ACL check allows, separated by semicolons "
+            "(User:admin;User:CN=broker).", internal=True),
+    _broker("allow.everyone.if.no.acl.found", B, False, "Whether a resource no ACL names is open to every "
+            "principal (true) or to none but super users (false).", internal=True),
     _broker("sasl.mechanism.inter.broker.protocol", S, "GSSAPI",
             "Accepted for compatibility; a single node has no inter-broker traffic.", inert=True, dynamic=True,
             per_broker_only=True),

@@ -458,6 +458,24 @@ class ConcurrentTransactionsError(KafkaError):
     error_code = ErrorCode.CONCURRENT_TRANSACTIONS
 
 
+class TopicAuthorizationFailedError(KafkaError):
+    """The principal may not perform the operation on the topic."""
+
+    error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+class GroupAuthorizationFailedError(KafkaError):
+    """The principal may not perform the operation on the group."""
+
+    error_code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+class ClusterAuthorizationFailedError(KafkaError):
+    """The principal may not perform the operation on the cluster."""
+
+    error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
 class TransactionalIdAuthorizationFailedError(KafkaError):
     """Not authorized for the transactional id."""
 

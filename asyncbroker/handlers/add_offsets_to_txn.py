@@ -10,6 +10,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.handlers.add_partitions_to_txn import older_fenced
 from asyncbroker.offsets_topic import GROUP_METADATA_TOPIC_NAME
@@ -23,6 +24,11 @@ MAX_VERSION = 4
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
+    if not ctx.authorize_transactional_id(AclOperation.WRITE, request.transactional_id):
+        return b.entity("AddOffsetsToTxnResponse", throttle_time=0,
+                        error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not ctx.authorize_group(AclOperation.READ, request.group_id):
+        return b.entity("AddOffsetsToTxnResponse", throttle_time=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     try:
         groups = await ctx.broker.loaded_group_coordinator()
         await groups.offsets_topic.ensure_created()

@@ -16,6 +16,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -38,6 +39,10 @@ def older_fenced(code: ErrorCode, version: int, first_version_knowing_fenced: in
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
+    if version >= 4 and not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        # v4+ is the brokers' verification request (KIP-890): a client may not send it.
+        return b.entity("AddPartitionsToTxnResponse", throttle_time=0,
+                        error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results_by_transaction=())
     if version < 4:
         txns = [(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
                  request.v3_and_below_producer_epoch, False, request.v3_and_below_topics)]
@@ -47,7 +52,11 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     results = []
     for txn_id, producer_id, producer_epoch, verify_only, topics in txns:
         partitions = [TopicPartition(t.name, p) for t in topics for p in t.partitions]
-        errors = await _one_transaction(ctx.broker, version, txn_id, producer_id, producer_epoch, verify_only, partitions)
+        if version < 4 and not ctx.authorize_transactional_id(AclOperation.WRITE, txn_id):
+            errors = dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        else:
+            errors = await _one_transaction(ctx, version, txn_id, producer_id, producer_epoch, verify_only,
+                                            partitions)
         results.append((txn_id, _by_topic(b, errors)))
     if version < 4:
         return b.entity("AddPartitionsToTxnResponse", throttle_time=0, results_by_topic_v3_and_below=results[0][1])
@@ -57,11 +66,17 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                         for txn_id, topics in results))
 
 
-async def _one_transaction(broker: Broker, version: int, txn_id: str, producer_id: int, producer_epoch: int,
+async def _one_transaction(ctx: RequestContext, version: int, txn_id: str, producer_id: int, producer_epoch: int,
                            verify_only: bool, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
-    unknown = {tp for tp in partitions if not _hosted(broker, tp)}
-    if unknown:
-        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+    """Any partition refused (a topic its producer may not WRITE, then an unknown partition)
+    fails the whole transaction's request: the others are OPERATION_NOT_ATTEMPTED."""
+    broker = ctx.broker
+    may_write = {tp.topic: version >= 4 or ctx.authorize_topic(AclOperation.WRITE, tp.topic) for tp in partitions}
+    unauthorized = {tp for tp in partitions if not may_write[tp.topic]}
+    unknown = {tp for tp in partitions if tp not in unauthorized and not _hosted(broker, tp)}
+    if unknown or unauthorized:
+        return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp in unauthorized
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
                 for tp in partitions}
     coordinator = broker.transaction_coordinator
     if verify_only:

@@ -21,6 +21,7 @@ from asyncbroker.broker_config_changes import (
     check_broker_changes,
     check_broker_id,
 )
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.config import ConfigResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.request_context import RequestContext
@@ -71,6 +72,10 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise InvalidRequestError("Each resource must appear at most once.")
+            refusal = ctx.config_resource_refusal(AclOperation.ALTER_CONFIGS, resource.resource_type,
+                                                  resource.resource_name)
+            if refusal is not None:
+                raise refusal
             await _alter(ctx.broker, resource, request.validate_only)
             code, message = ErrorCode.NONE, None
         except KafkaError as exc:

@@ -14,6 +14,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 from asyncbroker.scram_credentials import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential
@@ -25,6 +26,12 @@ MAX_VERSION = 0
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
+    if not ctx.authorize_cluster(AclOperation.ALTER):
+        message = ctx.not_authorized_message(AclOperation.ALTER)
+        return b.entity("AlterUserScramCredentialsResponse", throttle_time=0, results=tuple(
+            b.entity("AlterUserScramCredentialsResult", user=item.name,
+                     error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=message)
+            for item in (*request.deletions, *request.upsertions)))
     store = ctx.broker.scram_credentials
     # As Kafka's controller: one change per user and request, deletions read first. A user
     # named again fails as a whole (DUPLICATE_RESOURCE); a user's first failure sticks.

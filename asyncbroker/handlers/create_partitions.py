@@ -12,6 +12,7 @@ from wire.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopic
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -29,8 +30,13 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                   error_message="Duplicate topic name.")
         for name in dict.fromkeys(t.name for t in request.topics if counts[t.name] > 1)
     ]
+    # ALTER on each topic; the refused are answered after the duplicates, before the rest.
+    refused = {n for n in counts if counts[n] == 1 and not ctx.authorize_topic(AclOperation.ALTER, n)}
+    results += [rb.entity("CreatePartitionsTopicResult", name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                          error_message=None)
+                for name in counts if name in refused]
     for topic in request.topics:
-        if counts[topic.name] > 1:
+        if counts[topic.name] > 1 or topic.name in refused:
             continue  # answered once above
         try:
             assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]

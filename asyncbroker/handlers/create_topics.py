@@ -11,10 +11,11 @@ import uuid
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from wire.errors import InvalidReplicaAssignmentError, InvalidRequestError, KafkaError
+from wire.errors import ErrorCode, InvalidReplicaAssignmentError, InvalidRequestError, KafkaError
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -48,8 +49,12 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     rb = ResponseBuilder(API_KEY, header.api_version)
     counts = Counter(t.name for t in request.topics)
     results = []
+    # CREATE on the cluster or on each topic; the new topic's configs are shown only with
+    # DESCRIBE_CONFIGS on it (Kafka's ControllerApis.createTopics).
+    cluster_create = ctx.authorize_cluster(AclOperation.CREATE, log_denial=False)
+    creatable = {n for n in counts if cluster_create or ctx.authorize_topic(AclOperation.CREATE, n)}
     for topic in request.topics:
-        if counts[topic.name] > 1:
+        if counts[topic.name] > 1 or topic.name not in creatable:
             continue  # answered once, after the others, as Kafka's controller does
         try:
             num_partitions = topic.num_partitions
@@ -90,6 +95,9 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             )
             for e in _describe(ctx.broker, meta)
         )
+        config_error = ErrorCode.NONE
+        if not ctx.authorize_topic(AclOperation.DESCRIBE_CONFIGS, meta.name):
+            configs, config_error = (), ErrorCode.TOPIC_AUTHORIZATION_FAILED
         results.append(
             rb.entity(
                 "CreatableTopicResult",
@@ -98,7 +106,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                 topic_id=meta.topic_id if meta.topic_id != ZERO_UUID else uuid.uuid4(),
                 error_code=0,
                 error_message=None,
-                topic_config_error_code=0,
+                topic_config_error_code=config_error,
                 num_partitions=meta.partitions,
                 replication_factor=1,
                 configs=configs,
@@ -108,6 +116,12 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         results.append(rb.entity(
             "CreatableTopicResult", name=name, topic_id=ZERO_UUID, error_code=InvalidRequestError.error_code,
             error_message="Duplicate topic name.", topic_config_error_code=0, num_partitions=-1,
+            replication_factor=-1, configs=(),
+        ))
+    for name in (n for n in counts if counts[n] == 1 and n not in creatable):
+        results.append(rb.entity(
+            "CreatableTopicResult", name=name, topic_id=ZERO_UUID, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            error_message="Authorization failed.", topic_config_error_code=0, num_partitions=-1,
             replication_factor=-1, configs=(),
         ))
     return rb.entity("CreateTopicsResponse", throttle_time=0, topics=tuple(results))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -18,13 +20,17 @@ MAX_VERSION = 2
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
-    names = list(dict.fromkeys(request.groups_names))
+    requested = list(dict.fromkeys(request.groups_names))
+    # Groups the principal may not DELETE are answered after the others, as Kafka does.
+    allowed = [g for g in requested if ctx.authorize_group(AclOperation.DELETE, g)]
+    names = allowed + [g for g in requested if g not in allowed]
+    results = {g: int(ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in names if g not in allowed}
     try:
         coordinator = await ctx.broker.loaded_group_coordinator()
-        results = await coordinator.delete_groups(names)
+        results.update(await coordinator.delete_groups(allowed) if allowed else {})
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         code = error_code_for(exc)
-        results = {g: code for g in names}
+        results.update({g: code for g in allowed})
     return b.entity("DeleteGroupsResponse", throttle_time=0, results=tuple(
         b.entity("DeletableGroupResult", group_id=g, error_code=results[g]) for g in names
     ))

@@ -9,10 +9,12 @@ import uuid
 from collections import Counter
 from typing import Any
 
+from wire.error_messages import default_message
 from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError, UnknownTopicOrPartitionError
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -27,6 +29,7 @@ MAX_VERSION = 6
 _UNKNOWN_TOPIC = "This server does not host this topic-partition."
 _UNKNOWN_TOPIC_ID = "This server does not host this topic ID."
 
+_AUTHORIZATION_FAILED = default_message(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
@@ -41,6 +44,14 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     def result(name: str | None, topic_id: uuid.UUID | None, code: int, message: str | None) -> None:
         results.append(rb.entity("DeletableTopicResult", name=name, topic_id=topic_id or ZERO_UUID,
                                  error_code=code, error_message=message))
+
+    cluster_delete = ctx.authorize_cluster(AclOperation.DELETE, log_denial=False)
+
+    def may(operation: str, topic: str) -> bool:
+        if cluster_delete:
+            return True
+        op = AclOperation.DELETE if operation == "delete" else AclOperation.DESCRIBE
+        return ctx.authorize_topic(op, topic)
 
     # A name or id given twice is answered once, as Kafka's controller does.
     for twice in (n for n, c in names.items() if c > 1):
@@ -57,6 +68,18 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             continue
         target_id = topic_id if by_id else None
         if (ids[target_id] if target_id is not None else names[name or ""]) > 1:
+            continue
+        # DELETE on the topic (or the cluster). A name the principal may not DESCRIBE is
+        # refused whether it exists or not; an id is refused without its name then.
+        if target_id is not None:
+            meta = ctx.broker.topics.by_id(target_id)
+            if meta is not None and not may("delete", meta.name):
+                result(meta.name if may("describe", meta.name) else None, target_id,
+                       ErrorCode.TOPIC_AUTHORIZATION_FAILED, _AUTHORIZATION_FAILED)
+                continue
+        elif not may("describe", name or "") or (ctx.broker.topics.get(name or "") is not None
+                                                  and not may("delete", name or "")):
+            result(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, _AUTHORIZATION_FAILED)
             continue
         try:
             if target_id is not None:

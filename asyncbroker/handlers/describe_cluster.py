@@ -7,6 +7,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import CLUSTER_NAME, ResourceType
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
@@ -28,6 +29,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     endpoint_type = getattr(request, "endpoint_type", ENDPOINT_TYPE_BROKER)
     code, message = ErrorCode.NONE, None
     brokers: tuple[Any, ...] = ()
+    # No ACL is needed: a client learns the cluster's brokers from it (and from Metadata).
     if endpoint_type == ENDPOINT_TYPE_CONTROLLER:
         code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
         message = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
@@ -56,6 +58,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         controller_id=ctx.broker.node_id if code == ErrorCode.NONE else -1,
         brokers=brokers,
         cluster_authorized_operations=(
-            _ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else _OPERATIONS_OMITTED
+            ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, _ALL_CLUSTER_OPERATIONS)
+            if request.include_cluster_authorized_operations and code == ErrorCode.NONE else _OPERATIONS_OMITTED
         ),
     )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from storage.topic_name import validate_topic_name
 from wire.headers import RequestHeader
+from wire.error_messages import default_message
 from wire.errors import (
     INVALID_REQUEST_MESSAGE,
     ErrorCode,
@@ -28,6 +29,7 @@ from asyncbroker.broker_config_changes import (
     LOGGER_MISMATCH,
     check_broker_id,
 )
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.config import ConfigEntry, ConfigResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.request_context import RequestContext
@@ -64,7 +66,17 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     synonyms_wanted = bool(getattr(request, "include_synonyms", False))
     docs_wanted = bool(getattr(request, "include_documentation", False))
     results = []
+    refused = []
     for resource in request.resources:
+        refusal = ctx.config_resource_refusal(AclOperation.DESCRIBE_CONFIGS, resource.resource_type,
+                                              resource.resource_name)
+        if refusal is not None:
+            # Answered after the resources described, as Kafka does.
+            code = refusal.error_code
+            refused.append(rb.entity("DescribeConfigsResult", error_code=code, error_message=default_message(code),
+                                     resource_type=resource.resource_type, resource_name=resource.resource_name,
+                                     configs=()))
+            continue
         keys = resource.configuration_keys
         message: str | None
         try:
@@ -103,4 +115,4 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                 configs=configs,
             )
         )
-    return rb.entity("DescribeConfigsResponse", throttle_time=0, results=tuple(results))
+    return rb.entity("DescribeConfigsResponse", throttle_time=0, results=(*results, *refused))

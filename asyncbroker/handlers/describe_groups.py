@@ -13,6 +13,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation, ResourceType
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -39,7 +40,14 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                         protocol_data="", members=(), authorized_operations=_AUTHORIZED_OPS_OMITTED)
                for g in request.groups]
         return b.entity("DescribeGroupsResponse", throttle_time=0, groups=tuple(out))
+    refused = []
     for group_id in request.groups:
+        if not ctx.authorize_group(AclOperation.DESCRIBE, group_id):
+            # Answered after the groups described, as Kafka does.
+            refused.append(b.entity("DescribedGroup", error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                    group_id=group_id, group_state="", protocol_type="", protocol_data="",
+                                    members=(), authorized_operations=_AUTHORIZED_OPS_OMITTED))
+            continue
         d = coordinator.describe_group(group_id)
         members = tuple(
             b.entity("DescribedGroupMember", member_id=m.member_id, group_instance_id=m.group_instance_id,
@@ -51,9 +59,10 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         if header.api_version >= 6 and d.state == "Dead":
             error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
         # Asked for (v3+), the operations are reported for every group answered without error.
-        operations = (_GROUP_OPERATIONS if getattr(request, "include_authorized_operations", False)
-                      and error == ErrorCode.NONE else _AUTHORIZED_OPS_OMITTED)
+        operations = (ctx.authorized_operations(ResourceType.GROUP, group_id, _GROUP_OPERATIONS)
+                      if getattr(request, "include_authorized_operations", False) and error == ErrorCode.NONE
+                      else _AUTHORIZED_OPS_OMITTED)
         out.append(b.entity("DescribedGroup", error_code=error, error_message=message, group_id=d.group_id,
                             group_state=d.state, protocol_type=d.protocol_type, protocol_data=d.protocol_data,
                             members=members, authorized_operations=operations))
-    return b.entity("DescribeGroupsResponse", throttle_time=0, groups=tuple(out))
+    return b.entity("DescribeGroupsResponse", throttle_time=0, groups=(*out, *refused))

@@ -15,6 +15,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
@@ -36,6 +37,9 @@ def _disk_usage(dirs: list[str]) -> dict[str, tuple[int, int]]:
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return rb.entity("DescribeLogDirsResponse", throttle_time=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                         results=())
     dirs = [os.path.abspath(d) for d in ctx.broker.config.log_dirs]
     wanted: dict[str, set[int] | None] | None = None
     if request.topics is not None:

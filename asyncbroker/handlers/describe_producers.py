@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from storage.topic_partition import TopicPartition
+from wire.error_messages import default_message
 from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
@@ -29,7 +31,14 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     topics = []
     for t in request.topics:
         partitions = []
+        may_read = ctx.authorize_topic(AclOperation.READ, t.name)
         for index in t.partition_indexes:
+            if not may_read:
+                partitions.append(b.entity("PartitionResponse", partition_index=index,
+                                           error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                           error_message=default_message(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                                           active_producers=()))
+                continue
             log_ = ctx.broker.get_log(TopicPartition(t.name, index))
             if log_ is None:
                 partitions.append(b.entity("PartitionResponse", partition_index=index,

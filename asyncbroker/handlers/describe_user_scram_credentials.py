@@ -8,6 +8,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 from asyncbroker.scram_credentials import MECHANISMS
@@ -21,6 +22,13 @@ _IDS = {name: mid for mid, (name, _) in MECHANISMS.items()}
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        # Kafka's error answer: the error at the top and once per user asked for, each with no name.
+        refused = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return b.entity("DescribeUserScramCredentialsResponse", throttle_time=0, error_code=refused,
+                        error_message=None, results=tuple(
+                            b.entity("DescribeUserScramCredentialsResult", user="", error_code=refused,
+                                     error_message=None, credential_infos=()) for _ in request.users or ()))
     users = ctx.broker.scram_credentials.users()
     # user -> named more than once (each user is answered once)
     named: dict[str, bool] = {}

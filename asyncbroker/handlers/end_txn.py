@@ -14,6 +14,7 @@ from wire.headers import RequestHeader
 from wire.messages import ApiKey
 from wire.records import ControlRecordType
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.handlers.add_partitions_to_txn import older_fenced
 from asyncbroker.request_context import RequestContext
@@ -28,6 +29,9 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     result = ControlRecordType.COMMIT if request.committed else ControlRecordType.ABORT
+    if not ctx.authorize_transactional_id(AclOperation.WRITE, request.transactional_id):
+        return b.entity("EndTxnResponse", throttle_time=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        producer_id=-1, producer_epoch=-1)
     try:
         answer = await ctx.broker.transaction_coordinator.handle_end_transaction(
             request.transactional_id, request.producer_id, request.producer_epoch, result, 2 if version >= 5 else 0)

@@ -33,6 +33,7 @@ from wire.headers import RequestHeader
 from wire.messages import ApiKey
 from wire.response_encoders import FetchPartitionData, FetchTopicData, encode_fetch_response
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.handlers import millis
 from asyncbroker.replica_manager import PartitionRead
@@ -66,6 +67,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     for t in request.topics:
         for p in t.partitions:
             requested[(t.topic_id if version >= 13 else t.topic, p.partition)] = (t, p)
+    # READ on each topic, asked once per topic (Kafka's filterByAuthorized).
+    may_read: dict[str, bool] = {}
     for (_key, _index), (t, p) in requested.items():
         if version >= 13:
             # Topic ids (v13+) are resolved here, as KafkaApis does before the ReplicaManager.
@@ -82,6 +85,12 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                           current_leader_epoch=getattr(p, "current_leader_epoch", -1),
                           last_fetched_epoch=getattr(p, "last_fetched_epoch", -1) if version >= 12 else -1)
         r.error = unknown_topic
+        if not unknown_topic and name is not None:
+            allowed = may_read.get(name)
+            if allowed is None:
+                allowed = may_read[name] = ctx.authorize_topic(AclOperation.READ, name)
+            if not allowed:
+                r.error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         reads.append(r)
     reads = await ctx.broker.replica_manager.fetch_messages(
         reads, replica_id=replica_id, max_wait_ms=millis(request.max_wait),

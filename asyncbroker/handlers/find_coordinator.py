@@ -14,6 +14,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -31,8 +32,13 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
+    keys = list(request.coordinator_keys) if version >= 4 else [request.key]
+    # DESCRIBE on the group or transactional id, per key, before anything else (Kafka's getCoordinator).
+    refusals = {k: _refusal(ctx, key_type, k) for k in keys}
     error: int = ErrorCode.NONE
-    if key_type == GROUP_KEY_TYPE:
+    if all(refusals.values()):
+        pass  # nothing to look up: the coordinator topic is not created for a refused key
+    elif key_type == GROUP_KEY_TYPE:
         try:
             coordinator = await ctx.broker.loaded_group_coordinator()
             await coordinator.offsets_topic.ensure_created()
@@ -52,13 +58,14 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         # key type Kafka does not know both get INVALID_REQUEST; only the latter fails the
         # whole request, with the error's default message (see below).
         error = ErrorCode.INVALID_REQUEST
-    ok = error == ErrorCode.NONE
 
     host, port = ctx.broker.advertised_for(ctx.listener_name)
 
-    def fields(message: str | None) -> dict[str, Any]:
+    def fields(key: str, message: str | None) -> dict[str, Any]:
+        code = refusals[key] or error
+        ok = code == ErrorCode.NONE
         return dict(
-            error_code=error, error_message=message,
+            error_code=code, error_message=message if message is not None else message_or_name(code, ErrorCode(code).name),
             node_id=ctx.broker.node_id if ok else -1,
             host=host if ok else "",
             port=port if ok else -1,
@@ -68,8 +75,15 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         # Per-key answers carry no message (""), except when the request failed as a whole.
         known = key_type in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, SHARE_KEY_TYPE)
         message = "" if known else default_message(error)
-        coordinators = tuple(b.entity("Coordinator", key=k, **fields(message)) for k in request.coordinator_keys)
+        coordinators = tuple(b.entity("Coordinator", key=k, **fields(k, message)) for k in keys)
         return b.entity("FindCoordinatorResponse", throttle_time=0, coordinators=coordinators)
     # Before v4 the message is Kafka's Errors.message(): the default text, "NONE" on success.
-    return b.entity("FindCoordinatorResponse", throttle_time=0,
-                    **fields(message_or_name(error, ErrorCode(error).name)))
+    return b.entity("FindCoordinatorResponse", throttle_time=0, **fields(keys[0], None))
+
+
+def _refusal(ctx: RequestContext, key_type: int, key: str) -> int:
+    if key_type == GROUP_KEY_TYPE and not ctx.authorize_group(AclOperation.DESCRIBE, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if key_type == TRANSACTION_KEY_TYPE and not ctx.authorize_transactional_id(AclOperation.DESCRIBE, key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return ErrorCode.NONE

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.errors import GroupAuthorizationFailedError
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -20,6 +22,8 @@ MAX_VERSION = 4
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     error: int = ErrorCode.NONE
     try:
+        if not ctx.authorize_group(AclOperation.READ, request.group_id):
+            raise GroupAuthorizationFailedError()
         coordinator = await ctx.broker.loaded_group_coordinator()
         await coordinator.heartbeat(
             group_id=request.group_id,

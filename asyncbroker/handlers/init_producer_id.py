@@ -18,6 +18,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation, ResourceType
 from asyncbroker.handlers import error_code_for, millis
 from asyncbroker.handlers.add_partitions_to_txn import older_fenced
 from asyncbroker.request_context import RequestContext
@@ -37,6 +38,14 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     b = ResponseBuilder(API_KEY, version)
     pid = getattr(request, "producer_id", NO_PRODUCER_ID)
     epoch = getattr(request, "producer_epoch", NO_PRODUCER_EPOCH)
+    # First of all, as in Kafka: WRITE on the transactional id; an idempotent producer needs
+    # IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+    if request.transactional_id is not None:
+        if not ctx.authorize_transactional_id(AclOperation.WRITE, request.transactional_id):
+            return _error(b, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif not (ctx.authorize_cluster(AclOperation.IDEMPOTENT_WRITE)
+              or ctx.authorize_by_resource_type(AclOperation.WRITE, ResourceType.TOPIC)):
+        return _error(b, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
         # Kafka refuses a producer id without an epoch (or the reverse) before anything else.
         return _error(b, ErrorCode.INVALID_REQUEST)

@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.errors import GroupAuthorizationFailedError
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.group_metadata_manager import JoinGroupResult
 from asyncbroker.handlers import error_code_for, millis
 from asyncbroker.request_context import RequestContext
@@ -30,6 +32,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     rebalance_timeout = millis(getattr(request, "rebalance_timeout", request.session_timeout))
     instance_id = getattr(request, "group_instance_id", None)
     try:
+        if not ctx.authorize_group(AclOperation.READ, request.group_id):
+            raise GroupAuthorizationFailedError()
         coordinator = await ctx.broker.loaded_group_coordinator()
         result = await coordinator.join_group(
             group_id=request.group_id,
@@ -45,6 +49,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             reason=getattr(request, "reason", None),
             api_version=version,
         )
+    except GroupAuthorizationFailedError as exc:
+        result = JoinGroupResult(error=error_code_for(exc))  # Kafka's error answer: no member id
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         result = JoinGroupResult(error=error_code_for(exc), member_id=request.member_id)
     b = ResponseBuilder(API_KEY, version)

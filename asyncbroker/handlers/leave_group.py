@@ -8,6 +8,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -26,6 +27,10 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         leaving = [(request.member_id, None, None)]
     top: int = ErrorCode.NONE
     results: list[int] = []
+    if not ctx.authorize_group(AclOperation.READ, request.group_id):
+        # Kafka's error answer: the error alone, no member listed.
+        return b.entity("LeaveGroupResponse", throttle_time=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                        members=())
     try:
         coordinator = await ctx.broker.loaded_group_coordinator()
         results = await coordinator.leave_group(request.group_id, leaving)

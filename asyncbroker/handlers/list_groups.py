@@ -8,6 +8,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -25,6 +26,9 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         coordinator = await ctx.broker.loaded_group_coordinator()
         listed = coordinator.list_groups(getattr(request, "states_filter", ()) or (),
                                          getattr(request, "types_filter", ()) or ())
+        # DESCRIBE on the cluster lists every group; else those the principal may DESCRIBE.
+        if not ctx.authorize_cluster(AclOperation.DESCRIBE, log_denial=False):
+            listed = [g for g in listed if ctx.authorize_group(AclOperation.DESCRIBE, g.group_id, log_denial=False)]
         groups = tuple(
             b.entity("ListedGroup", group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
                      group_type=g.group_type)

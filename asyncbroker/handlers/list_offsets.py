@@ -18,6 +18,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.replica_manager import FoundOffset, OffsetQuery
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -35,26 +36,33 @@ NO_EPOCH = -1
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     """Kafka keys the answer by partition: a partition named twice in one request answers
-    once, INVALID_REQUEST; every error answers offset, timestamp and epoch -1."""
+    once, INVALID_REQUEST; every error answers offset, timestamp and epoch -1. Topics the
+    principal may not DESCRIBE answer TOPIC_AUTHORIZATION_FAILED, after the others."""
     version = header.api_version
+    may_describe = {t.name: ctx.authorize_topic(AclOperation.DESCRIBE, t.name) for t in request.topics}
+    unauthorized = [t for t in request.topics if not may_describe[t.name]]
+    request_topics = [t for t in request.topics if may_describe[t.name]]
     seen: set[TopicPartition] = set()
     duplicates: set[TopicPartition] = set()
-    for t in request.topics:
+    for t in request_topics:
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
             (duplicates if tp in seen else seen).add(tp)
     queries = {TopicPartition(t.name, p.partition_index): OffsetQuery(
                    p.timestamp, getattr(p, "current_leader_epoch", NO_EPOCH))
-               for t in request.topics for p in t.partitions
+               for t in request_topics for p in t.partitions
                if TopicPartition(t.name, p.partition_index) not in duplicates}
     found = await ctx.broker.replica_manager.fetch_offsets(
         queries, version=version, read_committed=getattr(request, "isolation_level", 0) == READ_COMMITTED)
     by_topic: dict[str, dict[int, FoundOffset]] = {}
-    for t in request.topics:
+    for t in request_topics:
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
             result = FoundOffset(ErrorCode.INVALID_REQUEST) if tp in duplicates else found[tp]
             by_topic.setdefault(t.name, {})[p.partition_index] = result
+    refused: list[tuple[str, dict[int, FoundOffset]]] = [
+        (t.name, {p.partition_index: FoundOffset(ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions})
+        for t in unauthorized]
 
     b = ResponseBuilder(API_KEY, version)
     topics = tuple(
@@ -62,6 +70,6 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             b.entity("ListOffsetsPartitionResponse", partition_index=index, error_code=r.error,
                      timestamp=r.timestamp, offset=r.offset, leader_epoch=r.leader_epoch)
             for index, r in parts.items()))
-        for name, parts in by_topic.items()
+        for name, parts in [*by_topic.items(), *refused]
     )
     return b.entity("ListOffsetsResponse", throttle_time=0, topics=topics)

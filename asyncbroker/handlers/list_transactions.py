@@ -9,6 +9,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -27,6 +28,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         return b.entity("ListTransactionsResponse", throttle_time=0, error_code=error_code_for(exc),
                         unknown_state_filters=(), transaction_states=())
+    listed = [t for t in listed
+              if ctx.authorize_transactional_id(AclOperation.DESCRIBE, t.transactional_id, log_denial=False)]
     return b.entity("ListTransactionsResponse", throttle_time=0, error_code=ErrorCode.NONE,
                     unknown_state_filters=tuple(unknown),
                     transaction_states=tuple(b.entity("TransactionState", transactional_id=t.transactional_id,

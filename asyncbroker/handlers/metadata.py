@@ -20,6 +20,7 @@ from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError
 from wire.headers import RequestHeader
 from wire.messages import ApiKey, encode_response
 
+from asyncbroker.acl_binding import CLUSTER_NAME, AclOperation, ResourceType
 from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
@@ -105,7 +106,10 @@ def _cache_key(version: int, request: Any) -> Hashable:
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     """The answer, from the encoded-answer cache while no topic has changed since it was built
-    (see MetadataResponseCache), else built and kept when every topic in it was found."""
+    (see MetadataResponseCache), else built and kept when every topic in it was found. With an
+    authorizer the answer depends on the principal and the ACLs, and is built every time."""
+    if ctx.broker.authorizer is not None:
+        return await _answer(ctx, header, request)
     cache = ctx.broker.metadata_responses
     key = (ctx.listener_name, _cache_key(header.api_version, request))
     body = cache.get(key)
@@ -125,11 +129,20 @@ async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> A
     b = ResponseBuilder(API_KEY, version)
     node = ctx.broker.node_id
     topics_out: list[Any] = []
-    topic_ops = (_TOPIC_OPERATIONS if getattr(request, "include_topic_authorized_operations", False)
-                 else _AUTHORIZED_OPS_OMITTED)
+    with_topic_ops = getattr(request, "include_topic_authorized_operations", False)
+    # Kafka's answer lists the topics it describes, then those it may not create, then those
+    # it may not describe (named requests only: a listing of all topics just leaves them out).
+    may_not_create: list[Any] = []
+    may_not_describe: list[Any] = []
 
     def topic_entity(name: str | None, topic_id: uuid.UUID | None, error: int, partitions: int) -> Any:
         parts = _partition_entities(version, node, partitions)
+        if not with_topic_ops:
+            ops = _AUTHORIZED_OPS_OMITTED
+        elif name is not None:
+            ops = ctx.authorized_operations(ResourceType.TOPIC, name, _TOPIC_OPERATIONS)
+        else:
+            ops = _TOPIC_OPERATIONS if ctx.broker.authorizer is None else _AUTHORIZED_OPS_OMITTED
         return b.entity(
             "MetadataResponseTopic",
             error_code=error,
@@ -137,8 +150,17 @@ async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> A
             topic_id=topic_id or _ZERO_UUID,
             is_internal=name is not None and is_internal(name),
             partitions=parts,
-            topic_authorized_operations=topic_ops,
+            topic_authorized_operations=ops,
         )
+
+    def unauthorized(name: str | None, topic_id: uuid.UUID | None, internal: bool) -> Any:
+        return b.entity("MetadataResponseTopic", error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
+                        topic_id=topic_id or _ZERO_UUID, is_internal=internal, partitions=(),
+                        topic_authorized_operations=_AUTHORIZED_OPS_OMITTED)
+
+    def may_create(name: str) -> bool:
+        return (ctx.authorize_cluster(AclOperation.CREATE, log_denial=False)
+                or ctx.authorize_topic(AclOperation.CREATE, name))
 
     requested = request.topics
     refused = _refusal(version, requested)
@@ -151,6 +173,8 @@ async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> A
     # v0: an empty list means all topics; v1+: null means all topics.
     if requested is None or (version == 0 and not requested):
         for listed in sorted(ctx.broker.topics.all(), key=lambda m: m.name):
+            if not ctx.authorize_topic(AclOperation.DESCRIBE, listed.name, log_denial=False):
+                continue
             topics_out.append(topic_entity(listed.name, listed.topic_id, ErrorCode.NONE, listed.partitions))
     else:
         allow_auto = getattr(request, "allow_auto_topic_creation", True)
@@ -161,10 +185,20 @@ async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> A
                 meta = ctx.broker.topics.by_id(topic_id)
                 if meta is None:
                     topics_out.append(topic_entity(None, topic_id, UnknownTopicIdError.error_code, 0))
+                elif not ctx.authorize_topic(AclOperation.DESCRIBE, meta.name):
+                    # Topic ids are not secret: Kafka says which one it may not describe.
+                    may_not_describe.append(unauthorized(None, topic_id, False))
                 else:
                     topics_out.append(topic_entity(meta.name, meta.topic_id, ErrorCode.NONE, meta.partitions))
                 continue
+            if not ctx.authorize_topic(AclOperation.DESCRIBE, name):
+                # Never says whether the topic exists.
+                may_not_describe.append(unauthorized(name, None, False))
+                continue
             meta = ctx.broker.topics.get(name)
+            if meta is None and allow_auto and ctx.broker.config.auto_create_topics_enable and not may_create(name):
+                may_not_create.append(unauthorized(name, None, is_internal(name)))
+                continue
             if meta is None:
                 try:
                     validate_topic_name(name)
@@ -193,8 +227,9 @@ async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> A
         brokers=brokers,
         cluster_id=ctx.broker.cluster_id,
         controller_id=node,
-        topics=tuple(topics_out),
-        cluster_authorized_operations=(_CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False)
-                                       else _AUTHORIZED_OPS_OMITTED),
+        topics=(*topics_out, *may_not_create, *may_not_describe),
+        cluster_authorized_operations=(
+            ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, _CLUSTER_OPERATIONS)
+            if getattr(request, "include_cluster_authorized_operations", False) else _AUTHORIZED_OPS_OMITTED),
         error_code=ErrorCode.NONE,  # v13+: a request-level error; none on a served request
     )

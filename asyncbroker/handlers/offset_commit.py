@@ -18,6 +18,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.handlers import error_code_for, millis
 from asyncbroker.request_context import RequestContext
@@ -34,18 +35,27 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     answered: dict[TopicKey, list[tuple[int, int]]] = {}
     items: list[tuple[str, int, int, int, str | None]] = []
     keys: dict[tuple[str, int], TopicKey] = {}
+    # READ on the group, then on each topic (Kafka's order); a refused group fails every partition.
+    group_refused = not ctx.authorize_group(AclOperation.READ, request.group_id)
     for t in request.topics:
         key: TopicKey
         if version >= 10:
             key = t.topic_id if t.topic_id is not None else uuid.UUID(int=0)
             meta = ctx.broker.topics.by_id(key)
             missing = ErrorCode.UNKNOWN_TOPIC_ID
+            name = meta.name if meta is not None else None
         else:
             key = t.name
             meta = ctx.broker.topics.get(t.name)
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            name = t.name
+        refusal = (ErrorCode.GROUP_AUTHORIZATION_FAILED if group_refused
+                   else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                   if name is not None and not ctx.authorize_topic(AclOperation.READ, name) else None)
         for p in t.partitions:
-            if meta is None:
+            if refusal is not None and (group_refused or meta is not None or version < 10):
+                answered.setdefault(key, []).append((p.partition_index, refusal))
+            elif meta is None:
                 answered.setdefault(key, []).append((p.partition_index, missing))
             elif not 0 <= p.partition_index < meta.partitions:
                 answered.setdefault(key, []).append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))

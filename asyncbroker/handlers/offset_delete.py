@@ -8,6 +8,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -24,10 +25,16 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     # order, then the coordinator's answers merged in (a topic seen before keeps its place).
     answered: dict[str, list[tuple[int, int]]] = {}
     wanted: list[tuple[str, int]] = []
+    if not ctx.authorize_group(AclOperation.DELETE, request.group_id):
+        return b.entity("OffsetDeleteResponse", error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time=0,
+                        topics=())
     for t in request.topics:
         meta = ctx.broker.topics.get(t.name)
+        may_read = ctx.authorize_topic(AclOperation.READ, t.name)
         for p in t.partitions:
-            if meta is None or not 0 <= p.partition_index < meta.partitions:
+            if not may_read:
+                answered.setdefault(t.name, []).append((p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            elif meta is None or not 0 <= p.partition_index < meta.partitions:
                 answered.setdefault(t.name, []).append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 wanted.append((t.name, p.partition_index))

@@ -15,8 +15,9 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.offset_metadata_manager import FetchedOffset
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
+from asyncbroker.offset_metadata_manager import FetchedOffset
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
@@ -93,9 +94,21 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     require_stable = bool(getattr(request, "require_stable", False))
 
     def result(group_id: str, topics: Any) -> tuple[int, list[FetchedOffset]]:
+        """DESCRIBE on the group, then on each topic: offsets of topics the principal may not
+        describe are left out of a listing of all, and refused (after the others) when named."""
+        if not ctx.authorize_group(AclOperation.DESCRIBE, group_id):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
         if coordinator is None:
             return load_error, []
-        return _fetch(coordinator, group_id, topics, require_stable)
+        if topics is None:
+            error, rows = _fetch(coordinator, group_id, None, require_stable)
+            return error, [r for r in rows if ctx.authorize_topic(AclOperation.DESCRIBE, r.topic, log_denial=False)]
+        may_describe = {t.name: ctx.authorize_topic(AclOperation.DESCRIBE, t.name) for t in topics}
+        error, rows = _fetch(coordinator, group_id, [t for t in topics if may_describe[t.name]], require_stable)
+        if error != ErrorCode.NONE:
+            return error, rows
+        return error, rows + [FetchedOffset(t.name, p, -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                              for t in topics if not may_describe[t.name] for p in t.partition_indexes]
 
     if version >= 8:
         groups = []

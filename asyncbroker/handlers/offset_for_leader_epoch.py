@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from storage.topic_partition import TopicPartition
+from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
@@ -24,7 +26,14 @@ MAX_VERSION = 4
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     rb = ResponseBuilder(API_KEY, header.api_version)
     topics = []
+    refused = []
     for t in request.topics:
+        if not ctx.authorize_topic(AclOperation.DESCRIBE, t.topic):
+            # Answered after the others, as Kafka does.
+            refused.append(rb.entity("OffsetForLeaderTopicResult", topic=t.topic, partitions=tuple(
+                rb.entity("EpochEndOffset", error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=p.partition,
+                          leader_epoch=-1, end_offset=-1) for p in t.partitions)))
+            continue
         parts = []
         for p in t.partitions:
             found = ctx.broker.replica_manager.offsets_for_leader_epoch(
@@ -32,4 +41,4 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             parts.append(rb.entity("EpochEndOffset", error_code=found.error, partition=p.partition,
                                    leader_epoch=found.leader_epoch, end_offset=found.end_offset))
         topics.append(rb.entity("OffsetForLeaderTopicResult", topic=t.topic, partitions=tuple(parts)))
-    return rb.entity("OffsetForLeaderEpochResponse", throttle_time=0, topics=tuple(topics))
+    return rb.entity("OffsetForLeaderEpochResponse", throttle_time=0, topics=(*topics, *refused))

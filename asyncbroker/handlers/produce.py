@@ -29,7 +29,7 @@ that passed the checks before it.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from storage.topic_partition import TopicPartition
 from wire.compression import CompressionType
@@ -54,14 +54,12 @@ from wire.records import (
 from wire.messages import ApiKey
 from wire.response_encoders import ProducePartitionResult, ProduceTopicResult, encode_produce_response
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.connection import CloseConnection
 from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.handlers import error_code_for
 from asyncbroker.replica_manager import PartitionResult
 from asyncbroker.request_context import RequestContext
-
-if TYPE_CHECKING:
-    from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.PRODUCE
 MIN_VERSION = 3
@@ -138,10 +136,12 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     version = header.api_version
     acks = request.acks
     try:
-        if _probe_first_batches(request) and request.transactional_id is None:
+        if _probe_first_batches(request) and (
+                request.transactional_id is None
+                or not ctx.authorize_transactional_id(AclOperation.WRITE, request.transactional_id)):
             raise _WholeRequestError(TransactionalIdAuthorizationFailedError(
-                "Transactional records need a transactional id"), send_message=False)
-        rejected, to_append = _check_partitions(ctx.broker, version, request)
+                "Transactional records need a transactional id its producer may WRITE"), send_message=False)
+        rejected, to_append = _check_partitions(ctx, version, request)
     except _WholeRequestError as exc:
         rejected, to_append = {}, {}
         for topic in request.topic_data:
@@ -170,19 +170,26 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     return _response(version, list(topics_out.items()))
 
 
-def _check_partitions(broker: Broker, version: int, request: Any
+def _check_partitions(ctx: RequestContext, version: int, request: Any
                       ) -> tuple[dict[tuple[str, int], PartitionResult], dict[tuple[str, int], bytes]]:
-    """Per partition, before any append: an unknown topic or partition (Produce never creates
-    topics: clients ask Metadata for that), then the records' framing rules. Returns the
-    rejected partitions and the records to append (the last valid entry of a partition)."""
+    """Per partition, before any append: WRITE on the topic, an unknown topic or partition
+    (Produce never creates topics: clients ask Metadata for that), then the records' framing
+    rules. Returns the rejected partitions (merged in Kafka's order: unauthorized, unknown,
+    invalid) and the records to append (the last valid entry of a partition)."""
+    broker = ctx.broker
+    unauthorized: dict[tuple[str, int], PartitionResult] = {}
     unknown: dict[tuple[str, int], PartitionResult] = {}
     invalid: dict[tuple[str, int], PartitionResult] = {}
     to_append: dict[tuple[str, int], bytes] = {}
     for topic in request.topic_data:
         name = topic.name
         meta = broker.topics.get(name)
+        may_write = ctx.authorize_topic(AclOperation.WRITE, name)
         for pd in topic.partition_data:
             key = (name, pd.index)
+            if not may_write:
+                unauthorized[key] = PartitionResult(pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                continue
             if meta is None or not 0 <= pd.index < meta.partitions or broker.replica_manager.log_of(TopicPartition(*key)) is None:
                 unknown[key] = PartitionResult(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
@@ -190,7 +197,7 @@ def _check_partitions(broker: Broker, version: int, request: Any
                 to_append[key] = _validate_records(version, pd.records)
             except KafkaError as exc:
                 invalid[key] = PartitionResult(pd.index, error_code_for(exc))
-    return {**unknown, **invalid}, to_append
+    return {**unauthorized, **unknown, **invalid}, to_append
 
 
 def _response(version: int, topics_out: list[tuple[str, list[PartitionResult]]]) -> EncodedResponse:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from wire.errors import ErrorCode
+from wire.errors import GroupAuthorizationFailedError
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.group_metadata_manager import SyncGroupResult
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
@@ -26,6 +28,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         return b.entity("SyncGroupResponse", throttle_time=0, error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                         protocol_type=None, protocol_name=None, assignment=b"")
     try:
+        if not ctx.authorize_group(AclOperation.READ, request.group_id):
+            raise GroupAuthorizationFailedError()
         coordinator = await ctx.broker.loaded_group_coordinator()
         result = await coordinator.sync_group(
             group_id=request.group_id,

@@ -15,6 +15,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -29,10 +30,21 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     b = ResponseBuilder(API_KEY, version)
     answered: dict[str, list[tuple[int, int]]] = {}
     items: list[tuple[str, int, int, int, str | None]] = []
+    # WRITE on the transactional id, READ on the group, then READ on each topic; a refusal of
+    # the first two fails every partition.
+    refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+               if not ctx.authorize_transactional_id(AclOperation.WRITE, request.transactional_id)
+               else ErrorCode.GROUP_AUTHORIZATION_FAILED if not ctx.authorize_group(AclOperation.READ, request.group_id)
+               else None)
     for t in request.topics:
         meta = ctx.broker.topics.get(t.name)
+        topic_refusal = refusal
+        if topic_refusal is None and not ctx.authorize_topic(AclOperation.READ, t.name):
+            topic_refusal = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         for p in t.partitions:
-            if meta is None or not 0 <= p.partition_index < meta.partitions:
+            if topic_refusal is not None:
+                answered.setdefault(t.name, []).append((p.partition_index, topic_refusal))
+            elif meta is None or not 0 <= p.partition_index < meta.partitions:
                 answered.setdefault(t.name, []).append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 items.append((t.name, p.partition_index, p.committed_offset,

@@ -104,8 +104,12 @@ class KafkaServer:
     """
 
     def __init__(self, settings: dict[str, str] | None = None, *, heap: str = "768m",
-                 startup_timeout: float = 90.0) -> None:
+                 startup_timeout: float = 90.0, sasl_plain_users: dict[str, str] | None = None) -> None:
         self.settings = {**ORACLE_SETTINGS, **(settings or {})}
+        # With users: a second listener, SASL_PLAINTEXT with PLAIN and these user -> password
+        # pairs, on sasl_port (the PLAINTEXT one stays the broker's and the harness's).
+        self.sasl_plain_users = sasl_plain_users
+        self.sasl_port = 0
         self.heap = heap
         self.startup_timeout = startup_timeout
         self.dir = Path(tempfile.mkdtemp(prefix="kafka-oracle-"))
@@ -132,12 +136,24 @@ class KafkaServer:
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(self.log_dir),
         }
+        if self.sasl_plain_users is not None:
+            users = " ".join(f'user_{u}="{p}"' for u, p in self.sasl_plain_users.items())
+            base["listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
+            base["advertised.listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
+            base["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+            base["sasl.enabled.mechanisms"] = "PLAIN"
+            base["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};")
         return "".join(f"{k}={v}\n" for k, v in {**base, **self.settings}.items())
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
 
     def start(self) -> "KafkaServer":
         for attempt in range(3):
-            self.port, self.controller_port = free_port(), free_port()
-            if self.port == self.controller_port:
+            self.port, self.controller_port, self.sasl_port = free_port(), free_port(), free_port()
+            if len({self.port, self.controller_port, self.sasl_port}) < 3:
                 continue
             try:
                 return self._start_once()
@@ -165,8 +181,8 @@ class KafkaServer:
         KRaft node's, such as `asyncbroker migrate`), on free loopback ports."""
         self.log_dir = Path(log_dir)
         for attempt in range(3):
-            self.port, self.controller_port = free_port(), free_port()
-            if self.port == self.controller_port:
+            self.port, self.controller_port, self.sasl_port = free_port(), free_port(), free_port()
+            if len({self.port, self.controller_port, self.sasl_port}) < 3:
                 continue
             (self.dir / "server.properties").write_text(self.properties())
             self._output.write_bytes(b"")
