@@ -2,6 +2,7 @@
 
     asyncbroker serve [server.properties] [--override key=value]...
                       [--metrics-port N] [--monitor] [--monitor-port N]
+                      [--add-scram 'SCRAM-SHA-256=[name=U,password=P]']...
     asyncbroker audit LOGDIR... [--master local[*]] [--json FILE] [--html FILE]
     asyncbroker export LOGDIR... --out DIR [--format parquet]
     asyncbroker migrate LOGDIR... --to-kafka [--dry-run] [--properties-out FILE]
@@ -49,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--monitor-port", type=int, default=20101, metavar="PORT",
                        help="aiomonitor terminal port (web UI on PORT+1, python console on PORT+2)")
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument("--add-scram", action="append", default=[], metavar="MECHANISM=[name=U,password=P]",
+                       help="add or replace a SCRAM user before serving, in kafka-storage.sh format's syntax: "
+                            "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)")
     migrate = sub.add_parser(
         "migrate", help="hand a stopped broker's log directories to Apache Kafka 4.4",
         description="Write the KRaft metadata a Kafka 4.4 node needs to serve these log directories as its "
@@ -78,7 +82,7 @@ async def _serve(config: KafkaConfig, args: argparse.Namespace) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    server = KafkaServer(config)
+    server = KafkaServer(config, scram_users=args.scram_users)
     metrics_server: asyncio.Server | None = None
     monitor: Any = None
     try:
@@ -119,7 +123,14 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigException as exc:
         print(f"asyncbroker: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    from asyncbroker.scram_credentials import parse_add_scram
     from asyncbroker.server import configure_logging
+
+    try:
+        args.scram_users = [parse_add_scram(text) for text in args.add_scram]
+    except ValueError as exc:
+        print(f"asyncbroker: invalid --add-scram: {exc}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
 
     configure_logging(args.log_level)
     for name in sorted(config.originals):

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import msgspec
 
 from storage.atomic_file import write_atomically
 
-__all__ = ["SCRAM_CREDENTIALS_FILE", "MECHANISMS", "ScramCredential", "ScramCredentials"]
+__all__ = ["SCRAM_CREDENTIALS_FILE", "MECHANISMS", "ScramCredential", "ScramCredentials", "parse_add_scram"]
 
 log = logging.getLogger(__name__)
 
@@ -106,3 +107,32 @@ class ScramCredentials:
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+_ADD_SCRAM = re.compile(r"^(SCRAM-SHA-256|SCRAM-SHA-512)=\[(.*)\]$")
+
+
+def parse_add_scram(text: str) -> tuple[str, str, ScramCredential]:
+    """A credential in the syntax of Kafka's `kafka-storage.sh format --add-scram`:
+    `SCRAM-SHA-256=[name=alice,password=alice-secret]`, with an optional `iterations=N`
+    (4096 to 16384). Returns (user, mechanism, credential); ValueError says what is wrong."""
+    match = _ADD_SCRAM.match(text.strip())
+    if match is None:
+        raise ValueError(f"{text!r} is not MECHANISM=[name=USER,password=PASSWORD] with MECHANISM SCRAM-SHA-256 "
+                         "or SCRAM-SHA-512")
+    mechanism, body = match.groups()
+    fields: dict[str, str] = {}
+    for part in body.split(","):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"{text!r}: {part!r} is not key=value")
+        fields[key.strip()] = value.strip().strip('"')
+    unknown = set(fields) - {"name", "password", "iterations"}
+    if unknown or "name" not in fields or "password" not in fields:
+        raise ValueError(f"{text!r}: give name and password (and optionally iterations), not {sorted(unknown)}"
+                         if unknown else f"{text!r}: name and password are both required")
+    iterations = int(fields.get("iterations", MIN_ITERATIONS))
+    if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+        raise ValueError(f"{text!r}: iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}")
+    hash_name = {name: h for name, h in MECHANISMS.values()}[mechanism]
+    return fields["name"], mechanism, ScramCredential.from_password(hash_name, fields["password"], iterations)

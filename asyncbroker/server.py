@@ -27,6 +27,7 @@ import ssl
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from storage.config_def import parse_host_counts
 
@@ -34,6 +35,9 @@ from asyncbroker.broker import Broker
 from asyncbroker.config import Endpoint, KafkaConfig
 from asyncbroker.connection import KafkaConnection
 from asyncbroker.connection_quotas import ConnectionQuotas
+
+if TYPE_CHECKING:
+    from asyncbroker.scram_credentials import ScramCredential
 
 log = logging.getLogger("asyncbroker.server")
 
@@ -49,8 +53,11 @@ class KafkaServer:
     SSL listener (asyncbroker.ssl_factory). Connections know their listener, so Metadata
     answers with that listener's address."""
 
-    def __init__(self, config: KafkaConfig) -> None:
+    def __init__(self, config: KafkaConfig, *,
+                 scram_users: Sequence[tuple[str, str, ScramCredential]] = ()) -> None:
         self.config = config
+        # (user, mechanism, credential) to add before serving (`serve --add-scram`).
+        self.scram_users = list(scram_users)
         self.broker: Broker | None = None
         self._sockets: list[socket.socket] = []
         self._acceptors: list[asyncio.Task[None]] = []
@@ -75,6 +82,11 @@ class KafkaServer:
         broker = Broker(self.config)
         self.broker = broker
         await broker.startup()
+        if self.scram_users:
+            # Stored before the first connection is accepted, so no client races them.
+            await broker.run_blocking(broker.scram_credentials.apply,
+                                      {(u, m): c for u, m, c in self.scram_users}, set())
+            log.info("Added SCRAM credentials for %s", ", ".join(f"{u} ({m})" for u, m, _ in self.scram_users))
         # The limits in force: dynamic values set before the last shutdown too, and any change.
         quotas.reconfigure(*self._quota_limits())
         broker.config_change_listeners.append(lambda: quotas.reconfigure(*self._quota_limits()))

@@ -80,8 +80,11 @@ class BrokerProcess:
         echo: bool = False,
         monitor: bool = False,
         listener: str = "PLAINTEXT",
+        serve_args: Sequence[str] = (),
     ) -> None:
         self.overrides = list(overrides)
+        # More `asyncbroker serve` arguments (--add-scram ...), after the overrides.
+        self.serve_args = list(serve_args)
         # The listener `bootstrap` names (PLAINTEXT, or SSL with asyncbroker.testing.TlsFiles'
         # overrides); a `listeners=` override replaces it, and `listener_ports` has them all.
         self.listener = listener
@@ -128,7 +131,7 @@ class BrokerProcess:
         ]
         for item in settings:
             args += ["--override", item]
-        return args
+        return args + self.serve_args
 
     # -- lifecycle --------------------------------------------------------
 
