@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # the parts are imported where they are built (startup), to k
     from asyncbroker.producer_id_expiration import ProducerIdExpiration
     from asyncbroker.replica_manager import ReplicaManager
     from asyncbroker.scram_credentials import ScramCredentials
+    from asyncbroker.client_quota_manager import QuotaManagers
     from asyncbroker.standard_authorizer import StandardAuthorizer
     from asyncbroker.topics import TopicManager, TopicMetadata
     from asyncbroker.transaction_coordinator import TransactionCoordinator
@@ -94,6 +95,9 @@ class Broker:
         # The ACL authorizer with authorizer.class.name set (built by startup()); None: every
         # principal may do everything, as in Kafka without an authorizer.
         self.authorizer: StandardAuthorizer | None = None
+        # Client quotas (DescribeClientQuotas/AlterClientQuotas) and the rates measured against
+        # them; built by startup().
+        self.quota_managers: QuotaManagers
         # Called after a dynamic broker config changed (the server's connection quotas).
         self.config_change_listeners: list[Callable[[], None]] = []
         self.started_at = time.monotonic()
@@ -241,6 +245,11 @@ class Broker:
 
             self.authorizer = await self.run_blocking(StandardAuthorizer, log_dirs, config.super_users,
                                                       config.allow_everyone_if_no_acl_found)
+        from asyncbroker.client_quota_manager import QuotaManagers
+        from asyncbroker.client_quotas import ClientQuotas
+
+        self.quota_managers = QuotaManagers(await self.run_blocking(ClientQuotas, log_dirs),
+                                            config.quota_window_size_seconds, config.quota_window_num)
         self.log_manager = LogManager(
             log_dirs,
             config.log_config_defaults(),

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
+import datetime
 import logging
 import os
 import select
@@ -29,7 +31,8 @@ from wire.headers import (
 )
 from wire.messages import ApiKey, decode_request, encode_response, unsupported_api_versions_response
 
-from asyncbroker.encoded_response import EncodedResponse, FileRegion
+from asyncbroker.client_quota_manager import NANOS_TO_PERCENTAGE
+from asyncbroker.encoded_response import EncodedResponse, FileRegion, with_throttle_time
 from asyncbroker.metrics import METRICS
 from asyncbroker.request_context import ANONYMOUS, RequestContext, Session
 
@@ -294,6 +297,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort()
             return
         METRICS.request(header.api_key)
+        quotas = self._broker.quota_managers
+        session.request_size, session.throttle_ms, session.parked_ns = len(frame), 0, 0
+        started_ns = time.perf_counter_ns()
         try:
             result = await spec.handle(self._ctx, header, request)
         except CloseConnection as exc:
@@ -304,7 +310,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except Exception:
             METRICS.request_error(header.api_key)
             raise
+        throttle_ms = session.throttle_ms
+        if quotas.quotas and header.api_key not in _BEFORE_AUTHENTICATION:
+            # The request quota: this request's time on the loop (not the time a fetch parked).
+            used_ns = time.perf_counter_ns() - started_ns - session.parked_ns
+            throttle_ms = max(throttle_ms, quotas.request.record_and_get_throttle_time_ms(
+                session.quota_user, header.client_id or "", used_ns * NANOS_TO_PERCENTAGE, time.monotonic() * 1000))
+            if throttle_ms and result is not None:
+                result = _with_throttle_time(result, header.api_key, header.api_version, throttle_ms)
         if result is None:
+            await self._throttle(throttle_ms)
             return  # acks=0 produce: Kafka sends nothing back
         if self._closed:
             _release_files(result)
@@ -325,6 +340,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._ctx.session.close_after_response and self._transport is not None:
             self._closed = True
             self._transport.close()  # after the answer already written: a failed authentication
+        await self._throttle(throttle_ms)
+
+    async def _throttle(self, throttle_ms: int) -> None:
+        """A client over its quota: the answer is already sent (with throttle_time_ms, KIP-219);
+        the connection reads and serves nothing more for that long, as Kafka mutes the channel."""
+        if throttle_ms <= 0 or self._closed or self._transport is None:
+            return
+        if not self._reading_paused:
+            self._transport.pause_reading()
+        await asyncio.sleep(throttle_ms / 1000)
+        if not self._reading_paused and not self._closed and not self._closing:
+            self._transport.resume_reading()
 
     def _raw_sasl_token(self, token: bytes) -> None:
         """A SASL token after a SaslHandshake v0: answered with the bare next token; a failed
@@ -420,9 +447,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 def _release_files(result: Any) -> None:
     """Close the file descriptors a response's regions own (sent or not)."""
     if isinstance(result, EncodedResponse):
-        for part in result.parts:
-            if isinstance(part, FileRegion):
-                part.close()
+        result.close_files()
 
 
 def _sendfile_blocking(sock_fd: int, region: FileRegion, timeout_ms: int = 30_000) -> int:
@@ -452,3 +477,12 @@ def _sendfile_blocking(sock_fd: int, region: FileRegion, timeout_ms: int = 30_00
     finally:
         os.close(fd)
     return sent
+
+
+def _with_throttle_time(result: Any, api_key: int, version: int, throttle_ms: int) -> Any:
+    """An answer with its throttle_time_ms set: kio entities have the field by that name."""
+    if isinstance(result, EncodedResponse):
+        return with_throttle_time(result, api_key, version, throttle_ms)
+    if hasattr(result, "throttle_time"):
+        return dataclasses.replace(result, throttle_time=datetime.timedelta(milliseconds=throttle_ms))
+    return result

@@ -10,6 +10,7 @@ executor) instead of copying them through Python objects.
 from __future__ import annotations
 
 import os
+import struct
 from typing import Any
 
 import msgspec
@@ -64,3 +65,32 @@ class EncodedResponse(msgspec.Struct):
     @property
     def has_file_regions(self) -> bool:
         return any(isinstance(p, FileRegion) for p in self.parts)
+
+    def close_files(self) -> None:
+        """Close the file descriptors the answer's regions own (sent or not)."""
+        for part in self.parts:
+            if isinstance(part, FileRegion):
+                part.close()
+
+
+# API key -> the first version whose answer has throttle_time_ms as its first field.
+_THROTTLE_FIRST = {1: 1, 3: 3, 8: 3}  # Fetch, Metadata, OffsetCommit
+_PRODUCE, _I32 = 0, struct.Struct(">i")
+
+
+def with_throttle_time(response: EncodedResponse, api_key: int, version: int, throttle_ms: int) -> EncodedResponse:
+    """The answer with throttle_time_ms set (a client quota's throttle): the first field of
+    Fetch, Metadata and OffsetCommit answers, the last one (before the tagged fields, of
+    which none are written) of Produce answers. Other answers are kio entities."""
+    parts = list(response.parts)
+    if api_key in _THROTTLE_FIRST and version >= _THROTTLE_FIRST[api_key] and isinstance(parts[0], (bytes, bytearray)):
+        parts[0] = _I32.pack(throttle_ms) + bytes(parts[0][4:])
+    elif api_key == _PRODUCE and isinstance(parts[-1], (bytes, bytearray)):
+        body = bytes(parts[-1])
+        if version >= 9:
+            if body[-1:] != b"\x00":
+                return response  # tagged fields written: leave the answer as its handler made it
+            parts[-1] = body[:-5] + _I32.pack(throttle_ms) + body[-1:]
+        else:
+            parts[-1] = body[:-4] + _I32.pack(throttle_ms)
+    return EncodedResponse(parts, response.size)

@@ -520,7 +520,8 @@ class ReplicaManager:
 
     # -- Fetch -----------------------------------------------------------------------------------
     async def fetch_messages(self, reads: list[PartitionRead], *, replica_id: int, max_wait_ms: int, min_bytes: int,
-                             max_bytes: int, read_committed: bool, use_file_regions: bool) -> list[PartitionRead]:
+                             max_bytes: int, read_committed: bool, use_file_regions: bool,
+                             on_parked: Callable[[int], None] | None = None) -> list[PartitionRead]:
         """Read the partitions, long-polling until `min_bytes` or `max_wait_ms`; returns the
         reads in Kafka's answer order (partitions not hosted here after those read).
 
@@ -560,7 +561,10 @@ class ReplicaManager:
             if waiter is not None and total < min_bytes and not any(r.error for r in served):
                 waiter.needed = max(1, min_bytes - total)
                 if waiter.accumulated < waiter.needed:
+                    parked_at = time.perf_counter_ns()
                     await waiter.wait(deadline - time.monotonic())
+                    if on_parked is not None:
+                        on_parked(time.perf_counter_ns() - parked_at)  # not request time (client quotas)
                 total = await self._read(everything, max_bytes, read_committed, use_file_regions)
         except BaseException:
             for r in everything:

@@ -45,6 +45,17 @@ class Session(msgspec.Struct):
     # With connections.max.reauth.ms: when (time.monotonic()) the session ends unless the
     # client re-authenticates (KIP-368); None: it never does.
     expires_at: float | None = None
+    # Client quotas, for the request being served (a connection serves one at a time): its
+    # size in bytes, the throttle its handler's byte-rate quota called for, and the time it
+    # spent parked (a long-polling fetch) that is not request time.
+    request_size: int = 0
+    throttle_ms: int = 0
+    parked_ns: int = 0
+
+    @property
+    def quota_user(self) -> str:
+        """The user client quotas know: the principal's name ("alice" of "User:alice")."""
+        return self.principal.partition(":")[2]
 
 
 class RequestContext(msgspec.Struct, frozen=True):

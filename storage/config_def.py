@@ -319,6 +319,9 @@ _BROKER_KEYS = [
             "connection closes at its next request. 0: sessions never expire."),
     _broker("sasl.server.max.receive.size", I, 524288, "The largest frame a SASL connection may send before it has "
             "authenticated: a client that never finishes its handshake holds almost nothing.", AtLeast(1)),
+    # -- client quotas (asyncbroker.client_quota_manager): the window rates are measured over
+    _broker("quota.window.num", I, 11, "The number of samples a client's rate is measured over.", AtLeast(1)),
+    _broker("quota.window.size.seconds", I, 1, "The time span of each sample of a client's rate.", AtLeast(1)),
     # -- authorization (asyncbroker.standard_authorizer): Kafka's StandardAuthorizer or none
     _broker("authorizer.class.name", S, "", "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on "
             "(asyncbroker's own implementation of its rules); empty: every principal may do everything and the "

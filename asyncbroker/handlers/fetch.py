@@ -26,6 +26,7 @@ replica id is refused, as no other broker replicates from this one.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from wire.errors import ErrorCode
@@ -92,13 +93,34 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             if not allowed:
                 r.error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         reads.append(r)
+    # fetch.max.bytes caps what one response may carry, whatever the client asks; so does a
+    # consumer_byte_rate quota (what one window allows: more would be throttled for sure).
+    max_bytes = min(request.max_bytes, ctx.broker.config.fetch_max_bytes)
+    quotas, session, client_id = ctx.broker.quota_managers, ctx.session, header.client_id or ""
+    if quotas.quotas:
+        window_bytes = quotas.fetch.max_value_in_quota_window(session.quota_user, client_id)
+        if window_bytes is not None:
+            max_bytes = min(max_bytes, max(1, int(window_bytes)))
+
+    def parked(ns: int) -> None:
+        session.parked_ns += ns
+
     reads = await ctx.broker.replica_manager.fetch_messages(
-        reads, replica_id=replica_id, max_wait_ms=millis(request.max_wait),
-        min_bytes=request.min_bytes,
-        # fetch.max.bytes caps what one response may carry, whatever the client asks.
-        max_bytes=min(request.max_bytes, ctx.broker.config.fetch_max_bytes),
-        read_committed=request.isolation_level == READ_COMMITTED, use_file_regions=ctx.broker.use_sendfile)
-    return _response(ctx.broker, version, reads)
+        reads, replica_id=replica_id, max_wait_ms=millis(request.max_wait), min_bytes=request.min_bytes,
+        max_bytes=max_bytes, read_committed=request.isolation_level == READ_COMMITTED,
+        use_file_regions=ctx.broker.use_sendfile, on_parked=parked)
+    response = _response(ctx.broker, version, reads)
+    if quotas.quotas:
+        now_ms = time.monotonic() * 1000
+        throttle = quotas.fetch.record_and_get_throttle_time_ms(session.quota_user, client_id, response.size, now_ms)
+        if throttle:
+            # Over its quota: an empty answer (its bytes never leave, so they are not counted),
+            # and the connection muted for the throttle time (asyncbroker.connection).
+            quotas.fetch.unrecord(session.quota_user, client_id, response.size, now_ms)
+            response.close_files()
+            session.throttle_ms = throttle
+            return EncodedResponse.of(encode_fetch_response(version, [], throttle_time_ms=throttle))
+    return response
 
 
 def _response(broker: Broker, version: int, reads: list[PartitionRead], error: int = ErrorCode.NONE) -> EncodedResponse:

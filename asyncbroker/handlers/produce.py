@@ -29,6 +29,7 @@ that passed the checks before it.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from storage.topic_partition import TopicPartition
@@ -153,6 +154,11 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     appended = await ctx.broker.replica_manager.append_records(
         {TopicPartition(*key): records for key, records in to_append.items()}, acks=acks,
         transactional_id=request.transactional_id, produce_version=version)
+    session = ctx.session
+    if ctx.broker.quota_managers.quotas:
+        # producer_byte_rate counts the whole request, appended or not (Kafka's request.sizeInBytes).
+        session.throttle_ms = ctx.broker.quota_managers.produce.record_and_get_throttle_time_ms(
+            session.quota_user, header.client_id or "", session.request_size, time.monotonic() * 1000)
     for tp, result in appended.items():
         rejected.setdefault((tp.topic, tp.partition), result)
     appended_keys = {(tp.topic, tp.partition) for tp in appended}
@@ -167,7 +173,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         if failed:
             raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
         return None
-    return _response(version, list(topics_out.items()))
+    return _response(version, list(topics_out.items()), session.throttle_ms)
 
 
 def _check_partitions(ctx: RequestContext, version: int, request: Any
@@ -200,7 +206,7 @@ def _check_partitions(ctx: RequestContext, version: int, request: Any
     return {**unauthorized, **unknown, **invalid}, to_append
 
 
-def _response(version: int, topics_out: list[tuple[str, list[PartitionResult]]]) -> EncodedResponse:
+def _response(version: int, topics_out: list[tuple[str, list[PartitionResult]]], throttle_ms: int) -> EncodedResponse:
     body = encode_produce_response(version, [
         ProduceTopicResult(name, [
             ProducePartitionResult(
@@ -210,5 +216,5 @@ def _response(version: int, topics_out: list[tuple[str, list[PartitionResult]]])
             for r in results
         ])
         for name, results in topics_out
-    ])
+    ], throttle_time_ms=throttle_ms)
     return EncodedResponse([body], len(body))

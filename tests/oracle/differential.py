@@ -396,11 +396,16 @@ def _sort_delete_acls(answer: dict[str, Any]) -> None:
         result["matching_acls"].sort(key=repr)
 
 
+def _sort_alter_client_quotas(answer: dict[str, Any]) -> None:
+    """Kafka's controller answers AlterClientQuotas entity by entity from a hash map."""
+    answer["entries"].sort(key=lambda e: repr(e["entity"]))
+
+
 # API key -> how to put the unordered collections of its answer in a canonical order.
 UNORDERED: dict[int, Callable[[dict[str, Any]], None]] = {
     0: _sort_produce, 2: _sort_list_offsets, 3: _sort_metadata, 20: _sort_delete_topics,
     21: _sort_delete_records, 32: _sort_describe_configs, 35: _sort_describe_log_dirs, 37: _sort_create_partitions,
-    29: _sort_describe_acls, 31: _sort_delete_acls, 50: _sort_scram_results, 51: _sort_scram_results,
+    29: _sort_describe_acls, 31: _sort_delete_acls, 49: _sort_alter_client_quotas, 50: _sort_scram_results, 51: _sort_scram_results,
 }
 
 

@@ -273,6 +273,10 @@ def test_a_principal_with_no_acl(secured: SecuredBrokers) -> None:
             # (Kafka 4.4 never answers alice's DescribeUserScramCredentials for all users, users=null:
             # KNOWN_DIFFERENCES.md KD-212; named users it refuses.)
             run.call(DESCRIBE_SCRAM, 0, users=(entity(DESCRIBE_SCRAM, 0, "UserName", name="carol"),))
+            run.call(48, 1, components=(), strict=False)  # DescribeClientQuotas
+            run.call(49, 1, validate_only=False, entries=(entity(49, 1, "EntryData", entity=(
+                entity(49, 1, "EntityData", entity_type="user", entity_name="carol"),), ops=(
+                entity(49, 1, "OpData", key="producer_byte_rate", value=1024.0, remove=False),)),))
             run.call(ALTER_SCRAM, 0, deletions=(entity(ALTER_SCRAM, 0, "ScramCredentialDeletion", name="carol",
                                                        mechanism=1),), upsertions=())
         # Nothing alice asked for happened.
