@@ -270,8 +270,7 @@ def test_a_principal_with_no_acl(secured: SecuredBrokers) -> None:
             describe_acls(run, EVERYTHING)
             create_acls(run, [allow(TOPIC, run.topic("t"), READ)], record=True)
             run.call(DELETE_ACLS, 3, filters=(acl_filter(3, EVERYTHING),))
-            # (Kafka 4.4 never answers alice's DescribeUserScramCredentials for all users, users=null:
-            # KNOWN_DIFFERENCES.md KD-212; named users it refuses.)
+            # (For all users, users=null, Kafka 4.4 never answers: test_describing_every_scram_user.)
             run.call(DESCRIBE_SCRAM, 0, users=(entity(DESCRIBE_SCRAM, 0, "UserName", name="carol"),))
             run.call(48, 1, components=(), strict=False)  # DescribeClientQuotas
             run.call(49, 1, validate_only=False, entries=(entity(49, 1, "EntryData", entity=(
@@ -284,6 +283,23 @@ def test_a_principal_with_no_acl(secured: SecuredBrokers) -> None:
         gs.describe_groups(run, ["g"])
 
     secured.compare(scenario)
+
+
+def test_describing_every_scram_user_without_acls(secured: SecuredBrokers) -> None:
+    """alice asks for every SCRAM user (users=null) with no ACL: Kafka 4.4 never answers
+    (KD-209); asyncbroker refuses, as it refuses named users. On a connection of its own,
+    given 3 seconds."""
+    def scenario(run: ScenarioRun) -> None:
+        with run.as_user("alice") as conn:
+            correlation = conn.send(entity(DESCRIBE_SCRAM, 0, request_class_name(DESCRIBE_SCRAM, 0), users=None))
+            conn.sock.settimeout(3.0)
+            try:
+                answer = run.normalise(conn.receive(DESCRIBE_SCRAM, 0, correlation))
+            except TimeoutError:
+                answer = None
+        run.note("DescribeUserScramCredentials v0, every user, as alice: the answer within 3 s", answer)
+
+    secured.compare(scenario, known={"KD-209": {"0:"}})
 
 
 # -- ACLs that grant and deny ------------------------------------------------------------
