@@ -16,7 +16,7 @@ import msgspec
 __all__ = [
     "UNKNOWN", "WILDCARD", "WILDCARD_PRINCIPAL", "CLUSTER_NAME", "ResourceType", "PatternType", "AclOperation",
     "AclPermissionType", "AclBinding", "AclBindingFilter", "SUPPORTED_OPERATIONS", "InvalidAclError", "binding_of",
-    "filter_of",
+    "filter_of", "member_of",
 ]
 
 _E = TypeVar("_E", bound=enum.IntEnum)
@@ -181,7 +181,7 @@ class AclBindingFilter(msgspec.Struct, frozen=True):
         return None
 
 
-def _member(enum_type: type[_E], code: int) -> _E:
+def member_of(enum_type: type[_E], code: int) -> _E:
     """An enum member from its wire code; a code Kafka does not know reads as UNKNOWN (0), as
     Kafka's fromCode does."""
     try:
@@ -193,13 +193,13 @@ def _member(enum_type: type[_E], code: int) -> _E:
 def binding_of(resource_type: int, resource_name: str, pattern_type: int, principal: str, host: str,
                operation: int, permission_type: int) -> AclBinding:
     """An ACL from the fields of a CreateAcls creation."""
-    return AclBinding(_member(ResourceType, resource_type), resource_name, _member(PatternType, pattern_type),
-                      principal, host, _member(AclOperation, operation), _member(AclPermissionType, permission_type))
+    return AclBinding(member_of(ResourceType, resource_type), resource_name, member_of(PatternType, pattern_type),
+                      principal, host, member_of(AclOperation, operation), member_of(AclPermissionType, permission_type))
 
 
 def filter_of(resource_type: int, resource_name: str | None, pattern_type: int, principal: str | None,
               host: str | None, operation: int, permission_type: int) -> AclBindingFilter:
     """A filter from the fields of a DescribeAcls request or a DeleteAcls filter."""
-    return AclBindingFilter(_member(ResourceType, resource_type), resource_name, _member(PatternType, pattern_type),
-                            principal, host, _member(AclOperation, operation),
-                            _member(AclPermissionType, permission_type))
+    return AclBindingFilter(member_of(ResourceType, resource_type), resource_name, member_of(PatternType, pattern_type),
+                            principal, host, member_of(AclOperation, operation),
+                            member_of(AclPermissionType, permission_type))

@@ -30,6 +30,7 @@ from pathlib import Path
 import msgspec
 
 from storage.atomic_file import write_atomically
+from storage.cluster_metadata import first_cluster_metadata
 
 __all__ = ["CLIENT_QUOTAS_FILE", "USER", "CLIENT_ID", "IP", "Entity", "ClientQuotas", "QuotaError",
            "entity_text", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE"]
@@ -234,6 +235,11 @@ class ClientQuotas:
                 continue
             if mtime > newest:
                 newest, found = mtime, entries
+        if newest < 0:
+            # No quota file yet: a directory Kafka wrote keeps its quotas in the metadata log.
+            image = first_cluster_metadata(self.log_dirs)
+            if image is not None:
+                return {entity_of(entity): dict(values) for entity, values in image.client_quotas.items()}
         return {entity_of(e.entity): dict(e.quotas) for e in found}
 
 

@@ -9,8 +9,10 @@ new node, the bootstrap snapshot `__cluster_metadata-0/00000000000000000000-0000
 with Kafka 4.4's feature levels followed by the records that create every topic of the
 directories: TopicRecord (our topic id), PartitionRecord (this node leads, in the log
 directory holding the partition, at the partition's latest leader epoch), ConfigRecord
-(topic overrides, and the dynamic broker configs), and ProducerIdsRecord (Kafka hands out
-producer ids above every id asyncbroker gave). The controller of a node whose metadata log
+(topic overrides, and the dynamic broker configs), ProducerIdsRecord (Kafka hands out
+producer ids above every id asyncbroker gave), and the security state: an
+AccessControlEntryRecord per ACL, a UserScramCredentialRecord per SCRAM user and mechanism,
+and a ClientQuotaRecord per client quota value. The controller of a node whose metadata log
 is empty appends those records as its first; the broker then finds its partitions.
 
 `meta.properties` (v1: cluster id, node id, directory id) is ours already and stays. The
@@ -54,15 +56,29 @@ from storage.topic_partition import TopicPartition
 from wire.metadata_records import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
+    AccessControlEntryRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     FeatureLevelRecord,
     PartitionRecord,
+    UserScramCredentialRecord,
     ProducerIdsRecord,
     TopicRecord,
     encode_metadata_record,
 )
 
+from asyncbroker.acl_binding import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 from asyncbroker.broker_config_changes import BROKER_CONFIGS_FILE
+from asyncbroker.client_quotas import CLIENT_QUOTAS_FILE, ClientQuotas
+from asyncbroker.scram_credentials import MECHANISMS, SCRAM_CREDENTIALS_FILE, ScramCredential, ScramCredentials
+from asyncbroker.standard_authorizer import ACLS_FILE, AclFileError, StandardAuthorizer
 
 __all__ = ["KAFKA_RELEASE", "KAFKA_FEATURE_LEVELS", "MigrationError", "MigrationPlan", "plan_migration",
            "migrate_to_kafka"]
@@ -84,6 +100,8 @@ _META_PROPERTIES_VERSION = 1
 _CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE,
                 REPLICATION_OFFSET_CHECKPOINT_FILE, CLEANER_OFFSET_CHECKPOINT_FILE)
 _SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
+_EVERY_ACL = AclBindingFilter(ResourceType.ANY, None, PatternType.ANY, None, None, AclOperation.ANY,
+                              AclPermissionType.ANY)
 
 
 class MigrationError(Exception):
@@ -105,9 +123,14 @@ class MigrationPlan(msgspec.Struct, frozen=True):
     topics: list[TopicPlan]
     broker_configs: dict[str, dict[str, str]]  # "" (cluster-wide) or the node id -> key -> value
     next_producer_id: int
+    acls: list[AclBinding] = msgspec.field(default_factory=list)
+    # (user, mechanism id, credential)
+    scram_credentials: list[tuple[str, int, ScramCredential]] = msgspec.field(default_factory=list)
+    client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = msgspec.field(default_factory=dict)
 
     def metadata_records(self) -> list[bytes]:
-        records: list[TopicRecord | PartitionRecord | ConfigRecord | FeatureLevelRecord | ProducerIdsRecord]
+        records: list[TopicRecord | PartitionRecord | ConfigRecord | FeatureLevelRecord | ProducerIdsRecord
+                      | AccessControlEntryRecord | UserScramCredentialRecord | ClientQuotaRecord]
         records = [FeatureLevelRecord(name, level) for name, level in KAFKA_FEATURE_LEVELS]
         for topic in self.topics:
             records.append(TopicRecord(topic.name, topic.topic_id))
@@ -119,6 +142,12 @@ class MigrationPlan(msgspec.Struct, frozen=True):
             records += [ConfigRecord(BROKER_RESOURCE, resource, k, v) for k, v in sorted(layer.items())]
         # Broker epoch -1: no broker asked for this block; Kafka's next block starts here.
         records.append(ProducerIdsRecord(self.node_id, -1, self.next_producer_id))
+        records += [AccessControlEntryRecord(uuid.uuid4(), a.resource_type, a.resource_name, a.pattern_type,
+                                             a.principal, a.host, a.operation, a.permission_type) for a in self.acls]
+        records += [UserScramCredentialRecord(user, mechanism, c.salt, c.stored_key, c.server_key, c.iterations)
+                    for user, mechanism, c in self.scram_credentials]
+        records += [ClientQuotaRecord(list(entity), key, value, False)
+                    for entity, values in self.client_quotas.items() for key, value in sorted(values.items())]
         return [encode_metadata_record(r) for r in records]
 
     def server_properties(self, listener_port: int = 9092, controller_port: int = 9093) -> str:
@@ -223,10 +252,18 @@ def plan_migration(log_dirs: Sequence[str | Path], now_ms: int | None = None) ->
     broker_configs = {resource: {str(k): str(v) for k, v in layers.get(key, {}).items()}
                       for key, resource in (("broker", str(node_id)), ("cluster", ""))}
     now = int(time.time() * 1000) if now_ms is None else now_ms
+    try:
+        acls = StandardAuthorizer(dirs, "", False).acls(_EVERY_ACL)
+    except AclFileError as exc:
+        raise MigrationError(str(exc)) from None
+    mechanism_ids = {name: i for i, (name, _) in MECHANISMS.items()}
+    scram = [(user, mechanism_ids[m], c) for user, ms in sorted(ScramCredentials(dirs).users().items())
+             for m, c in sorted(ms.items())]
     # asyncbroker hands out producer ids from (its start time in ms) * 1000 on (Broker), so
     # the migration's time * 1000 is above every id a producer could hold.
     return MigrationPlan(dirs, metas[0].cluster_id, node_id, topics,
-                         {k: v for k, v in broker_configs.items() if v}, now * 1000)
+                         {k: v for k, v in broker_configs.items() if v}, now * 1000, acls, scram,
+                         ClientQuotas(dirs).entries())
 
 
 def migrate_to_kafka(log_dirs: Sequence[str | Path]) -> MigrationPlan:
@@ -240,7 +277,7 @@ def migrate_to_kafka(log_dirs: Sequence[str | Path]) -> MigrationPlan:
              plan.cluster_id)
     # The metadata log is now the configs' one copy (asyncbroker reads it when these are absent).
     for d in plan.log_dirs:
-        for name in (TOPIC_CONFIGS_FILE, BROKER_CONFIGS_FILE):
+        for name in (TOPIC_CONFIGS_FILE, BROKER_CONFIGS_FILE, ACLS_FILE, SCRAM_CREDENTIALS_FILE, CLIENT_QUOTAS_FILE):
             (d / name).unlink(missing_ok=True)
     return plan
 

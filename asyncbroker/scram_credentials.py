@@ -15,12 +15,14 @@ import hmac
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import msgspec
 
 from storage.atomic_file import write_atomically
+from storage.cluster_metadata import first_cluster_metadata
+from wire.metadata_records import UserScramCredentialRecord
 
 __all__ = ["SCRAM_CREDENTIALS_FILE", "MECHANISMS", "ScramCredential", "ScramCredentials", "parse_add_scram"]
 
@@ -100,6 +102,11 @@ class ScramCredentials:
                 continue
             if mtime > newest:
                 newest, found = mtime, raw
+        if newest < 0:
+            # No credential file yet: a directory Kafka wrote keeps them in the metadata log.
+            image = first_cluster_metadata(self.log_dirs)
+            if image is not None:
+                return _from_records(image.scram_credentials.values())
         return {u: {m: ScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),
                                        base64.b64decode(c["server_key"]), int(c["iterations"]))
                     for m, c in ms.items()} for u, ms in found.items()}
@@ -136,3 +143,12 @@ def parse_add_scram(text: str) -> tuple[str, str, ScramCredential]:
         raise ValueError(f"{text!r}: iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}")
     hash_name = {name: h for name, h in MECHANISMS.values()}[mechanism]
     return fields["name"], mechanism, ScramCredential.from_password(hash_name, fields["password"], iterations)
+
+
+def _from_records(records: Iterable[UserScramCredentialRecord]) -> dict[str, dict[str, ScramCredential]]:
+    users: dict[str, dict[str, ScramCredential]] = {}
+    for r in records:
+        if r.mechanism in MECHANISMS:
+            users.setdefault(r.name, {})[MECHANISMS[r.mechanism][0]] = ScramCredential(
+                r.salt, r.stored_key, r.server_key, r.iterations)
+    return users

@@ -34,8 +34,10 @@ from asyncbroker.acl_binding import (
     AclPermissionType,
     PatternType,
     ResourceType,
+    member_of,
 )
 from storage.atomic_file import write_atomically
+from storage.cluster_metadata import first_cluster_metadata
 
 __all__ = ["STANDARD_AUTHORIZER", "ACLS_FILE", "AclFileError", "StandardAuthorizer", "parse_super_users"]
 
@@ -234,4 +236,12 @@ class StandardAuthorizer:
                                    "directory or a backup, or remove it to start with no ACLs") from exc
             if mtime > newest:
                 newest, found = mtime, acls
+        if newest < 0:
+            # No ACL file yet: a directory Kafka wrote keeps its ACLs in the metadata log.
+            image = first_cluster_metadata(self.log_dirs)
+            if image is not None:
+                found = [AclBinding(member_of(ResourceType, a.resource_type), a.resource_name,
+                                    member_of(PatternType, a.pattern_type), a.principal, a.host,
+                                    member_of(AclOperation, a.operation), member_of(AclPermissionType, a.permission_type))
+                         for a in image.acls.values()]
         return found

@@ -32,9 +32,14 @@ from wire.errors import CorruptRecordError
 from wire.metadata_records import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
+    AccessControlEntryRecord,
+    ClientQuotaRecord,
     ConfigRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
+    UserScramCredentialRecord,
     decode_metadata_record,
     encode_snapshot_footer,
     encode_snapshot_header,
@@ -42,6 +47,7 @@ from wire.metadata_records import (
 from wire.records import ControlRecordType, Record, build_batch, decode_records, encode_control_key, iter_batch_headers
 
 __all__ = ["CLUSTER_METADATA_DIR", "BOOTSTRAP_SNAPSHOT_FILE", "ClusterMetadataImage", "read_cluster_metadata",
+           "first_cluster_metadata",
            "encode_bootstrap_snapshot", "write_bootstrap_snapshot"]
 
 logger = logging.getLogger(__name__)
@@ -59,9 +65,31 @@ class ClusterMetadataImage(msgspec.Struct):
     topic_configs: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
     # resource name ("" for the cluster-wide default, else a node id) -> key -> value
     broker_configs: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
+    # The security state: ACLs by id, SCRAM credentials by (user, mechanism id), client quotas
+    # by entity ((type, name or None) pairs, sorted) -> key -> value.
+    acls: dict[uuid.UUID, AccessControlEntryRecord] = msgspec.field(default_factory=dict)
+    scram_credentials: dict[tuple[str, int], UserScramCredentialRecord] = msgspec.field(default_factory=dict)
+    client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = msgspec.field(default_factory=dict)
 
     def apply(self, record: object) -> None:
-        if isinstance(record, TopicRecord):
+        if isinstance(record, AccessControlEntryRecord):
+            self.acls[record.id] = record
+        elif isinstance(record, RemoveAccessControlEntryRecord):
+            self.acls.pop(record.id, None)
+        elif isinstance(record, UserScramCredentialRecord):
+            self.scram_credentials[(record.name, record.mechanism)] = record
+        elif isinstance(record, RemoveUserScramCredentialRecord):
+            self.scram_credentials.pop((record.name, record.mechanism), None)
+        elif isinstance(record, ClientQuotaRecord):
+            entity = tuple(sorted(record.entity, key=lambda part: part[0]))
+            values = self.client_quotas.setdefault(entity, {})
+            if record.remove:
+                values.pop(record.key, None)
+                if not values:
+                    del self.client_quotas[entity]
+            else:
+                values[record.key] = record.value
+        elif isinstance(record, TopicRecord):
             self.topics[record.name] = record.topic_id
         elif isinstance(record, RemoveTopicRecord):
             for name, topic_id in list(self.topics.items()):
@@ -140,3 +168,14 @@ def write_bootstrap_snapshot(metadata_log_dir: Path, values: Sequence[bytes], ti
     path = directory / BOOTSTRAP_SNAPSHOT_FILE
     write_atomically(path, encode_bootstrap_snapshot(values, timestamp))
     return path
+
+
+def first_cluster_metadata(log_dirs: Sequence[Path]) -> ClusterMetadataImage | None:
+    """The image of the first log directory that holds a metadata log (a directory Kafka
+    wrote, or `asyncbroker migrate` handed to it), for state asyncbroker otherwise keeps in its
+    own files; None when none does."""
+    for d in log_dirs:
+        image = read_cluster_metadata(d)
+        if image is not None:
+            return image
+    return None
