@@ -41,7 +41,7 @@ pytestmark = pytest.mark.timeout(300)
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 DESCRIBE_PRODUCERS, DESCRIBE_SCRAM, ALTER_SCRAM = 61, 50, 51
 # ResourceType
-ANY_RESOURCE, TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = 1, 2, 3, 4, 5
+ANY_RESOURCE, TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER = 1, 2, 3, 4, 5, 6, 7
 # PatternType
 ANY_PATTERN, MATCH, LITERAL, PREFIXED = 1, 2, 3, 4
 # AclOperation
@@ -172,6 +172,8 @@ def test_acl_administration(secured: SecuredBrokers, version: int) -> None:
             allow(TRANSACTIONAL_ID, txn, WRITE), deny(TOPIC, orders, WRITE, "User:bob"),
             allow(TOPIC, orders, DESCRIBE, host="10.0.0.1"), allow(TOPIC, orders, READ),  # the same ACL twice
             allow(TOPIC, pay, ALL, "User:*", pattern=PREFIXED),
+            # The resource types no API here checks are stored and listed all the same.
+            allow(DELEGATION_TOKEN, run.topic("token"), DESCRIBE), allow(USER, "User:bob", 13),  # CREATE_TOKENS
             # Refused, each with its reason: a cluster not named kafka-cluster, an empty name,
             # codes Kafka does not know (99), a principal with no type, an empty host.
             allow(CLUSTER, "my-cluster", ALTER), allow(TOPIC, "", READ), (99, orders, LITERAL, "User:a", "*", READ, ALLOW),
@@ -204,7 +206,8 @@ def test_acl_administration(secured: SecuredBrokers, version: int) -> None:
                   (ANY_RESOURCE, None, ANY_PATTERN, None, "10.0.0.1", ANY_OP, ANY_PERMISSION),
                   (ANY_RESOURCE, None, ANY_PATTERN, None, None, WRITE, ANY_PERMISSION),
                   (ANY_RESOURCE, None, ANY_PATTERN, None, None, ANY_OP, DENY),
-                  (GROUP, None, ANY_PATTERN, None, None, ANY_OP, ANY_PERMISSION)]:
+                  (GROUP, None, ANY_PATTERN, None, None, ANY_OP, ANY_PERMISSION),
+                  (USER, None, ANY_PATTERN, None, None, ANY_OP, ANY_PERMISSION)]:
             describe_acls(run, f, version=version)
         delete_acls(run, [(TOPIC, orders, LITERAL, "User:bob", None, ANY_OP, ANY_PERMISSION),
                           (ANY_RESOURCE, None, ANY_PATTERN, None, None, ANY_OP, DENY),  # overlaps the first
