@@ -19,7 +19,6 @@ the newest copy wins at startup.
 """
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import logging
 import math
@@ -29,8 +28,9 @@ from pathlib import Path
 
 import msgspec
 
-from storage.atomic_file import write_atomically
 from storage.cluster_metadata import first_cluster_metadata
+
+from asyncbroker.log_dir_file import LogDirFile
 
 __all__ = ["CLIENT_QUOTAS_FILE", "USER", "CLIENT_ID", "IP", "Entity", "ClientQuotas", "QuotaError",
            "entity_text", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE"]
@@ -91,8 +91,8 @@ class ClientQuotas:
 
     def __init__(self, log_dirs: Sequence[str | Path]) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
+        self._file = LogDirFile(self.log_dirs, CLIENT_QUOTAS_FILE)
         self._quotas: dict[Entity, dict[str, float]] = self._read()
-        self._write_lock = asyncio.Lock()
         # Bumped on every change: the quota managers drop what they resolved before.
         self.generation = 0
 
@@ -210,37 +210,24 @@ class ClientQuotas:
         self.generation += 1
 
     async def persist(self, run_blocking: Callable[..., Awaitable[None]]) -> None:
-        """Write the quotas as they are now, off the loop; serialised, the newest state last."""
-        async with self._write_lock:
-            data = msgspec.json.format(msgspec.json.encode([
-                _StoredEntry(list(e), v) for e, v in sorted(self._quotas.items(), key=lambda ev: repr(ev[0]))]),
-                indent=1)
-            await run_blocking(self._write, data)
-
-    def _write(self, data: bytes) -> None:
-        for d in self.log_dirs:
-            write_atomically(d / CLIENT_QUOTAS_FILE, data)
+        """Write the quotas as they are now to every log directory, off the loop."""
+        await self._file.persist(lambda: msgspec.json.format(msgspec.json.encode([
+            _StoredEntry(list(e), v) for e, v in sorted(self._quotas.items(), key=lambda ev: repr(ev[0]))]),
+            indent=1), run_blocking)
 
     def _read(self) -> dict[Entity, dict[str, float]]:
-        newest, found = -1.0, []
-        for d in self.log_dirs:
-            path = d / CLIENT_QUOTAS_FILE
+        for path, data in self._file.copies():
             try:
-                mtime = path.stat().st_mtime
-                entries = msgspec.json.decode(path.read_bytes(), type=list[_StoredEntry])
-            except FileNotFoundError:
-                continue
+                entries = msgspec.json.decode(data, type=list[_StoredEntry])
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 log.error("Ignoring %s, which does not hold client quotas: %s", path, exc)
                 continue
-            if mtime > newest:
-                newest, found = mtime, entries
-        if newest < 0:
-            # No quota file yet: a directory Kafka wrote keeps its quotas in the metadata log.
-            image = first_cluster_metadata(self.log_dirs)
-            if image is not None:
-                return {entity_of(entity): dict(values) for entity, values in image.client_quotas.items()}
-        return {entity_of(e.entity): dict(e.quotas) for e in found}
+            return {entity_of(e.entity): dict(e.quotas) for e in entries}
+        # No quota file: a directory Kafka wrote keeps its quotas in the metadata log.
+        image = first_cluster_metadata(self.log_dirs)
+        if image is None:
+            return {}
+        return {entity_of(entity): dict(values) for entity, values in image.client_quotas.items()}
 
 
 def _is_address(text: str) -> bool:

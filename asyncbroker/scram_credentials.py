@@ -20,9 +20,10 @@ from pathlib import Path
 
 import msgspec
 
-from storage.atomic_file import write_atomically
 from storage.cluster_metadata import first_cluster_metadata
 from wire.metadata_records import UserScramCredentialRecord
+
+from asyncbroker.log_dir_file import LogDirFile
 
 __all__ = ["SCRAM_CREDENTIALS_FILE", "MECHANISMS", "ScramCredential", "ScramCredentials", "parse_add_scram"]
 
@@ -65,6 +66,7 @@ class ScramCredentials:
 
     def __init__(self, log_dirs: Sequence[str | Path]) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
+        self._file = LogDirFile(self.log_dirs, SCRAM_CREDENTIALS_FILE)
         self._users: dict[str, dict[str, ScramCredential]] = self._read()
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
@@ -85,32 +87,21 @@ class ScramCredentials:
                                    "server_key": _b64(c.server_key), "iterations": c.iterations}
                                for m, c in sorted(ms.items())} for u, ms in sorted(self._users.items())},
                           indent=1).encode()
-        for d in self.log_dirs:
-            write_atomically(d / SCRAM_CREDENTIALS_FILE, data)
+        self._file.write(data)
 
     def _read(self) -> dict[str, dict[str, ScramCredential]]:
-        newest, found = -1.0, {}
-        for d in self.log_dirs:
-            path = d / SCRAM_CREDENTIALS_FILE
+        for path, data in self._file.copies():
             try:
-                mtime = path.stat().st_mtime
-                raw = json.loads(path.read_text())
-            except FileNotFoundError:
-                continue
+                found = json.loads(data)
             except ValueError as exc:
                 log.error("Ignoring %s, which is not valid JSON: %s", path, exc)
                 continue
-            if mtime > newest:
-                newest, found = mtime, raw
-        if newest < 0:
-            # No credential file yet: a directory Kafka wrote keeps them in the metadata log.
-            image = first_cluster_metadata(self.log_dirs)
-            if image is not None:
-                return _from_records(image.scram_credentials.values())
-        return {u: {m: ScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),
-                                       base64.b64decode(c["server_key"]), int(c["iterations"]))
-                    for m, c in ms.items()} for u, ms in found.items()}
-
+            return {u: {m: ScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),
+                                           base64.b64decode(c["server_key"]), int(c["iterations"]))
+                        for m, c in ms.items()} for u, ms in found.items()}
+        # No credential file: a directory Kafka wrote keeps them in the metadata log.
+        image = first_cluster_metadata(self.log_dirs)
+        return {} if image is None else _from_records(image.scram_credentials.values())
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()

@@ -17,12 +17,13 @@ SCRAM credentials; the newest copy wins at startup.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 
 import msgspec
+
+from storage.cluster_metadata import first_cluster_metadata
 
 from asyncbroker.acl_binding import (
     SUPPORTED_OPERATIONS,
@@ -36,8 +37,7 @@ from asyncbroker.acl_binding import (
     ResourceType,
     member_of,
 )
-from storage.atomic_file import write_atomically
-from storage.cluster_metadata import first_cluster_metadata
+from asyncbroker.log_dir_file import LogDirFile
 
 __all__ = ["STANDARD_AUTHORIZER", "ACLS_FILE", "AclFileError", "StandardAuthorizer", "parse_super_users"]
 
@@ -89,6 +89,7 @@ class StandardAuthorizer:
 
     def __init__(self, log_dirs: Sequence[str | Path], super_users: str, allow_everyone_if_no_acl_found: bool) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
+        self._file = LogDirFile(self.log_dirs, ACLS_FILE)
         self.super_users = parse_super_users(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._acls: set[AclBinding] = set(self._read())
@@ -96,7 +97,6 @@ class StandardAuthorizer:
         # The lengths of the PREFIXED names per resource type: a name is checked against each.
         self._prefix_lengths: dict[ResourceType, set[int]] = {}
         self._reindex()
-        self._write_lock = asyncio.Lock()
 
     # -- decisions
 
@@ -203,15 +203,9 @@ class StandardAuthorizer:
         return removed
 
     async def persist(self, run_blocking: Callable[..., Awaitable[None]]) -> None:
-        """Write the ACLs as they are now to every log directory, off the loop. Writes are
-        serialised, and each writes the state at its start, so the last one on disk is the newest."""
-        async with self._write_lock:
-            data = msgspec.json.format(msgspec.json.encode(sorted(self._acls)), indent=1)
-            await run_blocking(self._write, data)
-
-    def _write(self, data: bytes) -> None:
-        for d in self.log_dirs:
-            write_atomically(d / ACLS_FILE, data)
+        """Write the ACLs as they are now to every log directory, off the loop."""
+        await self._file.persist(lambda: msgspec.json.format(msgspec.json.encode(sorted(self._acls)), indent=1),
+                                 run_blocking)
 
     def _reindex(self) -> None:
         self._by_resource = {}
@@ -222,26 +216,18 @@ class StandardAuthorizer:
                 self._prefix_lengths.setdefault(acl.resource_type, set()).add(len(acl.resource_name))
 
     def _read(self) -> list[AclBinding]:
-        newest, found = -1.0, []
-        for d in self.log_dirs:
-            path = d / ACLS_FILE
+        for path, data in self._file.copies():
             try:
-                mtime = path.stat().st_mtime
-                acls = msgspec.json.decode(path.read_bytes(), type=list[AclBinding])
-            except FileNotFoundError:
-                continue
+                return msgspec.json.decode(data, type=list[AclBinding])
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 # Never start without ACLs that were granted or denied: that could open what they close.
                 raise AclFileError(f"{path} does not hold ACLs ({exc}); restore it from another log "
                                    "directory or a backup, or remove it to start with no ACLs") from exc
-            if mtime > newest:
-                newest, found = mtime, acls
-        if newest < 0:
-            # No ACL file yet: a directory Kafka wrote keeps its ACLs in the metadata log.
-            image = first_cluster_metadata(self.log_dirs)
-            if image is not None:
-                found = [AclBinding(member_of(ResourceType, a.resource_type), a.resource_name,
-                                    member_of(PatternType, a.pattern_type), a.principal, a.host,
-                                    member_of(AclOperation, a.operation), member_of(AclPermissionType, a.permission_type))
-                         for a in image.acls.values()]
-        return found
+        # No ACL file: a directory Kafka wrote keeps its ACLs in the metadata log.
+        image = first_cluster_metadata(self.log_dirs)
+        if image is None:
+            return []
+        return [AclBinding(member_of(ResourceType, a.resource_type), a.resource_name,
+                           member_of(PatternType, a.pattern_type), a.principal, a.host,
+                           member_of(AclOperation, a.operation), member_of(AclPermissionType, a.permission_type))
+                for a in image.acls.values()]

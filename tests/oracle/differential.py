@@ -506,6 +506,17 @@ class ScenarioRun:
             self.record(label or type(request).__name__ + f" v{request.__version__}", request, response)
         return response
 
+    def note_answer_within(self, label: str, request: Any, conn: Connection, seconds: float) -> None:
+        """Send `request` and note its answer, or None when none comes within `seconds` (a
+        request Kafka never answers); `conn` is not usable afterwards."""
+        correlation = conn.send(request)
+        conn.sock.settimeout(seconds)
+        try:
+            answer = self.normalise(conn.receive(request.__api_key__, request.__version__, correlation))
+        except TimeoutError:
+            answer = None
+        self.note(label, answer)
+
     def record(self, label: str, request: Any, response: Any) -> None:
         self.normalise.learn_topic_ids(request)
         answer = self.normalise(response)

@@ -406,13 +406,7 @@ def test_alter_configs_duplicate_resource(brokers) -> None:  # type: ignore[no-u
         resource = entity(ALTER_CONFIGS, 2, "AlterConfigsResource", resource_type=TOPIC,
                           resource_name=run.topic("twice-named"), configs=())
         request = entity(ALTER_CONFIGS, 2, "AlterConfigsRequest", resources=(resource, resource), validate_only=True)
-        correlation = conn.send(request)
-        conn.sock.settimeout(3.0)
-        try:
-            answer = run.normalise(conn.receive(ALTER_CONFIGS, 2, correlation))
-        except TimeoutError:
-            answer = None
-        run.note("AlterConfigs v2 naming a resource twice: the answer within 3 s", answer)
+        run.note_answer_within("AlterConfigs v2 naming a resource twice: the answer within 3 s", request, conn, 3.0)
 
     brokers.compare(scenario, known={"KD-207": {"0:"}})
 

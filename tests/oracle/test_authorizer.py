@@ -294,13 +294,9 @@ def test_describing_every_scram_user_without_acls(secured: SecuredBrokers) -> No
     given 3 seconds."""
     def scenario(run: ScenarioRun) -> None:
         with run.as_user("alice") as conn:
-            correlation = conn.send(entity(DESCRIBE_SCRAM, 0, request_class_name(DESCRIBE_SCRAM, 0), users=None))
-            conn.sock.settimeout(3.0)
-            try:
-                answer = run.normalise(conn.receive(DESCRIBE_SCRAM, 0, correlation))
-            except TimeoutError:
-                answer = None
-        run.note("DescribeUserScramCredentials v0, every user, as alice: the answer within 3 s", answer)
+            run.note_answer_within("DescribeUserScramCredentials v0, every user, as alice: the answer within 3 s",
+                                   entity(DESCRIBE_SCRAM, 0, request_class_name(DESCRIBE_SCRAM, 0), users=None),
+                                   conn, 3.0)
 
     secured.compare(scenario, known={"KD-209": {"0:"}})
 
