@@ -15,12 +15,12 @@ pytestmark = pytest.mark.timeout(180)
 
 # -- ApiVersions -------------------------------------------------------------------------
 
-# APIs Kafka 4.4 serves that asyncbroker does not (KD-200): security, transactions, quotas,
-# KRaft, reassignment, share and streams groups, ...
+# APIs Kafka 4.4 serves that asyncbroker does not (KD-200): delegation tokens, KRaft,
+# reassignment, share and streams groups, ...
 NOT_SERVED = (
     "write_txn_markers", "alter_replica_log_dirs", "create_delegation_token", "renew_delegation_token", "expire_delegation_token",
     "describe_delegation_token", "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments",
-    "describe_client_quotas", "alter_client_quotas", "describe_quorum", "update_features",
+    "describe_quorum", "update_features",
     "unregister_broker", "consumer_group_heartbeat",
     "consumer_group_describe", "list_config_resources", "describe_topic_partitions", "share_group_heartbeat",
     "share_group_describe", "share_fetch", "share_acknowledge", "add_raft_voter", "remove_raft_voter",
