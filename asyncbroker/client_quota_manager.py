@@ -16,13 +16,13 @@ import collections
 
 from asyncbroker.client_quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, ClientQuotas
 
-__all__ = ["ClientQuotaManager", "QuotaManagers", "NANOS_TO_PERCENTAGE"]
+__all__ = ["ClientQuotaManager", "QuotaManagers", "NANOS_TO_PERCENTAGE", "SampledRate"]
 
 # Request time is counted as a percentage of one thread: nanoseconds x 100 / 1e9 per second.
 NANOS_TO_PERCENTAGE = 100.0 / 1e9
 
 
-class _Rate:
+class SampledRate:
     """Kafka's sampled Rate: (window start ms, total) samples, the oldest dropped when too old."""
 
     __slots__ = ("samples",)
@@ -65,7 +65,7 @@ class ClientQuotaManager:
         self.num_samples = num_samples
         # The request quota caps its throttle at one window; the byte rates do not.
         self.max_throttle_ms = max_throttle_ms
-        self._rates: dict[tuple[str, str], _Rate] = {}
+        self._rates: dict[tuple[str, str], SampledRate] = {}
         self._resolved: dict[tuple[str, str], tuple[float, tuple[str, str]] | None] = {}
         self._generation = -1
 
@@ -90,7 +90,7 @@ class ClientQuotaManager:
         bound, sensor = found
         rate = self._rates.get(sensor)
         if rate is None:
-            rate = self._rates[sensor] = _Rate()
+            rate = self._rates[sensor] = SampledRate()
         rate.record(value, now_ms, self.window_ms, self.num_samples)
         measured, window = rate.measure(now_ms, self.window_ms, self.num_samples)
         if measured <= bound:

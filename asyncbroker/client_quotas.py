@@ -128,6 +128,14 @@ class ClientQuotas:
                 return value, sensor
         return None
 
+    def ip_connection_rate(self, address: str) -> float | None:
+        """The connection_creation_rate quota of an address: its own, else the IP default."""
+        for entity in (((IP, address),), ((IP, None),)):
+            value = self._quotas.get(entity, {}).get(CONNECTION_CREATION_RATE)
+            if value is not None:
+                return value
+        return None
+
     def describe(self, components: Sequence[tuple[str, int, str | None]], strict: bool) -> list[tuple[Entity, dict[str, float]]]:
         """DescribeClientQuotas: the entities every component matches (and, with `strict`, no
         other entity type). QuotaError for a filter Kafka refuses."""

@@ -4,13 +4,23 @@ As Kafka's ConnectionQuotas on one node: `max.connections` bounds every listener
 and when it is reached the acceptors stop accepting until a connection closes (clients wait
 in the listen backlog; nobody is dropped). `max.connections.per.ip` (with its overrides,
 `max.connections.per.ip.overrides=host:count,...`) bounds one address, and a connection over
-it is closed at once, so one client cannot take every slot.
+it is closed at once, so one client cannot take every slot. A `connection_creation_rate`
+client quota on an address (`kafka-configs.sh --entity-type ips`, or the IP default) bounds how
+fast it may connect: a connection over the rate is not served, and is closed when the
+throttle time Kafka's rate arithmetic gives ends (KIP-612), so a client cannot spin on reconnects.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
 import logging
+import time
+from typing import TYPE_CHECKING
+
+from asyncbroker.client_quota_manager import SampledRate
+
+if TYPE_CHECKING:
+    from asyncbroker.client_quotas import ClientQuotas
 
 __all__ = ["ConnectionQuotas"]
 
@@ -25,6 +35,10 @@ class ConnectionQuotas:
         self.total = 0
         self._per_ip: collections.Counter[str] = collections.Counter()
         self._slot_freed = asyncio.Event()
+        # connection_creation_rate: the client quotas, and the rate of each address that has one.
+        self.client_quotas: ClientQuotas | None = None
+        self.window_seconds, self.num_samples = 1, 11
+        self._ip_rates: dict[str, SampledRate] = {}
 
     def reconfigure(self, max_connections: int, max_per_ip: int, per_ip_overrides: dict[str, int]) -> None:
         """New limits (a dynamic config change): they bound the connections accepted from now
@@ -40,6 +54,28 @@ class ConnectionQuotas:
         while self.total >= self.max_connections:
             self._slot_freed.clear()
             await self._slot_freed.wait()
+
+    def connection_throttle_ms(self, ip: str) -> int:
+        """Record a new connection from `ip` against its connection_creation_rate quota; how long
+        it must wait (0: serve it). The throttle is capped at one quota window, as Kafka's."""
+        quotas = self.client_quotas
+        bound = quotas.ip_connection_rate(ip) if quotas else None
+        if bound is None:
+            self._ip_rates.pop(ip, None)
+            return 0
+        window_ms = self.window_seconds * 1000.0
+        rate = self._ip_rates.get(ip)
+        if rate is None:
+            rate = self._ip_rates[ip] = SampledRate()
+        now_ms = time.monotonic() * 1000
+        rate.record(1.0, now_ms, window_ms, self.num_samples)
+        measured, window = rate.measure(now_ms, window_ms, self.num_samples)
+        if measured <= bound:
+            return 0
+        throttle = min(round((measured - bound) / bound * window), int(window_ms))
+        log.info("Throttling connection from /%s for %d ms: over its connection_creation_rate quota of %s/s",
+                 ip, throttle, bound)
+        return throttle
 
     def inc(self, ip: str) -> bool:
         """Count a connection just accepted from `ip`; False (not counted) when `ip` already

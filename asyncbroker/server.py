@@ -87,6 +87,8 @@ class KafkaServer:
             await broker.run_blocking(broker.scram_credentials.apply,
                                       {(u, m): c for u, m, c in self.scram_users}, set())
             log.info("Added SCRAM credentials for %s", ", ".join(f"{u} ({m})" for u, m, _ in self.scram_users))
+        quotas.client_quotas = broker.quota_managers.quotas
+        quotas.window_seconds, quotas.num_samples = self.config.quota_window_size_seconds, self.config.quota_window_num
         # The limits in force: dynamic values set before the last shutdown too, and any change.
         quotas.reconfigure(*self._quota_limits())
         broker.config_change_listeners.append(lambda: quotas.reconfigure(*self._quota_limits()))
@@ -219,6 +221,11 @@ class Acceptor:
                 await asyncio.sleep(0.1)  # the cause (too many open files) needs time to clear
                 continue
             ip = str(address[0])
+            throttle_ms = self.quotas.connection_throttle_ms(ip)
+            if throttle_ms:
+                # Not served, not counted; closed when the throttle ends (Kafka's delayed close).
+                loop.call_later(throttle_ms / 1000, conn.close)
+                continue
             if not self.quotas.inc(ip):
                 conn.close()
                 continue

@@ -180,3 +180,32 @@ def test_quotas_survive_a_restart(tmp_path: Path) -> None:
         b.restart()
         described = configs(b, "--describe", "--entity-type", "users", "--entity-default")
         assert "producer_byte_rate=4096.0" in described, described
+
+
+def test_a_connection_rate_quota_holds_an_address_back(tmp_path: Path) -> None:
+    """connection_creation_rate=1 on 127.0.0.1: Kafka's rate spreads the first connections over
+    the 11-second quota window, so about ten go through; later ones are not served and are
+    closed when their throttle ends (at most one window, 1 s). Without the quota every
+    connection is served again."""
+    with BrokerProcess(log_dir=tmp_path / "data") as b:
+        configs(b, "--alter", "--add-config", "connection_creation_rate=1", "--entity-type", "ips",
+                "--entity-name", "127.0.0.1")
+        served = []
+        for _ in range(20):
+            conn = Connection(b.bootstrap, timeout=5.0)
+            try:
+                answer = call(conn, 18, 3, client_software_name="t", client_software_version="1")
+                served.append(answer.error_code.value == 0)
+            except (ConnectionError, TimeoutError):
+                served.append(False)
+            finally:
+                conn.close()
+        assert served[0] and not all(served), served
+        assert "over its connection_creation_rate quota" in b.output()
+        configs(b, "--alter", "--delete-config", "connection_creation_rate", "--entity-type", "ips",
+                "--entity-name", "127.0.0.1")
+        conn = Connection(b.bootstrap, timeout=5.0)
+        try:
+            assert call(conn, 18, 3, client_software_name="t", client_software_version="1").error_code.value == 0
+        finally:
+            conn.close()
