@@ -468,6 +468,15 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
                                           f"SASL; the mechanisms served are {', '.join(SERVED_SASL_MECHANISMS)}")
         if self.advertised_listeners is not None:
             adv = parse_endpoints("advertised.listeners", self.advertised_listeners)
+            names = [e.listener_name for e in parse_endpoints("listeners", self.listeners)]
+            unknown = [e.listener_name for e in adv if e.listener_name not in names]
+            if unknown:
+                # Kafka's KafkaConfig requirement, word for word.
+                raise ConfigException(
+                    "advertised.listeners",
+                    "requirement failed: advertised.listeners listener names must be equal to or a subset of the "
+                    f"ones defined in listeners. Found {','.join(e.listener_name for e in adv)}. The valid options "
+                    f"based on currently configured listeners are {','.join(names)}")
             for e in adv:
                 if e.host in ("0.0.0.0", "::"):
                     raise ConfigException(

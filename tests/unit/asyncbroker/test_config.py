@@ -173,6 +173,7 @@ def test_env_name_mapping() -> None:
         (["listeners=CLIENTS://127.0.0.1:9093"], {}, "listener.security.protocol.map"),
         (["listeners=PLAINTEXT://0.0.0.0:9092"], {}, "advertised.listeners"),
         (["advertised.listeners=PLAINTEXT://0.0.0.0:9092"], {}, "advertised.listeners"),
+        (["advertised.listeners=PLAINTEXT://a:9092,SSL://a:9093"], {}, "advertised.listeners"),  # no SSL listener
         (["default.replication.factor=3"], {}, "default.replication.factor"),
         (["log.roll.ms=0"], {}, "log.roll.ms"),
         (["novalue"], {}, "novalue"),
