@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # the parts are imported where they are built (startup), to k
     from asyncbroker.replica_manager import ReplicaManager
     from asyncbroker.scram_credentials import ScramCredentials
     from asyncbroker.client_quota_manager import QuotaManagers
+    from asyncbroker.jwks_token_validator import JwksTokenValidator
     from asyncbroker.standard_authorizer import StandardAuthorizer
     from asyncbroker.topics import TopicManager, TopicMetadata
     from asyncbroker.transaction_coordinator import TransactionCoordinator
@@ -95,6 +96,9 @@ class Broker:
         # The ACL authorizer with authorizer.class.name set (built by startup()); None: every
         # principal may do everything, as in Kafka without an authorizer.
         self.authorizer: StandardAuthorizer | None = None
+        # listener name -> the validator of signed OAUTHBEARER tokens on that listener (the
+        # server starts them: they fetch the JWKS).
+        self.jwks_validators: dict[str, JwksTokenValidator] = {}
         # Client quotas (DescribeClientQuotas/AlterClientQuotas) and the rates measured against
         # them; built by startup().
         self.quota_managers: QuotaManagers

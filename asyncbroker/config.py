@@ -225,6 +225,11 @@ SERVED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SERVED_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 # Kafka's per-listener JAAS key, the one pattern key of the broker config.
 _LISTENER_JAAS = re.compile(r"^listener\.name\.([A-Za-z0-9_-]+)\.([A-Za-z0-9-]+)\.sasl\.jaas\.config$")
+# ... and its per-listener server callback handler (which validator OAUTHBEARER tokens get).
+_LISTENER_HANDLER = re.compile(
+    r"^listener\.name\.([A-Za-z0-9_-]+)\.([A-Za-z0-9-]+)\.sasl\.server\.callback\.handler\.class$")
+OAUTHBEARER_UNSECURED_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerUnsecuredValidatorCallbackHandler"
+OAUTHBEARER_JWKS_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 
 
 class KafkaConfig(msgspec.Struct, kw_only=True):
@@ -253,6 +258,13 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     sasl_enabled_mechanisms: list[str] = broker_default("sasl.enabled.mechanisms")
     sasl_mechanism_inter_broker_protocol: str = broker_default("sasl.mechanism.inter.broker.protocol")
     sasl_server_max_receive_size: int = broker_default("sasl.server.max.receive.size")
+    sasl_oauthbearer_jwks_endpoint_url: str | None = broker_default("sasl.oauthbearer.jwks.endpoint.url")
+    sasl_oauthbearer_jwks_endpoint_refresh_ms: int = broker_default("sasl.oauthbearer.jwks.endpoint.refresh.ms")
+    sasl_oauthbearer_expected_audience: list[str] | None = broker_default("sasl.oauthbearer.expected.audience")
+    sasl_oauthbearer_expected_issuer: str | None = broker_default("sasl.oauthbearer.expected.issuer")
+    sasl_oauthbearer_scope_claim_name: str = broker_default("sasl.oauthbearer.scope.claim.name")
+    sasl_oauthbearer_sub_claim_name: str = broker_default("sasl.oauthbearer.sub.claim.name")
+    sasl_oauthbearer_clock_skew_seconds: int = broker_default("sasl.oauthbearer.clock.skew.seconds")
     connections_max_reauth_ms: int = broker_default("connections.max.reauth.ms")
     quota_window_num: int = broker_default("quota.window.num")
     quota_window_size_seconds: int = broker_default("quota.window.size.seconds")
@@ -360,6 +372,8 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     originals: dict[str, str] = msgspec.field(default_factory=dict)
     # listener.name.<listener>.<mechanism>.sasl.jaas.config, by "LISTENER MECHANISM" (upper case).
     listener_jaas_configs: dict[str, str] = msgspec.field(default_factory=dict)
+    # listener.name.<listener>.<mechanism>.sasl.server.callback.handler.class, keyed the same way.
+    listener_callback_handlers: dict[str, str] = msgspec.field(default_factory=dict)
     # Dynamic broker configs (IncrementalAlterConfigs / AlterConfigs on a BROKER resource),
     # raw values by key: this node's ("1") and the cluster-wide defaults (""). They win over
     # the static values; asyncbroker.broker_config_changes keeps them and persists them.
@@ -416,9 +430,18 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         """Validate every key and value; the first problem raises ConfigException naming its key."""
         values: dict[str, Any] = {}
         jaas: dict[str, str] = {}
+        handlers: dict[str, str] = {}
         for name, raw in props.items():
             if (m := _LISTENER_JAAS.match(name)) is not None:
                 jaas[f"{m.group(1).upper()} {m.group(2).upper()}"] = raw
+                continue
+            if (m := _LISTENER_HANDLER.match(name)) is not None:
+                if m.group(2).upper() != "OAUTHBEARER" or raw.strip() not in (OAUTHBEARER_UNSECURED_HANDLER,
+                                                                               OAUTHBEARER_JWKS_HANDLER):
+                    raise ConfigException(name, f"Invalid value {raw} for configuration {name}: the server callback "
+                                          f"handlers served are OAUTHBEARER's {OAUTHBEARER_UNSECURED_HANDLER} (the "
+                                          f"default) and {OAUTHBEARER_JWKS_HANDLER}")
+                handlers[f"{m.group(1).upper()} {m.group(2).upper()}"] = raw.strip()
                 continue
             key = BROKER_KEYS.get(name)
             if key is None:
@@ -434,13 +457,13 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             values["log_dirs"] = [values.get("log_dir", "./data")]
         if "node_id" not in values and values.get("broker_id", -1) >= 0:
             values["node_id"] = values["broker_id"]
-        originals = {k: props[k] for k in props if _LISTENER_JAAS.match(k) is None}
+        originals = {k: props[k] for k in props if _LISTENER_JAAS.match(k) is None and _LISTENER_HANDLER.match(k) is None}
         if "broker.id" not in props and "node.id" in props:
             # Kafka copies node.id into broker.id when it builds its config, so broker.id is
             # then a static config with node.id's value.
             values["broker_id"] = values["node_id"]
             originals["broker.id"] = props["node.id"]
-        config = cls(**values, originals=originals, listener_jaas_configs=jaas)
+        config = cls(**values, originals=originals, listener_jaas_configs=jaas, listener_callback_handlers=handlers)
         config._check()
         return config
 
@@ -466,6 +489,10 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
                     raise ConfigException("sasl.enabled.mechanisms", f"Invalid value {','.join(self.sasl_enabled_mechanisms)} "
                                           f"for configuration sasl.enabled.mechanisms: listener {e.listener_name} is "
                                           f"SASL; the mechanisms served are {', '.join(SERVED_SASL_MECHANISMS)}")
+        if OAUTHBEARER_JWKS_HANDLER in self.listener_callback_handlers.values() \
+                and not self.sasl_oauthbearer_jwks_endpoint_url:
+            raise ConfigException("sasl.oauthbearer.jwks.endpoint.url",
+                                  f"sasl.oauthbearer.jwks.endpoint.url is required by {OAUTHBEARER_JWKS_HANDLER}")
         if self.advertised_listeners is not None:
             adv = parse_endpoints("advertised.listeners", self.advertised_listeners)
             names = [e.listener_name for e in parse_endpoints("listeners", self.listeners)]

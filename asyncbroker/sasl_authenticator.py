@@ -14,8 +14,10 @@ Mechanisms:
     OAUTHBEARER    RFC 7628 with unsecured JWS tokens (`alg: none`), checked as Kafka's
                    default validator for development checks them: an unexpired `exp`, the
                    principal claim (`sub`, or the JAAS option unsecuredValidatorPrincipalClaimName)
-                   and the scopes of unsecuredValidatorRequiredScope. A bad token gets the
-                   `{"status":"invalid_token"}` challenge, then the failure.
+                   and the scopes of unsecuredValidatorRequiredScope; or, on a listener whose
+                   server callback handler is Kafka's OAuthBearerValidatorCallbackHandler,
+                   tokens signed by an identity provider (asyncbroker.jwks_token_validator).
+                   A bad token gets the `{"status":"invalid_token"}` challenge, then the failure.
 The principal is then `User:<name>`.
 """
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 from scramp import ScramException, ScramMechanism
+
+from asyncbroker.jwks_token_validator import InvalidToken
 
 from storage.config_def import ConfigException
 
@@ -155,7 +159,8 @@ class SaslServerAuthenticator:
         return b"", f"User:{principal}"
 
     def _validate_bearer(self, message: bytes) -> str:
-        """The principal of an RFC 7628 client response carrying an unsecured JWS."""
+        """The principal of an RFC 7628 client response: its token checked by the listener's
+        validator, Kafka's unsecured one unless the listener names the JWKS one."""
         text = message.decode("utf-8", "replace")
         gs2, sep, rest = text.partition("\x01")
         if not sep or not gs2.startswith(("n,", "y,")):
@@ -164,7 +169,19 @@ class SaslServerAuthenticator:
         auth = fields.get("auth", "")
         if not auth.startswith("Bearer "):
             raise _InvalidToken("Invalid OAUTHBEARER client first message: no Bearer token")
-        parts = auth[len("Bearer "):].strip().split(".")
+        token = auth[len("Bearer "):].strip()
+        validator = self.broker.jwks_validators.get(self.listener)
+        if validator is not None:
+            try:
+                principal, self.token_expiry_ms = validator.validate(token)
+            except InvalidToken as exc:
+                raise _InvalidToken(str(exc)) from None
+            return principal
+        return self._validate_unsecured(token)
+
+    def _validate_unsecured(self, token: str) -> str:
+        """Kafka's OAuthBearerUnsecuredValidatorCallbackHandler: an `alg: none` JWS."""
+        parts = token.split(".")
         if len(parts) != 3 or parts[2]:
             raise _InvalidToken("An unsecured JWS has three parts and an empty signature")
         try:

@@ -37,6 +37,7 @@ from asyncbroker.connection import KafkaConnection
 from asyncbroker.connection_quotas import ConnectionQuotas
 
 if TYPE_CHECKING:
+    from asyncbroker.jwks_token_validator import JwksTokenValidator
     from asyncbroker.scram_credentials import ScramCredential
 
 log = logging.getLogger("asyncbroker.server")
@@ -68,6 +69,7 @@ class KafkaServer:
         self.bound_host: str = ""
         self.bound_port: int = 0
         self._reaper: asyncio.Task[None] | None = None
+        self._token_validators: list[JwksTokenValidator] = []
 
     async def start(self) -> Broker:
         """Build and start the broker, then listen; returns the started broker."""
@@ -87,6 +89,7 @@ class KafkaServer:
             await broker.run_blocking(broker.scram_credentials.apply,
                                       {(u, m): c for u, m, c in self.scram_users}, set())
             log.info("Added SCRAM credentials for %s", ", ".join(f"{u} ({m})" for u, m, _ in self.scram_users))
+        await self._start_token_validators(broker)
         quotas.client_quotas = broker.quota_managers.quotas
         quotas.window_seconds, quotas.num_samples = self.config.quota_window_size_seconds, self.config.quota_window_num
         # The limits in force: dynamic values set before the last shutdown too, and any change.
@@ -116,6 +119,23 @@ class KafkaServer:
             broker.cluster_id, broker.advertised_host, broker.advertised_port,
         )
         return broker
+
+    async def _start_token_validators(self, broker: Broker) -> None:
+        """One JWKS validator for the listeners whose OAUTHBEARER handler checks signed tokens,
+        its keys fetched before the first connection."""
+        from asyncbroker.config import OAUTHBEARER_JWKS_HANDLER
+
+        listeners = [key.split(" ")[0] for key, handler in self.config.listener_callback_handlers.items()
+                     if handler == OAUTHBEARER_JWKS_HANDLER]
+        if not listeners:
+            return
+        from asyncbroker.jwks_token_validator import JwksTokenValidator  # only such listeners need PyJWT
+
+        validator = JwksTokenValidator(self.config)
+        await validator.start(broker.run_blocking)
+        self._token_validators.append(validator)
+        for name in listeners:
+            broker.jwks_validators[name] = validator
 
     def _quota_limits(self) -> tuple[int, int, dict[str, int]]:
         c = self.config
@@ -164,6 +184,8 @@ class KafkaServer:
         log.info("[KafkaServer id=%d] shutting down", self.config.node_id)
         if self._reaper is not None:
             self._reaper.cancel()
+        for validator in self._token_validators:
+            validator.stop()
         for task in self._acceptors:
             task.cancel()
         for sock in self._sockets:

@@ -317,6 +317,20 @@ _BROKER_KEYS = [
     _broker("connections.max.reauth.ms", L, 0, "When positive, a SASL session lasts this long (or until its token "
             "expires): the client re-authenticates on the same connection before then (KIP-368), or the "
             "connection closes at its next request. 0: sessions never expire."),
+    # OAUTHBEARER with signed tokens (listener.name.<l>.oauthbearer.sasl.server.callback.handler.class=
+    # org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler)
+    _broker("sasl.oauthbearer.jwks.endpoint.url", S, None, "Where the keys that sign tokens are published: an "
+            "https:// or http:// URL of a JWKS, or a file:// one."),
+    _broker("sasl.oauthbearer.jwks.endpoint.refresh.ms", L, 3600000, "How often the JWKS is fetched again (a "
+            "token signed by an unknown key makes it sooner).", AtLeast(1)),
+    _broker("sasl.oauthbearer.expected.audience", LS, None, "Audiences a token must name one of (its aud claim); "
+            "empty: not checked."),
+    _broker("sasl.oauthbearer.expected.issuer", S, None, "The issuer a token must name (its iss claim); unset: "
+            "not checked."),
+    _broker("sasl.oauthbearer.scope.claim.name", S, "scope", "The claim that holds a token's scopes."),
+    _broker("sasl.oauthbearer.sub.claim.name", S, "sub", "The claim that names a token's principal."),
+    _broker("sasl.oauthbearer.clock.skew.seconds", I, 30, "The clock difference allowed when checking a token's "
+            "times.", AtLeast(0)),
     _broker("sasl.server.max.receive.size", I, 524288, "The largest frame a SASL connection may send before it has "
             "authenticated: a client that never finishes its handshake holds almost nothing.", AtLeast(1)),
     # -- client quotas (asyncbroker.client_quota_manager): the window rates are measured over

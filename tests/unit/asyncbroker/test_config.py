@@ -174,6 +174,12 @@ def test_env_name_mapping() -> None:
         (["listeners=PLAINTEXT://0.0.0.0:9092"], {}, "advertised.listeners"),
         (["advertised.listeners=PLAINTEXT://0.0.0.0:9092"], {}, "advertised.listeners"),
         (["advertised.listeners=PLAINTEXT://a:9092,SSL://a:9093"], {}, "advertised.listeners"),  # no SSL listener
+        (["listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=com.example.Mine"], {},
+         "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class"),
+        (["listeners=SASL_PLAINTEXT://127.0.0.1:9093", "sasl.enabled.mechanisms=OAUTHBEARER",
+          "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class="
+          "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"], {},
+         "sasl.oauthbearer.jwks.endpoint.url"),
         (["default.replication.factor=3"], {}, "default.replication.factor"),
         (["log.roll.ms=0"], {}, "log.roll.ms"),
         (["novalue"], {}, "novalue"),
