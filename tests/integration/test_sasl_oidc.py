@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import http.server
 import json
+import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import jwt
@@ -22,6 +24,10 @@ from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, A
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from asyncbroker.testing import BrokerProcess
+from jvm.kafka_jvm import java_command
+from topic_reader import read_all
+
+CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -159,3 +165,24 @@ def test_a_rotated_key_is_fetched(broker: BrokerProcess, idp: Jwks, topic: str) 
     while produce_with(broker, idp.token("k2"), topic):
         assert time.monotonic() < deadline, "the new key was never fetched"
     assert idp.requests > fetched
+
+
+def test_the_java_client_with_a_token_file(broker: BrokerProcess, idp: Jwks, topic: str, tmp_path: Path) -> None:
+    """Kafka's console producer (the Java client 4.4) reads its token from a file (its
+    OAuthBearerLoginCallbackHandler with a file:// token endpoint) and writes as alice."""
+    token_file = tmp_path / "token.jwt"
+    token_file.write_text(idp.token("k1", "alice"))
+    config = tmp_path / "client.properties"
+    config.write_text("\n".join([
+        "security.protocol=SASL_PLAINTEXT", "sasl.mechanism=OAUTHBEARER",
+        "sasl.login.callback.handler.class="
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+        f"sasl.oauthbearer.token.endpoint.url={token_file.as_uri()}",
+        "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;", ""]))
+    produced = subprocess.run(
+        java_command("tools", CONSOLE_PRODUCER, ["--bootstrap-server", broker.bootstrap_for("SASL_PLAINTEXT"),
+                                                 "--topic", topic, "--command-config", str(config)],
+                     jvm_args=[f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={token_file.as_uri()}"]),
+        input="from-java\n", capture_output=True, text=True, timeout=120, check=False)
+    assert produced.returncode == 0, produced.stderr[-3000:]
+    assert b"from-java" in [record[3] for record in read_all(broker.bootstrap, topic, 1)]
