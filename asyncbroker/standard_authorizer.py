@@ -5,7 +5,7 @@ A request's principal, from its client's address, is allowed an operation on a r
 1. the principal is one of `super.users`; else
 2. no ACL that applies to the resource (its LITERAL name, the LITERAL wildcard "*", or a
    PREFIXED pattern the name starts with) DENYs it to the principal (or to "User:*") from that
-   host (or "*") for that operation (or ALL); and
+   host (or "*", or a CIDR block holding it) for that operation (or ALL); and
 3. one such ACL ALLOWs it, where an ALLOW of READ, WRITE, DELETE or ALTER also allows DESCRIBE
    and an ALLOW of ALTER_CONFIGS also allows DESCRIBE_CONFIGS (a DENY implies nothing); or
 4. no ACL applies to the resource at all, for any principal, and
@@ -17,6 +17,8 @@ SCRAM credentials; the newest copy wins at startup.
 """
 from __future__ import annotations
 
+import functools
+import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
@@ -61,6 +63,28 @@ class AclFileError(RuntimeError):
 def parse_super_users(value: str) -> frozenset[str]:
     """`super.users`: principals separated by semicolons, blanks around them ignored."""
     return frozenset(p.strip() for p in value.split(";") if p.strip())
+
+
+@functools.lru_cache(maxsize=1024)
+def _network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    if "/" not in text:
+        return None
+    try:
+        return ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return None
+
+
+def _in_range(host: str, acl_host: str) -> bool:
+    """Whether an ACL's host, written as a CIDR block ("10.0.0.0/8"), covers the address (Kafka
+    4.4 matches such hosts as ranges)."""
+    network = _network(acl_host)
+    if network is None:
+        return False
+    try:
+        return ipaddress.ip_address(host) in network
+    except ValueError:
+        return False
 
 
 def _grants(acl: AclBinding, operation: AclOperation) -> bool:
@@ -110,7 +134,7 @@ class StandardAuthorizer:
             found_resource_acl = True
             if acl.principal != principal and acl.principal != WILDCARD_PRINCIPAL:
                 continue
-            if acl.host != WILDCARD and acl.host != host:
+            if acl.host != WILDCARD and acl.host != host and not _in_range(host, acl.host):
                 continue
             if not _grants(acl, operation):
                 continue
@@ -131,7 +155,8 @@ class StandardAuthorizer:
         if principal in self.super_users:
             return True
         matching = [a for a in self._acls if a.resource_type == resource_type
-                    and a.principal in (principal, WILDCARD_PRINCIPAL) and a.host in (host, WILDCARD)
+                    and a.principal in (principal, WILDCARD_PRINCIPAL)
+                    and (a.host in (host, WILDCARD) or _in_range(host, a.host))
                     and (a.operation is _O.ALL or a.operation == operation)]
         if not any(a.resource_type == resource_type for a in self._acls):
             return self.allow_everyone_if_no_acl_found

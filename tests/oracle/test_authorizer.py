@@ -323,12 +323,16 @@ def test_acls_grant_and_deny(secured: SecuredBrokers) -> None:
             allow(TOPIC, a, WRITE), allow(TOPIC, b_, ALTER_CONFIGS), deny(TOPIC, secret, READ),
             allow(TOPIC, b_, WRITE, host="10.9.9.9"), allow(TOPIC, run.topic("public"), DESCRIBE, "User:*"),
             allow(GROUP, run.group("readers"), READ), deny(TOPIC, "feed.", WRITE, "User:bob", pattern=PREFIXED),
+            # Hosts as CIDR blocks (Kafka 4.4 matches them as ranges): loopback may write, 10/8 may not.
+            allow(TOPIC, run.topic("public"), WRITE, host="127.0.0.0/8"),
+            deny(TOPIC, run.topic("other"), WRITE, host="127.0.0.0/8"), allow(TOPIC, run.topic("other"), WRITE),
         ])
         with run.as_user("alice"):
             metadata_all(run, 12, topic_ops=True)
             metadata_topics(run, ["feed.a", "feed.b", "feed.secret", "public", "other"], version=10,
                             topic_ops=True, cluster_ops=True)
-            produce_topics(run, {"feed.a": {0: batch(1)}, "feed.b": {0: batch(1)}})
+            produce_topics(run, {"feed.a": {0: batch(1)}, "feed.b": {0: batch(1)}, "public": {0: batch(1)},
+                                 "other": {0: batch(1)}})
             fetch_topics(run, {"feed.a": {0: 0}, "feed.secret": {0: 0}})
             list_offsets_topics(run, {"feed.a": [(0, -1)], "feed.secret": [(0, -1)], "other": [(0, -1)]})
             describe_configs(run, [(CONFIG_TOPIC, "feed.a", ["retention.ms"]), (CONFIG_TOPIC, "feed.b", ["retention.ms"])])

@@ -84,6 +84,16 @@ def test_wildcard_principal_and_hosts(tmp_path: Path) -> None:
     assert may(a, O.WRITE, "t", host="10.0.0.1")
 
 
+def test_cidr_hosts(tmp_path: Path) -> None:
+    a = authorizer(tmp_path, acl("t", O.WRITE, host="127.0.0.0/8"), acl("t", O.WRITE, DENY, host="127.0.0.99/32"),
+                   acl("v6", O.READ, host="::1/128"), acl("bad", O.READ, host="10.0.0.0/33"))
+    assert may(a, O.WRITE, "t", host="127.0.0.1")
+    assert not may(a, O.WRITE, "t", host="127.0.0.99")
+    assert not may(a, O.WRITE, "t", host="10.1.1.1")
+    assert may(a, O.READ, "v6", host="::1") and not may(a, O.READ, "v6", host="127.0.0.1")
+    assert not may(a, O.READ, "bad", host="10.0.0.1")  # not a block: matched as written only
+
+
 def test_deny_wins_over_allow(tmp_path: Path) -> None:
     a = authorizer(tmp_path, acl("t", O.ALL), acl("t", O.WRITE, DENY),
                    acl("secret.", O.READ, DENY, principal="User:*", pattern=P.PREFIXED),
