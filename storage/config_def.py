@@ -323,7 +323,7 @@ _BROKER_KEYS = [
             "https:// or http:// URL of a JWKS, or a file:// one."),
     _broker("sasl.oauthbearer.jwks.endpoint.refresh.ms", L, 3600000, "How often the JWKS is fetched again (a "
             "token signed by an unknown key makes it sooner).", AtLeast(1)),
-    _broker("sasl.oauthbearer.expected.audience", LS, None, "Audiences a token must name one of (its aud claim); "
+    _broker("sasl.oauthbearer.expected.audience", LS, [], "Audiences a token must name one of (its aud claim); "
             "empty: not checked."),
     _broker("sasl.oauthbearer.expected.issuer", S, None, "The issuer a token must name (its iss claim); unset: "
             "not checked."),

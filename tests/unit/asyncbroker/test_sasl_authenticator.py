@@ -34,7 +34,7 @@ def authenticator(tmp_path: Path, mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-S
         'required user_alice="alice-secret";', f"log.dirs={tmp_path}"], {})
     store = ScramCredentials([tmp_path])
     store.apply({("carol", "SCRAM-SHA-512"): ScramCredential.from_password("sha512", "carol-secret", 4096)}, set())
-    broker = SimpleNamespace(config=config, scram_credentials=store)
+    broker = SimpleNamespace(config=config, scram_credentials=store, jwks_validators={})
     return SaslServerAuthenticator(broker, "SASL_PLAINTEXT")  # type: ignore[arg-type]
 
 
