@@ -19,7 +19,6 @@ the newest copy wins at startup.
 """
 from __future__ import annotations
 
-import ipaddress
 import logging
 import math
 import socket
@@ -240,6 +239,8 @@ class ClientQuotas:
 
 def _is_address(text: str) -> bool:
     """An IP address or a name that resolves (Kafka's InetAddress.getByName)."""
+    import ipaddress  # only IP quota entities need it
+
     try:
         ipaddress.ip_address(text)
         return True
