@@ -14,9 +14,16 @@ from __future__ import annotations
 
 import collections
 
-from asyncbroker.client_quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, ClientQuotas
+from asyncbroker.client_quotas import (
+    CONSUMER_BYTE_RATE,
+    CONTROLLER_MUTATION_RATE,
+    PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
+    ClientQuotas,
+)
 
-__all__ = ["ClientQuotaManager", "QuotaManagers", "NANOS_TO_PERCENTAGE", "SampledRate"]
+__all__ = ["ClientQuotaManager", "ControllerMutationQuotaManager", "QuotaManagers", "NANOS_TO_PERCENTAGE",
+           "SampledRate"]
 
 # Request time is counted as a percentage of one thread: nanoseconds x 100 / 1e9 per second.
 NANOS_TO_PERCENTAGE = 100.0 / 1e9
@@ -115,8 +122,54 @@ class ClientQuotaManager:
         return found[0] * (self.num_samples - 1) * self.window_ms / 1000.0
 
 
+class ControllerMutationQuotaManager:
+    """controller_mutation_rate (KIP-599): partitions created or deleted per second, as Kafka
+    counts them with a token bucket per sensor. The bucket holds at most quota x (samples - 1)
+    x window tokens and starts full; each mutation takes its partition count out. CreateTopics
+    v6+, CreatePartitions v3+ and DeleteTopics v5+ are strict: a topic is refused
+    (THROTTLING_QUOTA_EXCEEDED) while the bucket is below zero, and one that fits while it is
+    not may overdraw it. Older versions are permissive: recorded, then throttled."""
+
+    def __init__(self, quotas: ClientQuotas, window_seconds: int, num_samples: int) -> None:
+        self.quotas = quotas
+        self.burst_seconds = (num_samples - 1) * window_seconds
+        self._buckets: dict[tuple[str, str], list[float]] = {}  # sensor -> [tokens, last refill ms]
+
+    def _bucket(self, user: str, client_id: str, now_ms: float) -> tuple[float, list[float]] | None:
+        found = self.quotas.resolve(CONTROLLER_MUTATION_RATE, user, client_id)
+        if found is None:
+            return None
+        bound, sensor = found
+        burst = bound * self.burst_seconds
+        bucket = self._buckets.get(sensor)
+        if bucket is None:
+            bucket = self._buckets[sensor] = [burst, now_ms]
+        bucket[0] = min(burst, bucket[0] + bound * (now_ms - bucket[1]) / 1000)
+        bucket[1] = now_ms
+        return bound, bucket
+
+    def try_record(self, user: str, client_id: str, permits: int, now_ms: float, *, strict: bool) -> int:
+        """Take `permits` out of the client's bucket; with `strict`, refuse while it is below zero,
+        returning the throttle time (0: taken, or no quota applies)."""
+        found = self._bucket(user, client_id, now_ms)
+        if found is None:
+            return 0
+        bound, bucket = found
+        if strict and bucket[0] < 0:
+            return max(1, round(-bucket[0] / bound * 1000))
+        bucket[0] -= permits
+        return 0
+
+    def throttle_time_ms(self, user: str, client_id: str, now_ms: float) -> int:
+        """How long the client must wait for its bucket to come back to zero."""
+        found = self._bucket(user, client_id, now_ms)
+        if found is None or found[1][0] >= 0:
+            return 0
+        return round(-found[1][0] / found[0] * 1000)
+
+
 class QuotaManagers:
-    """Kafka's QuotaManagers: produce bytes, fetch bytes, request time."""
+    """Kafka's QuotaManagers: produce bytes, fetch bytes, request time, controller mutations."""
 
     def __init__(self, quotas: ClientQuotas, window_seconds: int, num_samples: int) -> None:
         self.quotas = quotas
@@ -124,3 +177,4 @@ class QuotaManagers:
         self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, quotas, window_seconds, num_samples)
         self.request = ClientQuotaManager(REQUEST_PERCENTAGE, quotas, window_seconds, num_samples,
                                           max_throttle_ms=window_seconds * 1000)
+        self.controller_mutation = ControllerMutationQuotaManager(quotas, window_seconds, num_samples)

@@ -32,7 +32,7 @@ from storage.cluster_metadata import first_cluster_metadata
 from asyncbroker.log_dir_file import LogDirFile
 
 __all__ = ["CLIENT_QUOTAS_FILE", "USER", "CLIENT_ID", "IP", "Entity", "ClientQuotas", "QuotaError",
-           "entity_text", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE"]
+           "entity_text", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE", "CONTROLLER_MUTATION_RATE"]
 
 log = logging.getLogger(__name__)
 

@@ -8,6 +8,7 @@ DescribeGroups shows it. The connection builds one per connection; every handler
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -15,6 +16,7 @@ from wire.errors import (
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
     KafkaError,
+    ThrottlingQuotaExceededError,
     TopicAuthorizationFailedError,
 )
 
@@ -133,3 +135,20 @@ class RequestContext(msgspec.Struct, frozen=True):
         return (f"Request Request(processor=0, connectionId={self.connection_id}, session=Session("
                 f"{self.session.principal},{self.client_host}), listenerName=ListenerName({self.listener_name}), "
                 f"securityProtocol={protocol}, buffer=null, envelope=None) needs {operation.name} permission.")
+
+    def record_mutations(self, client_id: str, partitions: int, strict: bool) -> None:
+        """Charge a topic change of `partitions` partitions to the client's
+        controller_mutation_rate quota (KIP-599). Strict (the versions that know the error):
+        ThrottlingQuotaExceededError while the quota is spent, the connection throttled as long;
+        permissive: charged, and the client throttled until its quota recovers."""
+        quota = self.broker.quota_managers.controller_mutation
+        if not quota.quotas:
+            return
+        now_ms = time.monotonic() * 1000
+        user, session = self.session.quota_user, self.session
+        throttle = quota.try_record(user, client_id, partitions, now_ms, strict=strict)
+        if throttle:
+            session.throttle_ms = max(session.throttle_ms, throttle)
+            raise ThrottlingQuotaExceededError("The throttling quota has been exceeded.", wire_message=None)
+        if not strict:
+            session.throttle_ms = max(session.throttle_ms, quota.throttle_time_ms(user, client_id, now_ms))

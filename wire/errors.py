@@ -458,6 +458,12 @@ class ConcurrentTransactionsError(KafkaError):
     error_code = ErrorCode.CONCURRENT_TRANSACTIONS
 
 
+class ThrottlingQuotaExceededError(KafkaError):
+    """A topic or partition change refused by the client's controller_mutation_rate quota."""
+
+    error_code = ErrorCode.THROTTLING_QUOTA_EXCEEDED
+
+
 class TopicAuthorizationFailedError(KafkaError):
     """The principal may not perform the operation on the topic."""
 

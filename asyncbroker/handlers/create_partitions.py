@@ -40,6 +40,13 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             continue  # answered once above
         try:
             assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
+            if ctx.broker.quota_managers.quotas:
+                # After the change is found valid, before it is made (Kafka's controller's order).
+                await ctx.broker.topics.create_partitions(topic.name, topic.count, True, assignments)
+                current = ctx.broker.topics.get(topic.name)
+                assert current is not None  # it was just found valid to grow
+                ctx.record_mutations(header.client_id or "", topic.count - current.partitions,
+                                     strict=header.api_version >= 3)
             await ctx.broker.topics.create_partitions(topic.name, topic.count, request.validate_only, assignments)
             code, message = ErrorCode.NONE, None
         except KafkaError as exc:

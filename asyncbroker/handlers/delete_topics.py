@@ -10,7 +10,13 @@ from collections import Counter
 from typing import Any
 
 from wire.error_messages import default_message
-from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError, UnknownTopicOrPartitionError
+from wire.errors import (
+    ErrorCode,
+    KafkaError,
+    ThrottlingQuotaExceededError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
@@ -82,6 +88,14 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             result(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, _AUTHORIZATION_FAILED)
             continue
         try:
+            found = ctx.broker.topics.by_id(target_id) if target_id is not None else ctx.broker.topics.get(name or "")
+            if found is not None:
+                try:
+                    ctx.record_mutations(header.client_id or "", found.partitions, strict=header.api_version >= 5)
+                except ThrottlingQuotaExceededError as exc:
+                    # Refused by the controller, which knows the topic by name and id by then.
+                    result(found.name, found.topic_id, error_code_for(exc), error_message_for(exc))
+                    continue
             if target_id is not None:
                 meta = await ctx.broker.topics.delete_topic_by_id(target_id)
             else:

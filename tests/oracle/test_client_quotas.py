@@ -120,3 +120,49 @@ def describe_raw(run: ScenarioRun, version: int, user: str) -> Any:
     r = run.call(DESCRIBE, version, _record=False, strict=True, components=(
         entity(DESCRIBE, version, "ComponentData", entity_type="user", match_type=EXACT, match=user),))
     return r.entries
+
+
+def test_controller_mutation_rate(brokers) -> None:  # type: ignore[no-untyped-def]
+    """controller_mutation_rate=0.01 for one client id (KIP-599): its bucket starts with a tenth
+    of a partition, the first change overdraws it (a change that fits is let through whatever
+    its size), and for the minutes it takes to come back the versions that know
+    THROTTLING_QUOTA_EXCEEDED (CreateTopics v6+, DeleteTopics v5+, CreatePartitions v3+) refuse
+    every further change, validate_only ones included, while older versions are let through."""
+    from admin_steps import create_partitions, create_topics, creatable, delete_topics
+    from steps import wait_for_leaders
+
+    def scenario(run: ScenarioRun) -> None:
+        client = run.topic("mutator")
+        alter(run, 1, [([("client-id", client)], [op(1, "controller_mutation_rate", 0.01)])])
+        run.wait_until(lambda: describe_client(run, client), "the quota to apply")
+        admin = run.conn
+        # A throttled answer mutes its connection for minutes here (on Kafka too): each step
+        # goes on a connection of its own, and the waits on the admin's.
+        steps = [
+            lambda: create_topics(run, [creatable(run, "four", 4), creatable(run, "one", 1)], wait=False),
+            lambda: create_topics(run, [creatable(run, "checked", 1)], validate_only=True),
+            lambda: create_topics(run, [creatable(run, "old-version", 2)], version=5, wait=False),
+            lambda: delete_topics(run, ["four"]),
+            lambda: delete_topics(run, ["old-version"], version=4),
+            lambda: create_partitions(run, [("four", 5, None)]),
+        ]
+        try:
+            for i, step in enumerate(steps):
+                run.conn = run.connect(client_id=client)
+                step()
+                run.conn = admin
+                if i == 0:
+                    wait_for_leaders(run, "four", 4)
+                if i == 2:
+                    wait_for_leaders(run, "old-version", 2)
+        finally:
+            run.conn = admin
+            alter(run, 1, [([("client-id", client)], [op(1, "controller_mutation_rate", remove=True)])], record=False)
+
+    brokers.compare(scenario)
+
+
+def describe_client(run: ScenarioRun, client: str) -> Any:
+    r = run.call(DESCRIBE, 1, _record=False, strict=True, components=(
+        entity(DESCRIBE, 1, "ComponentData", entity_type="client-id", match_type=EXACT, match=client),))
+    return r.entries
