@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from storage.atomic_file import write_atomically
+from storage.log_dir_file import LogDirFile
 from storage.cluster_metadata import read_cluster_metadata
 from storage.config_def import BROKER_KEYS, ConfigException, ConfigType, format_value, parse_value
 from wire.errors import InvalidConfigurationError, InvalidRequestError
@@ -145,26 +145,19 @@ def read_dynamic_configs(log_dirs: Sequence[str | Path], node_id: int
     """The persisted layers (the newest copy among the log dirs). A log dir Kafka wrote,
     without our file, has them in its metadata log: this node's and the cluster-wide ones,
     keeping the keys that are dynamic here too. None when never written."""
-    newest = -1.0
-    found: tuple[dict[str, str], dict[str, str]] = ({}, {})
-    for d in log_dirs:
-        path = Path(d) / BROKER_CONFIGS_FILE
+    for _path, raw in LogDirFile(log_dirs, BROKER_CONFIGS_FILE).copies():
         try:
-            mtime = path.stat().st_mtime
-            data = json.loads(path.read_text())
-        except (FileNotFoundError, ValueError):
+            data = json.loads(raw)
+        except ValueError:
             continue
-        if mtime > newest:
-            newest = mtime
-            found = ({str(k): str(v) for k, v in data.get("broker", {}).items()},
-                     {str(k): str(v) for k, v in data.get("cluster", {}).items()})
-    if newest < 0:
-        for d in log_dirs:
-            image = read_cluster_metadata(Path(d))
-            if image is not None:
-                return (_dynamic_only(image.broker_configs.get(str(node_id), {}), d),
-                        _dynamic_only(image.broker_configs.get("", {}), d))
-    return found
+        return ({str(k): str(v) for k, v in data.get("broker", {}).items()},
+                {str(k): str(v) for k, v in data.get("cluster", {}).items()})
+    for d in log_dirs:
+        image = read_cluster_metadata(Path(d))
+        if image is not None:
+            return (_dynamic_only(image.broker_configs.get(str(node_id), {}), d),
+                    _dynamic_only(image.broker_configs.get("", {}), d))
+    return {}, {}
 
 
 def _dynamic_only(layer: dict[str, str], log_dir: str | Path) -> dict[str, str]:
@@ -177,6 +170,5 @@ def _dynamic_only(layer: dict[str, str], log_dir: str | Path) -> dict[str, str]:
 
 def write_dynamic_configs(log_dirs: Sequence[str | Path], broker: dict[str, str], cluster: dict[str, str]) -> None:
     """Persist the layers in every log dir, atomically (blocking: run it on the executor)."""
-    data = json.dumps({"broker": broker, "cluster": cluster}, sort_keys=True, indent=1).encode()
-    for d in log_dirs:
-        write_atomically(Path(d) / BROKER_CONFIGS_FILE, data)
+    LogDirFile(log_dirs, BROKER_CONFIGS_FILE).write(
+        json.dumps({"broker": broker, "cluster": cluster}, sort_keys=True, indent=1).encode())

@@ -29,7 +29,7 @@ import msgspec
 
 from storage.cluster_metadata import first_cluster_metadata
 
-from asyncbroker.log_dir_file import LogDirFile
+from asyncbroker.log_dir_file import AsyncLogDirFile
 
 __all__ = ["CLIENT_QUOTAS_FILE", "USER", "CLIENT_ID", "IP", "Entity", "ClientQuotas", "QuotaError",
            "entity_text", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE", "CONTROLLER_MUTATION_RATE"]
@@ -90,7 +90,7 @@ class ClientQuotas:
 
     def __init__(self, log_dirs: Sequence[str | Path]) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
-        self._file = LogDirFile(self.log_dirs, CLIENT_QUOTAS_FILE)
+        self._file = AsyncLogDirFile(self.log_dirs, CLIENT_QUOTAS_FILE)
         self._quotas: dict[Entity, dict[str, float]] = self._read()
         # Bumped on every change: the quota managers drop what they resolved before.
         self.generation = 0

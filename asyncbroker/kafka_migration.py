@@ -41,6 +41,7 @@ import msgspec
 from storage.cluster_metadata import CLUSTER_METADATA_DIR, write_bootstrap_snapshot
 from storage.errors import KafkaStorageError
 from storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCheckpointFile
+from storage.log_dir_file import LogDirFile
 from storage.log_file_utils import CLEAN_SHUTDOWN_FILE
 from storage.log_manager import LOCK_FILE, REMOTE_INDEX_CACHE_DIR, TOPIC_CONFIGS_FILE
 from storage.meta_properties import META_PROPERTIES_FILE, read_meta_properties
@@ -301,15 +302,10 @@ def _check_not_in_use(d: Path) -> None:
 
 def _newest_json(dirs: Sequence[Path], name: str) -> dict[str, dict[str, str]]:
     """The newest copy of one of asyncbroker's JSON config files among the log dirs."""
-    newest, data = -1.0, {}
-    for d in dirs:
+    loaded = []
+    for path, raw in LogDirFile(dirs, name).copies():
         try:
-            mtime = (d / name).stat().st_mtime
-            loaded = json.loads((d / name).read_text())
-        except FileNotFoundError:
-            continue
+            loaded.append(json.loads(raw))
         except ValueError as exc:
-            raise MigrationError(f"{d / name} is not valid JSON: {exc}") from None
-        if mtime > newest:
-            newest, data = mtime, loaded
-    return data
+            raise MigrationError(f"{path} is not valid JSON: {exc}") from None
+    return loaded[0] if loaded else {}

@@ -1,8 +1,8 @@
-"""LogDirFile: a small state file kept in every log directory, the newest copy winning.
+"""AsyncLogDirFile: a storage.log_dir_file.LogDirFile written from the event loop.
 
-The state Kafka keeps in its metadata log and asyncbroker keeps in files of its own (ACLs,
-SCRAM credentials, client quotas) is written whole, atomically, to each log directory, so
-that losing a directory loses none of it; at startup the newest readable copy is the state.
+The ACLs, SCRAM credentials and client quotas change on the loop and are written off it; the
+writes are serialised and each encodes the state at its start, so the last one on disk is the
+newest state.
 """
 from __future__ import annotations
 
@@ -10,35 +10,17 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from storage.atomic_file import write_atomically
+from storage.log_dir_file import LogDirFile
 
-__all__ = ["LogDirFile"]
+__all__ = ["AsyncLogDirFile"]
 
 
-class LogDirFile:
-    """`name` in each of `log_dirs`."""
-
-    def __init__(self, log_dirs: Sequence[Path], name: str) -> None:
-        self.paths = [Path(d) / name for d in log_dirs]
+class AsyncLogDirFile(LogDirFile):
+    def __init__(self, log_dirs: Sequence[str | Path], name: str) -> None:
+        super().__init__(log_dirs, name)
         self._write_lock = asyncio.Lock()
 
-    def copies(self) -> list[tuple[Path, bytes]]:
-        """The copies there are, newest first (blocking reads)."""
-        found = []
-        for path in self.paths:
-            try:
-                found.append((path.stat().st_mtime, path, path.read_bytes()))
-            except FileNotFoundError:
-                continue
-        return [(path, data) for _, path, data in sorted(found, key=lambda f: f[0], reverse=True)]
-
-    def write(self, data: bytes) -> None:
-        """Write every copy (blocking)."""
-        for path in self.paths:
-            write_atomically(path, data)
-
     async def persist(self, encode: Callable[[], bytes], run_blocking: Callable[..., Awaitable[None]]) -> None:
-        """Write the state `encode` gives now, off the loop. Writes are serialised and each
-        encodes at its start, so the last one on disk is the newest state."""
+        """Write the state `encode` gives now to every copy, off the loop."""
         async with self._write_lock:
             await run_blocking(self.write, encode())

@@ -23,7 +23,7 @@ import msgspec
 from storage.cluster_metadata import first_cluster_metadata
 from wire.metadata_records import UserScramCredentialRecord
 
-from asyncbroker.log_dir_file import LogDirFile
+from asyncbroker.log_dir_file import AsyncLogDirFile
 
 __all__ = ["SCRAM_CREDENTIALS_FILE", "MECHANISMS", "ScramCredential", "ScramCredentials", "parse_add_scram"]
 
@@ -66,7 +66,7 @@ class ScramCredentials:
 
     def __init__(self, log_dirs: Sequence[str | Path]) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
-        self._file = LogDirFile(self.log_dirs, SCRAM_CREDENTIALS_FILE)
+        self._file = AsyncLogDirFile(self.log_dirs, SCRAM_CREDENTIALS_FILE)
         self._users: dict[str, dict[str, ScramCredential]] = self._read()
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:

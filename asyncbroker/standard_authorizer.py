@@ -39,7 +39,7 @@ from asyncbroker.acl_binding import (
     ResourceType,
     member_of,
 )
-from asyncbroker.log_dir_file import LogDirFile
+from asyncbroker.log_dir_file import AsyncLogDirFile
 
 __all__ = ["STANDARD_AUTHORIZER", "ACLS_FILE", "AclFileError", "StandardAuthorizer", "parse_super_users"]
 
@@ -113,7 +113,7 @@ class StandardAuthorizer:
 
     def __init__(self, log_dirs: Sequence[str | Path], super_users: str, allow_everyone_if_no_acl_found: bool) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
-        self._file = LogDirFile(self.log_dirs, ACLS_FILE)
+        self._file = AsyncLogDirFile(self.log_dirs, ACLS_FILE)
         self.super_users = parse_super_users(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._acls: set[AclBinding] = set(self._read())

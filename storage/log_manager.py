@@ -24,6 +24,7 @@ from storage import fault_injection
 from storage.atomic_file import fsync_dir, write_atomically
 from storage.clock import SYSTEM_CLOCK, Clock
 from storage.cluster_metadata import CLUSTER_METADATA_DIR, read_cluster_metadata
+from storage.log_dir_file import LogDirFile
 from storage.errors import KafkaStorageError, LogDirLockedError
 from storage.log import Log
 from storage.log_config import LogConfig
@@ -393,9 +394,8 @@ class LogManager:
                 self._topic_configs[topic] = dict(overrides)
             else:
                 self._topic_configs.pop(topic, None)
-            data = json.dumps(self._topic_configs, sort_keys=True, indent=1).encode()
-            for d in self.log_dirs:
-                write_atomically(d / TOPIC_CONFIGS_FILE, data)
+            LogDirFile(self.log_dirs, TOPIC_CONFIGS_FILE).write(
+                json.dumps(self._topic_configs, sort_keys=True, indent=1).encode())
             for tp, log in self._logs.items():
                 if tp.topic == topic:
                     log.update_config(config)
@@ -404,26 +404,20 @@ class LogManager:
         return dict(self._topic_configs.get(topic, {}))
 
     def _read_topic_configs(self) -> dict[str, dict[str, str]]:
-        merged: dict[str, dict[str, str]] = {}
-        newest = -1.0
-        for d in self.log_dirs:
-            path = d / TOPIC_CONFIGS_FILE
+        for _path, raw in LogDirFile(self.log_dirs, TOPIC_CONFIGS_FILE).copies():
             try:
-                mtime = path.stat().st_mtime
-                data = json.loads(path.read_text())
-            except (FileNotFoundError, ValueError):
+                data = json.loads(raw)
+            except ValueError:
                 continue
-            if mtime > newest:
-                newest, merged = mtime, {str(k): {str(a): str(b) for a, b in v.items()} for k, v in data.items()}
-        if newest < 0:
-            # No file of ours: a log dir Kafka wrote keeps the overrides in its metadata log.
-            for d in self.log_dirs:
-                image = read_cluster_metadata(d)
-                if image is not None:
-                    logger.info("Read the config overrides of %d topic(s) from Kafka's metadata log in %s",
-                                len(image.topic_configs), d)
-                    return image.topic_configs
-        return merged
+            return {str(k): {str(a): str(b) for a, b in v.items()} for k, v in data.items()}
+        # No readable file of ours: a log dir Kafka wrote keeps the overrides in its metadata log.
+        for d in self.log_dirs:
+            image = read_cluster_metadata(d)
+            if image is not None:
+                logger.info("Read the config overrides of %d topic(s) from Kafka's metadata log in %s",
+                            len(image.topic_configs), d)
+                return image.topic_configs
+        return {}
 
     # -- periodic jobs --------------------------------------------------------------------------
     def flush_dirty_logs(self) -> None:
