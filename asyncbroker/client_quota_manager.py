@@ -148,6 +148,9 @@ class ControllerMutationQuotaManager:
         bucket[1] = now_ms
         return bound, bucket
 
+    def applies(self, user: str, client_id: str) -> bool:
+        return self.quotas.resolve(CONTROLLER_MUTATION_RATE, user, client_id) is not None
+
     def try_record(self, user: str, client_id: str, permits: int, now_ms: float, *, strict: bool) -> int:
         """Take `permits` out of the client's bucket; with `strict`, refuse while it is below zero,
         returning the throttle time (0: taken, or no quota applies)."""

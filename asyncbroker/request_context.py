@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from wire.error_messages import default_message
 from wire.errors import (
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
@@ -100,12 +101,12 @@ class RequestContext(msgspec.Struct, frozen=True):
         wire message is what Kafka's controller sends when it refuses an alteration."""
         if config_resource_type == _CONFIG_TOPIC:
             return None if self.authorize_topic(operation, name) else TopicAuthorizationFailedError(
-                "Topic authorization failed.")
+                default_message(TopicAuthorizationFailedError.error_code) or "")
         if config_resource_type == _CONFIG_GROUP:
             return None if self.authorize_group(operation, name) else GroupAuthorizationFailedError(
-                "Group authorization failed.", wire_message=None)
+                default_message(GroupAuthorizationFailedError.error_code) or "", wire_message=None)
         return None if self.authorize_cluster(operation) else ClusterAuthorizationFailedError(
-            "Cluster authorization failed.", wire_message=None)
+            default_message(ClusterAuthorizationFailedError.error_code) or "", wire_message=None)
 
     def authorize_cluster(self, operation: AclOperation, *, log_denial: bool = True) -> bool:
         return self.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME, log_denial=log_denial)
@@ -136,19 +137,23 @@ class RequestContext(msgspec.Struct, frozen=True):
                 f"{self.session.principal},{self.client_host}), listenerName=ListenerName({self.listener_name}), "
                 f"securityProtocol={protocol}, buffer=null, envelope=None) needs {operation.name} permission.")
 
+    def mutations_limited(self, client_id: str) -> bool:
+        """Whether a controller_mutation_rate quota applies to this client's topic changes."""
+        quota = self.broker.quota_managers.controller_mutation
+        return bool(quota.quotas) and quota.applies(self.session.quota_user, client_id)
+
     def record_mutations(self, client_id: str, partitions: int, strict: bool) -> None:
         """Charge a topic change of `partitions` partitions to the client's
         controller_mutation_rate quota (KIP-599). Strict (the versions that know the error):
         ThrottlingQuotaExceededError while the quota is spent, the connection throttled as long;
         permissive: charged, and the client throttled until its quota recovers."""
         quota = self.broker.quota_managers.controller_mutation
-        if not quota.quotas:
-            return
         now_ms = time.monotonic() * 1000
         user, session = self.session.quota_user, self.session
         throttle = quota.try_record(user, client_id, partitions, now_ms, strict=strict)
         if throttle:
             session.throttle_ms = max(session.throttle_ms, throttle)
-            raise ThrottlingQuotaExceededError("The throttling quota has been exceeded.", wire_message=None)
+            raise ThrottlingQuotaExceededError(default_message(ThrottlingQuotaExceededError.error_code) or "",
+                                               wire_message=None)
         if not strict:
             session.throttle_ms = max(session.throttle_ms, quota.throttle_time_ms(user, client_id, now_ms))

@@ -40,7 +40,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             continue  # answered once above
         try:
             assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
-            if ctx.broker.quota_managers.quotas:
+            if ctx.mutations_limited(header.client_id or ""):
                 # After the change is found valid, before it is made (Kafka's controller's order).
                 await ctx.broker.topics.create_partitions(topic.name, topic.count, True, assignments)
                 current = ctx.broker.topics.get(topic.name)

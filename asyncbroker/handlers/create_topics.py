@@ -60,7 +60,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             num_partitions = topic.num_partitions
             if topic.assignments:
                 num_partitions = _partitions_from_assignments(ctx.broker, topic)
-            if ctx.broker.quota_managers.quotas:
+            if ctx.mutations_limited(header.client_id or ""):
                 # Checked as Kafka's controller checks it: after the topic is found valid, before it is made.
                 checked = await ctx.broker.topics.create_topic(
                     topic.name, num_partitions, topic.replication_factor if not topic.assignments else -1,

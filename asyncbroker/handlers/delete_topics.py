@@ -89,7 +89,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             continue
         try:
             found = ctx.broker.topics.by_id(target_id) if target_id is not None else ctx.broker.topics.get(name or "")
-            if found is not None:
+            if found is not None and ctx.mutations_limited(header.client_id or ""):
                 try:
                     ctx.record_mutations(header.client_id or "", found.partitions, strict=header.api_version >= 5)
                 except ThrottlingQuotaExceededError as exc:
