@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 
 
 def read_all(bootstrap: str, topic: str, partitions: int) -> list[tuple[Any, ...]]:
@@ -54,3 +58,18 @@ def round_trip(conf: dict[str, str], topic: str, values: list[bytes]) -> list[by
         return got
     finally:
         c.close()
+
+
+def java_round_trip(bootstrap: str, topic: str, settings: dict[str, str], config: Path) -> None:
+    """Kafka's console producer writes two lines and its console consumer reads them back (the
+    Java client 4.4), both with the client `settings` (written to `config`)."""
+    from jvm.kafka_jvm import run_tool
+
+    config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+    produced = run_tool(CONSOLE_PRODUCER, ["--bootstrap-server", bootstrap, "--topic", topic,
+                                           "--command-config", str(config)], input="alpha\nbeta\n")
+    assert produced.returncode == 0, produced.stderr[-2000:]
+    consumed = run_tool(CONSOLE_CONSUMER, ["--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning",
+                                           "--max-messages", "2", "--timeout-ms", "30000",
+                                           "--command-config", str(config)])
+    assert consumed.stdout.splitlines() == ["alpha", "beta"], consumed.stderr[-2000:]

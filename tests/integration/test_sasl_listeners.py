@@ -21,12 +21,10 @@ from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechani
 
 from asyncbroker.testing import BrokerProcess, TlsFiles
 from jvm.kafka_jvm import run_tool
-from topic_reader import round_trip
+from topic_reader import CONSOLE_PRODUCER, java_round_trip, round_trip
 
 pytestmark = pytest.mark.timeout(180)
 
-CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
-CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
               'user_alice="alice-secret" user_bob="bob-secret";')
 
@@ -182,19 +180,10 @@ def test_kcat_with_a_wrong_password(broker: BrokerProcess, tls: TlsFiles) -> Non
 
 def test_java_client_with_scram_over_tls(broker: BrokerProcess, tls: TlsFiles, tmp_path: Path) -> None:
     topic = f"sasl-java-{uuid.uuid4().hex[:6]}"
-    config = tmp_path / "client.properties"
     settings = {**tls.java_client(), "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
                 "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
                                     'username="dave" password="dave-secret";'}
-    config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    bootstrap = broker.bootstrap_for("SASL_SSL")
-    produced = run_tool(CONSOLE_PRODUCER, ["--bootstrap-server", bootstrap, "--topic", topic,
-                                           "--command-config", str(config)], input="alpha\nbeta\n")
-    assert produced.returncode == 0, produced.stderr[-2000:]
-    consumed = run_tool(CONSOLE_CONSUMER, ["--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning",
-                                           "--max-messages", "2", "--timeout-ms", "30000",
-                                           "--command-config", str(config)])
-    assert consumed.stdout.splitlines() == ["alpha", "beta"], consumed.stderr[-2000:]
+    java_round_trip(broker.bootstrap_for("SASL_SSL"), topic, settings, tmp_path / "client.properties")
 
 
 def test_scram_credentials_survive_a_restart(tls: TlsFiles, tmp_path: Path) -> None:

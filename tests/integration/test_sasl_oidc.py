@@ -25,9 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from asyncbroker.testing import BrokerProcess
 from jvm.kafka_jvm import java_command
-from topic_reader import read_all
-
-CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
+from topic_reader import CONSOLE_PRODUCER, read_all
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -18,13 +18,10 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from asyncbroker.testing import BrokerProcess, TlsFiles
-from jvm.kafka_jvm import run_tool
-from topic_reader import round_trip
+from topic_reader import java_round_trip, round_trip
 
 pytestmark = pytest.mark.timeout(180)
 
-CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
-CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 BOTH = "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"
 
 
@@ -75,16 +72,7 @@ def test_java_client_over_tls(broker: BrokerProcess, tls: TlsFiles, tmp_path: Pa
     """Kafka's console producer and consumer (the Java client) with PEM trust stores and
     host name verification on (the certificate names 127.0.0.1)."""
     topic = f"tls-java-{uuid.uuid4().hex[:6]}"
-    config = tmp_path / "client.properties"
-    config.write_text("".join(f"{k}={v}\n" for k, v in tls.java_client().items()))
-    bootstrap = broker.bootstrap_for("SSL")
-    produced = run_tool(CONSOLE_PRODUCER, ["--bootstrap-server", bootstrap, "--topic", topic,
-                                           "--command-config", str(config)], input="alpha\nbeta\n")
-    assert produced.returncode == 0, produced.stderr[-2000:]
-    consumed = run_tool(CONSOLE_CONSUMER, ["--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning",
-                                           "--max-messages", "2", "--timeout-ms", "30000",
-                                           "--command-config", str(config)])
-    assert consumed.stdout.splitlines() == ["alpha", "beta"], consumed.stderr[-2000:]
+    java_round_trip(broker.bootstrap_for("SSL"), topic, tls.java_client(), tmp_path / "client.properties")
 
 
 def test_refused_by_clients_and_the_broker_keeps_serving(broker: BrokerProcess, tls: TlsFiles,
