@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wire.errors import SecurityDisabledError
+from wire.errors import ErrorCode, SecurityDisabledError
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
@@ -36,7 +36,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                    request.permission_type):
         raise CloseConnection("DescribeAcls: the filter contains UNKNOWN elements")  # Kafka cannot parse it
     if not ctx.authorize_cluster(AclOperation.DESCRIBE):
-        return failed(31, ctx.not_authorized_message(AclOperation.DESCRIBE))  # CLUSTER_AUTHORIZATION_FAILED
+        return failed(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx.not_authorized_message(AclOperation.DESCRIBE))
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         error = SecurityDisabledError(NO_AUTHORIZER)
@@ -48,7 +48,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         grouped.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(
             b.entity("AclDescription", principal=acl.principal, host=acl.host, operation=int(acl.operation),
                      permission_type=int(acl.permission_type)))
-    return b.entity("DescribeAclsResponse", throttle_time=0, error_code=0, error_message="", resources=tuple(
+    return b.entity("DescribeAclsResponse", throttle_time=0, error_code=ErrorCode.NONE, error_message="", resources=tuple(
         b.entity("DescribeAclsResource", resource_type=int(rt), resource_name=name, pattern_type=int(pt),
                  acls=tuple(acls))
         for (rt, name, pt), acls in grouped.items()))
