@@ -193,9 +193,14 @@ def produce(bootstrap: str, topic: str, count: int, size: int, acks: str) -> flo
     for _ in range(count):
         try:
             produce_(topic, payload)
-        except BufferError:
-            p.poll(0.001)
-            produce_(topic, payload)
+        except BufferError:  # the client's queue is full (1 GiB): wait for deliveries to free it
+            while True:
+                p.poll(0.005)
+                try:
+                    produce_(topic, payload)
+                    break
+                except BufferError:
+                    continue
     remaining = p.flush(120)
     elapsed = time.monotonic() - started
     if remaining or errors:
