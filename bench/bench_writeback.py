@@ -19,14 +19,18 @@ Prints a table and RESULT lines for `python -m bench`; asserts nothing.
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.queues
 import os
 import re
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -64,28 +68,42 @@ def dd_fdatasync_mb_s(directory: str, gb: float) -> float:
     return count * (1 << 20) / seconds / 1e6
 
 
-class RoundTripProbe(threading.Thread):
-    """Sequential raw-socket acks=-1 round trips for as long as the phase around it runs."""
+class RoundTripProbe:
+    """Sequential raw-socket acks=-1 round trips for as long as the phase around it runs.
+
+    A process of its own: a thread beside the producer would time this process's GIL (the
+    producer's loop holds it for the 5 ms switch interval), not the broker.
+    """
 
     def __init__(self, port: int, frame: bytes) -> None:
-        super().__init__(daemon=True)
-        self.port, self.frame = port, frame
-        self.stop = threading.Event()
+        ctx = multiprocessing.get_context("spawn")
+        self._stop = ctx.Event()
+        self._results: multiprocessing.queues.SimpleQueue[list[float]] = ctx.SimpleQueue()
+        self._process = ctx.Process(target=_probe, args=(port, frame, self._stop, self._results), daemon=True)
         self.samples: list[float] = []
 
-    def run(self) -> None:
-        import socket
-        import struct
+    def __enter__(self) -> "RoundTripProbe":
+        self._process.start()
+        return self
 
-        with socket.create_connection(("127.0.0.1", self.port), timeout=60) as s:
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            while not self.stop.is_set():
-                t0 = time.perf_counter()
-                s.sendall(self.frame)
-                size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-                s.recv(size, socket.MSG_WAITALL)
-                self.samples.append(time.perf_counter() - t0)
-                self.stop.wait(0.005)  # a request every ~5 ms: a probe, not a load
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self.samples = self._results.get()
+        self._process.join(60)
+
+
+def _probe(port: int, frame: bytes, stop: Any, results: Any) -> None:
+    samples: list[float] = []
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            s.sendall(frame)
+            size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+            s.recv(size, socket.MSG_WAITALL)
+            samples.append(time.perf_counter() - t0)
+            stop.wait(0.005)  # a request every ~5 ms: a probe, not a load
+    results.put(samples)
 
 
 def dirty_mb() -> float:
@@ -106,12 +124,8 @@ def measure(kind: str, report: Report, dd_mb_s: float) -> None:
         produce(bs, "probe", 1, 100, "-1")  # create the topic
         produce(bs, "sustained", 1, VALUE, "1")
         quiet = raw_round_trips(port, frame, ROUND_TRIPS)
-        probe = RoundTripProbe(port, frame)
-        probe.start()
-        with CpuShare(pid) as cpu:
+        with RoundTripProbe(port, frame) as probe, CpuShare(pid) as cpu:
             rate = produce(bs, "sustained", count, VALUE, "1")
-        probe.stop.set()
-        probe.join(60)
         dirty = dirty_mb()
         after = raw_round_trips(port, frame, ROUND_TRIPS)
         during = percentiles(probe.samples) if probe.samples else (0.0, 0.0)
