@@ -211,7 +211,10 @@ class KafkaServer:
 
 def _listen(host: str, port: int) -> socket.socket:
     """A non-blocking listening socket (SO_REUSEADDR, backlog 1024) on host:port."""
-    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+    # An ASCII host goes to getaddrinfo as bytes: a str is always run through the "idna" codec,
+    # whose import (stringprep, unicodedata) is half a MB of a broker's idle memory.
+    name: str | bytes = host.encode("ascii") if host.isascii() else host
+    family = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
     sock = socket.create_server((host, port), family=family, backlog=1024)
     sock.setblocking(False)
     return sock

@@ -13,16 +13,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import multiprocessing
 import os
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import msgspec
 
-from cleaner import worker as worker_module
 from cleaner.clean_request import CleanResult
 from cleaner.cleaner_config import CleanerConfig
 from cleaner.cleaner_stats import CleanerStats, format_summary
@@ -50,6 +47,8 @@ class WorkerDiedError(Exception):
 def _mp_context() -> Any:
     # forkserver: safe from a multi-threaded broker (no fork of the event loop's process)
     # and cheap per worker once the server has imported the cleaner.
+    import multiprocessing
+
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["cleaner.worker"])
     return ctx
@@ -65,13 +64,12 @@ class LogCleaner:
         self.manager = LogCleanerManager(log_dirs, logs, clock=clock, run_blocking=run_blocking)
         self.manager.on_abort = self._on_abort
         self.num_workers = max(0, config.num_threads)
-        self._ctx = _mp_context() if use_processes else None
-        if self._ctx is not None:
-            self._abort_flags: Any = self._ctx.RawArray("b", max(1, self.num_workers))
-        else:
-            self._abort_flags = [0] * max(1, self.num_workers)
-        # Built with the first worker: its lock is a semaphore, which starts multiprocessing's
-        # resource tracker process, and a broker without compacted logs needs none of it.
+        # Built with the first worker, as is everything of multiprocessing's (and the worker
+        # module): the throttle's lock is a semaphore, which starts multiprocessing's resource
+        # tracker process, and a broker without compacted logs needs none of it, nor the ~1 MB
+        # of idle memory those modules take.
+        self._ctx: Any = None
+        self._abort_flags: Any = None  # one flag per worker, shared with every worker process
         self._throttle_state: ThrottleState | None = None
         self._io_rate = config.max_io_bytes_per_second
         # A slot's executor is listed once its worker process is up (see _start_worker).
@@ -129,6 +127,8 @@ class LogCleaner:
         meanwhile: so it is submitted from an IO thread, never from the loop."""
         if self._executors[slot] is not None:
             return
+        from cleaner import worker as worker_module
+
         executor = self._new_executor(slot)
         try:
             future = await self.manager.run_blocking(executor.submit, worker_module.worker_pid, slot, self._prefault)
@@ -145,7 +145,7 @@ class LogCleaner:
             self._wakeup.set()
         for i in range(self.num_workers):
             if self._running[i] is not None:
-                self._abort_flags[i] = 1
+                self._flags()[i] = 1
         if self._tasks:
             # Loops finish their round (aborted cleans return quickly), then see _stopping.
             _done, pending = await asyncio.wait(self._tasks, timeout=30)
@@ -181,11 +181,26 @@ class LogCleaner:
         if self._wakeup is not None:
             self._wakeup.set()
 
+    def _flags(self) -> Any:
+        """The abort flags, built with the first worker (shared memory when workers are processes)."""
+        if self._abort_flags is None:
+            if self.use_processes:
+                self._ctx = _mp_context()
+                self._abort_flags = self._ctx.RawArray("b", max(1, self.num_workers))
+            else:
+                self._abort_flags = [0] * max(1, self.num_workers)
+        return self._abort_flags
+
     def _new_executor(self, slot: int) -> Executor:
+        from cleaner import worker as worker_module
+
+        flags = self._flags()
         if self._throttle_state is None:
             self._throttle_state = ThrottleState(self._ctx, self._io_rate)
-        args = (slot, self._abort_flags, self._throttle_state, self.config)
+        args = (slot, flags, self._throttle_state, self.config)
         if self._ctx is not None:
+            from concurrent.futures import ProcessPoolExecutor
+
             # The worker exits with this process (see worker._exit_with: a SIGKILLed broker).
             return ProcessPoolExecutor(max_workers=1, mp_context=self._ctx,
                                        initializer=worker_module.initialize_worker,
@@ -196,7 +211,7 @@ class LogCleaner:
     def _on_abort(self, tp: TopicPartition) -> None:
         for i, running in enumerate(self._running):
             if running == tp:
-                self._abort_flags[i] = 1
+                self._flags()[i] = 1
 
     # -- the CleanerThread loop ---------------------------------------------------------------------
     async def _cleaner_loop(self, thread_id: int) -> None:
@@ -285,8 +300,12 @@ class LogCleaner:
         return stats
 
     async def _run_on_worker(self, worker: int, tp: TopicPartition, request: Any) -> CleanResult:
+        from concurrent.futures.process import BrokenProcessPool
+
+        from cleaner import worker as worker_module
+
         loop = asyncio.get_running_loop()
-        self._abort_flags[worker] = 0
+        self._flags()[worker] = 0
         self._running[worker] = tp
         try:
             await self._start_worker(worker)
@@ -307,7 +326,7 @@ class LogCleaner:
             raise WorkerDiedError(f"cleaner worker {worker} died while cleaning {tp}") from exc
         finally:
             self._running[worker] = None
-            self._abort_flags[worker] = 0
+            self._flags()[worker] = 0
 
     def _record_stats(self, worker: int, name: str, start: int, end: int, stats: CleanerStats) -> None:
         self.last_stats[worker] = stats

@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Producer
 
 from asyncbroker.testing import BrokerProcess
+from wait_for import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -46,3 +47,30 @@ def test_codecs_and_crc_load_at_their_first_use(broker: BrokerProcess) -> None:
     assert loaded(broker, "crc32c") and not loaded(broker, "cramjam")
     produce(broker.bootstrap, "compacted", **{"compression.type": "gzip"})
     assert loaded(broker, "cramjam")
+
+
+def mapped(broker: BrokerProcess, fragment: str) -> bool:
+    """Whether any file whose path contains `fragment` is mapped into the broker process."""
+    assert broker.process is not None
+    return fragment in Path(f"/proc/{broker.process.pid}/maps").read_text()
+
+
+def test_the_cleaner_stack_loads_with_its_first_worker() -> None:
+    """An idle broker has neither multiprocessing's shared memory (ctypes) nor the cleaner's
+    offset-map extension, nor the idna codec's tables (unicodedata) that binding a listener by
+    a str host name would bring. A compacted log with something to clean starts the worker."""
+    settings = ["num.partitions=1", "log.cleaner.backoff.ms=50", "log.cleaner.min.cleanable.ratio=0.01"]
+    with BrokerProcess(settings) as b:
+        assert not mapped(b, "/_ctypes.") and not mapped(b, "/cleaner/_offset_map")
+        assert not mapped(b, "/unicodedata.")
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        topic = NewTopic("compacted", 1, 1, config={"cleanup.policy": "compact", "segment.bytes": "1048576"})
+        admin.create_topics([topic])["compacted"].result(timeout=30)
+        p = Producer({"bootstrap.servers": b.bootstrap})
+        for i in range(130):  # 1.3 MB: the first (smallest allowed) segment rolls
+            p.produce("compacted", key=b"k%d" % (i % 4), value=b"v" * 10_240)
+        assert p.flush(30) == 0
+        wait_until(lambda: "cleaned log compacted-0" in b.output(), timeout=60, message="no clean of compacted-0")
+        assert mapped(b, "/_ctypes.")
