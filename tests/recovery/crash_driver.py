@@ -618,7 +618,8 @@ def _index_entries(data: bytes, size: int, fmt: str) -> list[tuple[int, int]]:
 
 
 def _data_end(part: Path) -> tuple[int, int]:
-    """(next offset after the last intact batch on disk, 1 if a torn tail follows it else 0)."""
+    """(next offset after the last intact batch on disk, or the active segment's base offset
+    when it holds none; 1 if a torn tail follows it else 0)."""
     end = 0
     torn = 0
     logs = sorted(part.glob("*.log"))
@@ -636,7 +637,11 @@ def _data_end(part: Path) -> tuple[int, int]:
             pos += h.size_in_bytes
         if pos < len(data) and any(data[pos:]):
             torn = 1
-        if i == len(logs) - 1 and pos == 0 and not data:
+        if i == len(logs) - 1 and pos == 0:
+            # No intact batch in the active segment (empty, or only a torn first write): the
+            # data ends at its base offset. Retention may have deleted every older segment, so
+            # this can be the only file (seen: a torn first batch in the only segment of the
+            # retention topic, whose recovery point rightly sat at that segment's base).
             end = max(end, int(log_path.stem))
     return end, torn
 
