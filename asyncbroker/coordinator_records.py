@@ -8,7 +8,8 @@ load here (and the reverse), so the bytes follow Kafka's schemas
     key   = int16 record type, then the key fields
               type 0 or 1: OffsetCommitKey   (group: string, topic: string, partition: int32)
               type 2:      GroupMetadataKey  (group: string)
-              3 and up:    records of the new consumer/share/streams protocols (skipped here)
+              types 3, 5, 6, 7, 8: the consumer protocol's groups (KIP-848), see below
+              other types: share/streams groups, regex resolutions (skipped here)
     value = int16 version, then the value fields; a null value is a tombstone
 
     OffsetCommitValue v0-4: offset int64, leaderEpoch int32 (v3+), metadata
@@ -22,17 +23,40 @@ load here (and the reverse), so the bytes follow Kafka's schemas
 
 Version 4 of both values is "flexible" (compact strings/arrays and tagged
 fields); it is decoded for completeness and never written.
+
+A consumer-protocol group is five kinds of records, every value at version 0
+and flexible (compact strings and arrays, tagged fields), keys not flexible:
+
+    3 ConsumerGroupMetadata (group) -> epoch int32; tagged 0: metadataHash int64
+    5 ConsumerGroupMemberMetadata (group, member) -> instanceId?, rackId?,
+        clientId, clientHost, subscribedTopicNames []string, subscribedTopicRegex?,
+        rebalanceTimeoutMs int32, serverAssignor?; tagged 0: classic member metadata
+    6 ConsumerGroupTargetAssignmentMetadata (group) -> assignmentEpoch int32;
+        tagged 0: assignmentTimestamp int64
+    7 ConsumerGroupTargetAssignmentMember (group, member) -> topicPartitions
+        [topicId uuid, partitions []int32]
+    8 ConsumerGroupCurrentMemberAssignment (group, member) -> memberEpoch int32,
+        previousMemberEpoch int32, state int8, assignedPartitions and
+        partitionsPendingRevocation [topicId uuid, partitions []int32; tagged 0:
+        assignmentEpochs []int32]
+
+Kafka 4.4 wrote these bytes (read back from its log in tests/oracle); tagged
+fields this broker does not keep (a member's classic metadata, the metadata
+hash) are skipped when read and left out when written, which Kafka reads as
+their defaults.
 """
 
 from __future__ import annotations
 
 import enum
 import struct
+import uuid
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from wire.errors import CorruptRecordError
-from wire.records import read_uvarint
+from wire.records import read_uvarint, write_uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -49,6 +73,11 @@ class CoordinatorRecordType(enum.IntEnum):
     LEGACY_OFFSET_COMMIT = 0
     OFFSET_COMMIT = 1
     GROUP_METADATA = 2
+    CONSUMER_GROUP_METADATA = 3
+    CONSUMER_GROUP_MEMBER_METADATA = 5
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
 
 
 class RecordFormatError(ValueError):
@@ -125,6 +154,38 @@ class _Writer:
     def bytes_(self, v: bytes) -> None:
         self.i32(len(v))
         self.out += v
+
+    # flexible (compact) forms
+
+    def i8(self, v: int) -> None:
+        self.out += struct.pack(">b", v)
+
+    def uvarint(self, v: int) -> None:
+        write_uvarint(self.out, v)
+
+    def compact_string(self, v: str | None) -> None:
+        if v is None:
+            self.uvarint(0)
+            return
+        data = v.encode("utf-8")
+        self.uvarint(len(data) + 1)
+        self.out += data
+
+    def uuid(self, v: uuid.UUID) -> None:
+        self.out += v.bytes
+
+    def compact_i32s(self, values: Sequence[int]) -> None:
+        self.uvarint(len(values) + 1)
+        for v in values:
+            self.i32(v)
+
+    def tagged(self, fields: Sequence[tuple[int, bytes]]) -> None:
+        """The tagged-fields section: (tag, encoded value) pairs in tag order."""
+        self.uvarint(len(fields))
+        for tag, data in fields:
+            self.uvarint(tag)
+            self.uvarint(len(data))
+            self.out += data
 
 
 def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
@@ -309,3 +370,245 @@ def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
                                       subscription, assignment, instance_id))
     r.skip_tagged_fields()
     return GroupMetadataValue(protocol_type, generation, protocol, leader, current_state_timestamp, tuple(members))
+
+
+# ------------------------------------------------------------------ consumer-protocol groups
+
+
+class ConsumerGroupKey(msgspec.Struct, frozen=True):
+    """Key of a group-wide consumer-group record (types 3 and 6)."""
+
+    record_type: int
+    group: str
+
+
+class ConsumerGroupMemberKey(msgspec.Struct, frozen=True):
+    """Key of a per-member consumer-group record (types 5, 7 and 8)."""
+
+    record_type: int
+    group: str
+    member_id: str
+
+
+class TopicAssignment(msgspec.Struct, frozen=True):
+    """One topic's partitions in an assignment; `assignment_epochs` (aligned with
+    `partitions`) says at which member epoch each was assigned, where it is kept."""
+
+    topic_id: uuid.UUID
+    partitions: tuple[int, ...]
+    assignment_epochs: tuple[int, ...] | None = None
+
+
+class ConsumerGroupMetadataValue(msgspec.Struct, frozen=True):
+    epoch: int
+    metadata_hash: int = 0
+
+
+class ConsumerGroupMemberMetadataValue(msgspec.Struct, frozen=True):
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+class TargetAssignmentMetadataValue(msgspec.Struct, frozen=True):
+    assignment_epoch: int
+    assignment_timestamp: int = 0
+
+
+class TargetAssignmentMemberValue(msgspec.Struct, frozen=True):
+    topic_partitions: tuple[TopicAssignment, ...]
+
+
+class CurrentMemberAssignmentValue(msgspec.Struct, frozen=True):
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: tuple[TopicAssignment, ...]
+    partitions_pending_revocation: tuple[TopicAssignment, ...]
+
+
+def encode_consumer_group_key(key: ConsumerGroupKey | ConsumerGroupMemberKey) -> bytes:
+    w = _Writer()
+    w.i16(key.record_type)
+    w.string(key.group)
+    if isinstance(key, ConsumerGroupMemberKey):
+        w.string(key.member_id)
+    return bytes(w.out)
+
+
+def _i64(v: int) -> bytes:
+    return _I64.pack(v)
+
+
+def encode_consumer_group_metadata_value(value: ConsumerGroupMetadataValue) -> bytes:
+    w = _Writer(flexible=True)
+    w.i16(0)
+    w.i32(value.epoch)
+    w.tagged([(0, _i64(value.metadata_hash))] if value.metadata_hash else [])
+    return bytes(w.out)
+
+
+def encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> bytes:
+    w = _Writer(flexible=True)
+    w.i16(0)
+    w.compact_string(value.instance_id)
+    w.compact_string(value.rack_id)
+    w.compact_string(value.client_id)
+    w.compact_string(value.client_host)
+    w.uvarint(len(value.subscribed_topic_names) + 1)
+    for name in value.subscribed_topic_names:
+        w.compact_string(name)
+    w.compact_string(value.subscribed_topic_regex or "")  # Kafka stores "" for "no regex"
+    w.i32(value.rebalance_timeout_ms)
+    w.compact_string(value.server_assignor)
+    w.tagged([])
+    return bytes(w.out)
+
+
+def encode_target_assignment_metadata_value(value: TargetAssignmentMetadataValue) -> bytes:
+    w = _Writer(flexible=True)
+    w.i16(0)
+    w.i32(value.assignment_epoch)
+    w.tagged([(0, _i64(value.assignment_timestamp))] if value.assignment_timestamp else [])
+    return bytes(w.out)
+
+
+def _write_topic_assignments(w: _Writer, topics: Sequence[TopicAssignment], *, with_epochs: bool) -> None:
+    w.uvarint(len(topics) + 1)
+    for t in topics:
+        w.uuid(t.topic_id)
+        w.compact_i32s(t.partitions)
+        if with_epochs and t.assignment_epochs is not None:
+            epochs = _Writer()
+            epochs.compact_i32s(t.assignment_epochs)
+            w.tagged([(0, bytes(epochs.out))])
+        else:
+            w.tagged([])
+
+
+def encode_target_assignment_member_value(value: TargetAssignmentMemberValue) -> bytes:
+    w = _Writer(flexible=True)
+    w.i16(0)
+    _write_topic_assignments(w, value.topic_partitions, with_epochs=False)
+    w.tagged([])
+    return bytes(w.out)
+
+
+def encode_current_member_assignment_value(value: CurrentMemberAssignmentValue) -> bytes:
+    w = _Writer(flexible=True)
+    w.i16(0)
+    w.i32(value.member_epoch)
+    w.i32(value.previous_member_epoch)
+    w.i8(value.state)
+    _write_topic_assignments(w, value.assigned_partitions, with_epochs=True)
+    _write_topic_assignments(w, value.partitions_pending_revocation, with_epochs=True)
+    w.tagged([])
+    return bytes(w.out)
+
+
+def decode_consumer_group_key(data: bytes) -> ConsumerGroupKey | ConsumerGroupMemberKey | None:
+    """The key of a consumer-protocol record; None for other record types."""
+    r = _Reader(data)
+    record_type = r.i16()
+    if record_type in (CoordinatorRecordType.CONSUMER_GROUP_METADATA,
+                       CoordinatorRecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA):
+        return ConsumerGroupKey(record_type, r.string())
+    if record_type in (CoordinatorRecordType.CONSUMER_GROUP_MEMBER_METADATA,
+                       CoordinatorRecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                       CoordinatorRecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT):
+        return ConsumerGroupMemberKey(record_type, r.string(), r.string())
+    return None
+
+
+def _flexible_value(data: bytes, name: str) -> _Reader:
+    r = _Reader(data, flexible=True)
+    version = r.i16()
+    if version != 0:
+        raise RecordFormatError(f"unknown {name} version {version}")
+    return r
+
+
+def _tagged(r: _Reader) -> dict[int, bytes]:
+    out: dict[int, bytes] = {}
+    for _ in range(r.uvarint()):
+        tag = r.uvarint()
+        out[tag] = bytes(r._take(r.uvarint()))
+    return out
+
+
+def _compact_i32s(r: _Reader) -> tuple[int, ...]:
+    return tuple(r.i32() for _ in range(r.array_length()))
+
+
+def _read_topic_assignments(r: _Reader) -> tuple[TopicAssignment, ...]:
+    out = []
+    for _ in range(r.array_length()):
+        topic_id = uuid.UUID(bytes=bytes(r._take(16)))
+        partitions = _compact_i32s(r)
+        tagged = _tagged(r)
+        epochs = _compact_i32s(_Reader(tagged[0], flexible=True)) if 0 in tagged else None
+        out.append(TopicAssignment(topic_id, partitions, epochs))
+    return tuple(out)
+
+
+def decode_consumer_group_metadata_value(data: bytes) -> ConsumerGroupMetadataValue:
+    r = _flexible_value(data, "ConsumerGroupMetadataValue")
+    epoch = r.i32()
+    tagged = _tagged(r)
+    return ConsumerGroupMetadataValue(epoch, _I64.unpack(tagged[0])[0] if 0 in tagged else 0)
+
+
+def decode_member_metadata_value(data: bytes) -> ConsumerGroupMemberMetadataValue:
+    r = _flexible_value(data, "ConsumerGroupMemberMetadataValue")
+    instance_id = r.nullable_string()
+    rack_id = r.nullable_string()
+    client_id = r.string()
+    client_host = r.string()
+    names = tuple(r.string() for _ in range(r.array_length()))
+    regex = r.nullable_string()
+    rebalance_timeout_ms = r.i32()
+    assignor = r.nullable_string()
+    r.skip_tagged_fields()  # tag 0: a classic member's metadata (mixed groups, not kept here)
+    return ConsumerGroupMemberMetadataValue(instance_id, rack_id, client_id, client_host, names, regex or None,
+                                            rebalance_timeout_ms, assignor)
+
+
+def decode_target_assignment_metadata_value(data: bytes) -> TargetAssignmentMetadataValue:
+    r = _flexible_value(data, "ConsumerGroupTargetAssignmentMetadataValue")
+    epoch = r.i32()
+    tagged = _tagged(r)
+    return TargetAssignmentMetadataValue(epoch, _I64.unpack(tagged[0])[0] if 0 in tagged else 0)
+
+
+def decode_target_assignment_member_value(data: bytes) -> TargetAssignmentMemberValue:
+    r = _flexible_value(data, "ConsumerGroupTargetAssignmentMemberValue")
+    topics = _read_topic_assignments(r)
+    r.skip_tagged_fields()
+    return TargetAssignmentMemberValue(topics)
+
+
+def decode_current_member_assignment_value(data: bytes) -> CurrentMemberAssignmentValue:
+    r = _flexible_value(data, "ConsumerGroupCurrentMemberAssignmentValue")
+    member_epoch = r.i32()
+    previous = r.i32()
+    state = struct.unpack(">b", r._take(1))[0]
+    assigned = _read_topic_assignments(r)
+    pending = _read_topic_assignments(r)
+    r.skip_tagged_fields()
+    return CurrentMemberAssignmentValue(member_epoch, previous, state, assigned, pending)
+
+
+def topic_assignments(partitions: Mapping[uuid.UUID, "frozenset[int] | set[int]"],
+                      epochs: Mapping[tuple[uuid.UUID, int], int] | None = None) -> tuple[TopicAssignment, ...]:
+    """An assignment ({topic id: partitions}) as records hold it, partitions in ascending order."""
+    out = []
+    for topic_id, parts in partitions.items():
+        ordered = tuple(sorted(parts))
+        out.append(TopicAssignment(topic_id, ordered,
+                                   None if epochs is None else tuple(epochs.get((topic_id, p), 0) for p in ordered)))
+    return tuple(out)

@@ -554,6 +554,30 @@ class FencedInstanceIdError(KafkaError):
     error_code = ErrorCode.FENCED_INSTANCE_ID
 
 
+class FencedMemberEpochError(KafkaError):
+    """A consumer-protocol member's epoch is not the coordinator's: it must rejoin."""
+
+    error_code = ErrorCode.FENCED_MEMBER_EPOCH
+
+
+class UnreleasedInstanceIdError(KafkaError):
+    """A static member's instance id is still held by a member that has not left."""
+
+    error_code = ErrorCode.UNRELEASED_INSTANCE_ID
+
+
+class UnsupportedAssignorError(KafkaError):
+    """A server assignor this broker does not offer (group.consumer.assignors)."""
+
+    error_code = ErrorCode.UNSUPPORTED_ASSIGNOR
+
+
+class StaleMemberEpochError(KafkaError):
+    """An offset commit or fetch with a member epoch that is not the member's current one."""
+
+    error_code = ErrorCode.STALE_MEMBER_EPOCH
+
+
 class InvalidRecordError(KafkaError):
     """A record failed broker-side validation."""
 
