@@ -312,6 +312,18 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     group_min_session_timeout_ms: int = broker_default("group.min.session.timeout.ms")
     group_max_session_timeout_ms: int = broker_default("group.max.session.timeout.ms")
     group_max_size: int = broker_default("group.max.size")
+    group_consumer_heartbeat_interval_ms: int = broker_default("group.consumer.heartbeat.interval.ms")
+    group_consumer_session_timeout_ms: int = broker_default("group.consumer.session.timeout.ms")
+    group_consumer_assignors: list[str] = broker_default("group.consumer.assignors")
+    group_consumer_max_size: int = broker_default("group.consumer.max.size")
+    group_consumer_assignment_interval_ms: int = broker_default("group.consumer.assignment.interval.ms")
+    group_consumer_min_heartbeat_interval_ms: int = broker_default("group.consumer.min.heartbeat.interval.ms")
+    group_consumer_max_heartbeat_interval_ms: int = broker_default("group.consumer.max.heartbeat.interval.ms")
+    group_consumer_min_session_timeout_ms: int = broker_default("group.consumer.min.session.timeout.ms")
+    group_consumer_max_session_timeout_ms: int = broker_default("group.consumer.max.session.timeout.ms")
+    group_consumer_min_assignment_interval_ms: int = broker_default("group.consumer.min.assignment.interval.ms")
+    group_consumer_max_assignment_interval_ms: int = broker_default("group.consumer.max.assignment.interval.ms")
+    group_consumer_migration_policy: str = broker_default("group.consumer.migration.policy")
     offsets_retention_check_interval_ms: int = broker_default("offsets.retention.check.interval.ms")
     offset_metadata_max_bytes: int = broker_default("offset.metadata.max.bytes")
     producer_id_expiration_ms: int = broker_default("producer.id.expiration.ms")
@@ -517,7 +529,25 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
                 "(clients cannot connect to the meta-address)",
             )
 
+        self._check_consumer_group_bounds()
         self._check_topic_defaults()
+
+    def _check_consumer_group_bounds(self) -> None:
+        """Each group.consumer.* setting within its min/max keys, as Kafka's GroupCoordinatorConfig
+        requires (and a heartbeat shorter than the session)."""
+        for name in ("heartbeat.interval.ms", "session.timeout.ms", "assignment.interval.ms"):
+            value = self.get(f"group.consumer.{name}")
+            low, high = self.get(f"group.consumer.min.{name}"), self.get(f"group.consumer.max.{name}")
+            if value < low:
+                raise ConfigException(f"group.consumer.{name}", f"requirement failed: group.consumer.{name} must be "
+                                      f"greater than or equal to group.consumer.min.{name}")
+            if value > high:
+                raise ConfigException(f"group.consumer.{name}", f"requirement failed: group.consumer.{name} must be "
+                                      f"less than or equal to group.consumer.max.{name}")
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            raise ConfigException("group.consumer.heartbeat.interval.ms",
+                                  "requirement failed: group.consumer.heartbeat.interval.ms must be less than "
+                                  "group.consumer.session.timeout.ms")
 
     def _check_topic_defaults(self) -> None:
         """The log.* keys must also be valid as the topic keys they feed."""

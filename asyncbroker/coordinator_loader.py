@@ -5,7 +5,8 @@ every partition is replayed in log order, as Kafka's CoordinatorLoaderImpl
 replays a coordinator partition: an OffsetCommit record sets or (as a
 tombstone) removes one offset, a transaction's records wait for its COMMIT or
 ABORT marker, and a group's last GroupMetadata record is the group as it was
-stored. A group that holds offsets but no group record comes back as an empty
+stored. A consumer-protocol group's records (types 3 and 5 to 8) are applied one
+by one (ConsumerGroupManager.replay). A group that holds offsets but no group record comes back as an empty
 group, so it can be described, listed and deleted.
 """
 
@@ -18,19 +19,36 @@ from typing import Any
 from storage.clock import Clock
 
 from asyncbroker.coordinator_records import (
+    CoordinatorRecordType,
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
     RecordFormatError,
+    decode_consumer_group_key,
+    decode_consumer_group_metadata_value,
+    decode_current_member_assignment_value,
     decode_group_metadata_value,
     decode_key,
+    decode_member_metadata_value,
     decode_offset_commit_value,
+    decode_target_assignment_member_value,
+    decode_target_assignment_metadata_value,
 )
+from asyncbroker.consumer_group_manager import ConsumerGroupManager
 from asyncbroker.group_metadata_manager import GroupMetadataManager
 from asyncbroker.offset_metadata_manager import OffsetMetadataManager
 from asyncbroker.offsets_topic import CoordinatorTopic, StoredRecord
 
 log = logging.getLogger(__name__)
+
+_T = CoordinatorRecordType
+_CONSUMER_VALUE_DECODERS: dict[int, Callable[[bytes], Any]] = {
+    _T.CONSUMER_GROUP_METADATA: decode_consumer_group_metadata_value,
+    _T.CONSUMER_GROUP_MEMBER_METADATA: decode_member_metadata_value,
+    _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: decode_target_assignment_metadata_value,
+    _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: decode_target_assignment_member_value,
+    _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: decode_current_member_assignment_value,
+}
 
 
 class CoordinatorLoader:
@@ -38,7 +56,8 @@ class CoordinatorLoader:
 
     def __init__(self, offsets_topic: CoordinatorTopic, group_manager: GroupMetadataManager,
                  offset_manager: OffsetMetadataManager, clock: Clock,
-                 run_blocking: Callable[..., Awaitable[Any]]) -> None:
+                 run_blocking: Callable[..., Awaitable[Any]], consumer_manager: ConsumerGroupManager) -> None:
+        self.consumer_manager = consumer_manager
         self.offsets_topic = offsets_topic
         self.group_manager = group_manager
         self.offset_manager = offset_manager
@@ -68,15 +87,25 @@ class CoordinatorLoader:
                         group_values.pop(key.group, None)
                     else:
                         group_values[key.group] = decode_group_metadata_value(value_bytes)
+                else:
+                    consumer_key = decode_consumer_group_key(key_bytes)
+                    if consumer_key is not None:
+                        decode = _CONSUMER_VALUE_DECODERS[consumer_key.record_type]
+                        self.consumer_manager.replay(consumer_key,
+                                                     None if value_bytes is None else decode(value_bytes))
             except RecordFormatError as exc:
                 log.warning("Skipping unreadable record at offset %d of %s-%d: %s", offset,
                             self.offsets_topic.name, partition, exc)
         now = self.clock.milliseconds()
         for group_id, value in group_values.items():
-            self.group_manager.replay(group_id, value, now)
+            if group_id not in self.consumer_manager.groups:
+                self.group_manager.replay(group_id, value, now)
+        self.consumer_manager.after_load()
         offsets = 0
         for group_id in self.offset_manager.groups_with_offsets():
-            self.group_manager.get_or_create_simple_group(group_id)
+            if group_id not in self.consumer_manager.groups:
+                self.group_manager.get_or_create_simple_group(group_id)
             offsets += len(self.offset_manager.offsets[group_id])
-        log.info("Loaded %d group(s) and %d committed offset(s) from %s in %d ms", len(self.group_manager.groups),
+        log.info("Loaded %d group(s) and %d committed offset(s) from %s in %d ms",
+                 len(self.group_manager.groups) + len(self.consumer_manager.groups),
                  offsets, self.offsets_topic.name, self.clock.milliseconds() - started)

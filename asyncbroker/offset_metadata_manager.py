@@ -33,6 +33,7 @@ from wire.errors import (
     IllegalGenerationError,
     NonEmptyGroupError,
     RebalanceInProgressError,
+    StaleMemberEpochError,
     UnknownMemberIdError,
 )
 
@@ -50,6 +51,8 @@ from asyncbroker.offsets_topic import CoordinatorTopic, append_error_code
 
 if TYPE_CHECKING:
     from asyncbroker.config import KafkaConfig
+    from asyncbroker.consumer_group import ConsumerGroup
+    from asyncbroker.consumer_group_manager import ConsumerGroupManager
     from asyncbroker.transaction_coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
@@ -72,8 +75,10 @@ class OffsetMetadataManager:
     """Every group's committed offsets, the transactional ones pending their markers, and their expiry."""
 
     def __init__(self, group_manager: GroupMetadataManager, config: KafkaConfig, offsets_topic: CoordinatorTopic,
-                 clock: Clock, transaction_coordinator: Callable[[], TransactionCoordinator]) -> None:
+                 clock: Clock, transaction_coordinator: Callable[[], TransactionCoordinator],
+                 consumer_manager: ConsumerGroupManager) -> None:
         self.group_manager = group_manager
+        self.consumer_manager = consumer_manager
         self.offsets_topic = offsets_topic
         self.clock = clock
         # Built after the group coordinator (it needs the producer-id allocator); read when used.
@@ -140,6 +145,11 @@ class OffsetMetadataManager:
         api_version: int,
     ) -> dict[TopicPartitionKey, int]:
         """Commit (topic, partition, offset, leader epoch, metadata) items; an error code per partition."""
+        consumer_group = self.consumer_manager.groups.get(group_id)
+        if consumer_group is not None and not consumer_group.dead:
+            # A consumer-protocol group: the member epoch stands in the generation's place.
+            self.consumer_manager.validate_offset_commit(consumer_group, member_id, generation_id, api_version)
+            return await self._append_commit(group_id, offsets, retention_time_ms, create_classic=False)
         # The empty group id is valid here, as in Kafka: simple consumers of old commit to it.
         group = self.group_manager.groups.get(group_id)
         if group is None:
@@ -154,6 +164,10 @@ class OffsetMetadataManager:
         if member is not None and generation_id == group.generation_id and not member.is_new:
             # A commit from a live member counts as a heartbeat.
             self.group_manager.complete_and_schedule_next_heartbeat(group, member)
+        return await self._append_commit(group_id, offsets, retention_time_ms, create_classic=True)
+
+    async def _append_commit(self, group_id: str, offsets: Sequence[tuple[str, int, int, int, str | None]],
+                             retention_time_ms: int, *, create_classic: bool) -> dict[TopicPartitionKey, int]:
         now = self._now()
         expire = now + retention_time_ms if retention_time_ms is not None and retention_time_ms >= 0 else -1
         results, records, staged = self._stage(group_id, offsets, now, expire)
@@ -166,7 +180,7 @@ class OffsetMetadataManager:
                     results[tp] = code
                 return results
             current = self.group_manager.groups.get(group_id)
-            if current is None or current.is_in_state(_S.DEAD):
+            if create_classic and (current is None or current.is_in_state(_S.DEAD)):
                 current = self.group_manager.get_or_create_simple_group(group_id)
             per_group = self.offsets.setdefault(group_id, {})
             for i, (tp, value) in enumerate(staged):
@@ -192,8 +206,22 @@ class OffsetMetadataManager:
             staged.append(((topic, partition), OffsetAndMetadata(offset, leader_epoch, meta, now, expire)))
         return results, records, staged
 
+    def _validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> None:
+        """OffsetFetch v9+ from a consumer-protocol member: its epoch must be current (an
+        admin's fetch, without member id and with epoch -1, is not checked)."""
+        group = self.consumer_manager.groups.get(group_id)
+        if group is None or group.dead or (member_id is None and member_epoch < 0):
+            return
+        member = group.members.get(member_id or "")
+        if member is None:
+            raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
+        if member_epoch != member.member_epoch:
+            raise StaleMemberEpochError(f"The received member epoch {member_epoch} does not match the expected "
+                                        f"member epoch {member.member_epoch}.")
+
     def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey] | None, *,
-                      require_stable: bool = False) -> list[FetchedOffset]:
+                      require_stable: bool = False,
+                      member: tuple[str | None, int] | None = None) -> list[FetchedOffset]:
         """Committed offsets; all of the group's when `partitions` is None. Unknown ones read -1.
 
         With `require_stable` (OffsetFetch v7+) a partition whose offset a transaction has
@@ -203,6 +231,8 @@ class OffsetMetadataManager:
         group = self.group_manager.groups.get(group_id)
         if group is not None and group.is_in_state(_S.DEAD):
             raise GroupIdNotFoundError(f"Group {group_id} is in dead state")
+        if member is not None:
+            self._validate_offset_fetch(group_id, *member)
         per_group = self.offsets.get(group_id, {})
         unstable = self._pending_partitions(group_id) if require_stable else set()
         if partitions is None:
@@ -348,7 +378,8 @@ class OffsetMetadataManager:
 
         Returns the number of offsets expired.
         """
-        return await self._cleanup_group_metadata(self._expired_offsets, "expired")
+        removed = await self._cleanup_group_metadata(self._expired_offsets, "expired")
+        return removed + await self._cleanup_consumer_groups(self._expired_consumer_offsets, "expired")
 
     async def on_partitions_deleted(self, deleted: set[TopicPartitionKey]) -> int:
         """Kafka's onPartitionsDeleted: every group's offsets on deleted partitions are
@@ -357,8 +388,54 @@ class OffsetMetadataManager:
 
         Returns the number of offsets removed.
         """
-        return await self._cleanup_group_metadata(
+        removed = await self._cleanup_group_metadata(
             lambda group, per_group, now: [tp for tp in per_group if tp in deleted], "deleted-partition")
+        return removed + await self._cleanup_consumer_groups(
+            lambda group, per_group, now: [tp for tp in per_group if tp in deleted], "deleted-partition")
+
+    def _expired_consumer_offsets(self, group: ConsumerGroup, per_group: dict[TopicPartitionKey, Any],
+                                  now: int) -> list[TopicPartitionKey]:
+        """Kafka's rule for a consumer-protocol group: an offset expires retention after its
+        commit, unless the group has members subscribed to its topic."""
+        subscribed = set(group.subscribed_topics) if group.members else set()
+        expired: list[TopicPartitionKey] = []
+        for tp, o in per_group.items():
+            if tp[0] in subscribed:
+                continue
+            if o.expire_timestamp_ms >= 0:
+                if now >= o.expire_timestamp_ms:
+                    expired.append(tp)
+            elif now - o.commit_timestamp_ms >= self.offsets_retention_ms:
+                expired.append(tp)
+        return expired
+
+    async def _cleanup_consumer_groups(self, select: Callable[[ConsumerGroup, dict[TopicPartitionKey, Any], int],
+                                                              list[TopicPartitionKey]], kind: str) -> int:
+        """The same cleanup for consumer-protocol groups: offsets `select` picks are tombstoned,
+        and an empty group left without offsets is removed with its records."""
+        now = self._now()
+        removed_total = 0
+        for group_id, group in list(self.consumer_manager.groups.items()):
+            per_group = self.offsets.get(group_id, {})
+            removed = select(group, per_group, now)
+            delete_group = len(removed) == len(per_group) and not group.members and kind == "expired"
+            if not removed and not delete_group:
+                continue
+            records: list[tuple[bytes, bytes | None]] = [
+                (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in removed]
+            if delete_group:
+                records += self.consumer_manager.tombstones(group_id)
+            await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
+            for tp in removed:
+                per_group.pop(tp, None)
+            removed_total += len(removed)
+            if removed:
+                log.info("Removed %d %s offset(s) of group %s", len(removed), kind, group_id)
+            if delete_group and not group.members and not self.offsets.get(group_id):
+                self.offsets.pop(group_id, None)
+                self.consumer_manager.remove_group(group_id)
+                log.info("Group %s transitioned to Dead and was removed (empty, no offsets)", group_id)
+        return removed_total
 
     def _expired_offsets(self, group: ClassicGroup, per_group: dict[TopicPartitionKey, Any],
                          now: int) -> list[TopicPartitionKey]:

@@ -30,10 +30,12 @@ MIN_VERSION = 1
 MAX_VERSION = 10
 
 
-def _fetch(coordinator: Any, group_id: str, topics: Any, require_stable: bool) -> tuple[int, list[FetchedOffset]]:
+def _fetch(coordinator: Any, group_id: str, topics: Any, require_stable: bool,
+           member: tuple[str | None, int] | None) -> tuple[int, list[FetchedOffset]]:
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     try:
-        return ErrorCode.NONE, coordinator.fetch_offsets(group_id, wanted, require_stable=require_stable)
+        return ErrorCode.NONE, coordinator.fetch_offsets(group_id, wanted, require_stable=require_stable,
+                                                         member=member)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         return error_code_for(exc), []
 
@@ -93,18 +95,22 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
 
     require_stable = bool(getattr(request, "require_stable", False))
 
+    member: tuple[str | None, int] | None = None
+
     def result(group_id: str, topics: Any) -> tuple[int, list[FetchedOffset]]:
         """DESCRIBE on the group, then on each topic: offsets of topics the principal may not
-        describe are left out of a listing of all, and refused (after the others) when named."""
+        describe are left out of a listing of all, and refused (after the others) when named.
+        From v9 a consumer-protocol member's id and epoch are checked (`member`)."""
         if not ctx.authorize_group(AclOperation.DESCRIBE, group_id):
             return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
         if coordinator is None:
             return load_error, []
         if topics is None:
-            error, rows = _fetch(coordinator, group_id, None, require_stable)
+            error, rows = _fetch(coordinator, group_id, None, require_stable, member)
             return error, [r for r in rows if ctx.authorize_topic(AclOperation.DESCRIBE, r.topic, log_denial=False)]
         may_describe = {t.name: ctx.authorize_topic(AclOperation.DESCRIBE, t.name) for t in topics}
-        error, rows = _fetch(coordinator, group_id, [t for t in topics if may_describe[t.name]], require_stable)
+        error, rows = _fetch(coordinator, group_id, [t for t in topics if may_describe[t.name]], require_stable,
+                             member)
         if error != ErrorCode.NONE:
             return error, rows
         return error, rows + [FetchedOffset(t.name, p, -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -113,6 +119,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     if version >= 8:
         groups = []
         for g in request.groups:
+            member = (g.member_id, g.member_epoch) if version >= 9 else None
             if version >= 10:
                 error, by_topic = _fetch_by_id(ctx.broker, g, result)
             else:

@@ -1,0 +1,708 @@
+"""ConsumerGroupManager: the consumer-protocol groups (KIP-848) of this broker, as the consumer
+side of Kafka's GroupMetadataManager runs them.
+
+A ConsumerGroupHeartbeat is the whole protocol: a member joins with epoch 0, heartbeats with
+the epoch it was given and the partitions it holds, and leaves with -1 (or -2 for a static
+member that will be back). Each heartbeat, under the group's lock:
+
+1. validates the request and the member's epoch (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID,
+   UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED as Kafka sends them);
+2. applies the member's new subscription; when what the group must assign changed, bumps the
+   group epoch;
+3. recomputes the target assignment when the group epoch is ahead of it and
+   `group.consumer.assignment.interval.ms` has passed since the last one;
+4. moves the member towards its target (consumer_group.reconcile);
+5. writes what changed to `__consumer_offsets` (coordinator_records.py) and only then
+   applies it in memory and answers, so a restart replays exactly what members were told.
+
+A member that stops heartbeating for `group.consumer.session.timeout.ms`, or that does not
+give up revoked partitions within its rebalance timeout, is fenced: removed, and the group
+epoch bumped.
+
+Where this differs from Kafka 4.4:
+- classic members in a consumer group, and the online upgrade and downgrade between the
+  protocols, are not built (KNOWN_DIFFERENCES.md KD-211);
+- subscription regexes are Python's `re` (whole-name match, internal topics excluded), not
+  RE2J: patterns RE2J refuses (back-references, look-arounds) are accepted here, and a bad
+  pattern's INVALID_REGULAR_EXPRESSION message quotes Python's reason; regexes are resolved
+  in each heartbeat, not in the background, and their resolutions are not written
+  (Kafka's record type 16);
+- the subscribed-topic metadata hash is not written (a tagged field: Kafka reads 0 and
+  rebalances once after a log dir is handed to it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from storage.clock import Clock
+from wire.errors import (
+    FencedInstanceIdError,
+    FencedMemberEpochError,
+    GroupIdNotFoundError,
+    GroupMaxSizeReachedError,
+    InvalidRegularExpressionError,
+    InvalidRequestError,
+    StaleMemberEpochError,
+    UnknownMemberIdError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
+    UnsupportedVersionError,
+)
+
+from asyncbroker.consumer_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    ConsumerGroupState,
+    MemberState,
+    reconcile,
+)
+from asyncbroker.consumer_group_assignors import ASSIGNORS, AssignmentSpec, MemberSpec, assign
+from asyncbroker.coordinator_records import (
+    ConsumerGroupKey,
+    ConsumerGroupMemberKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataValue,
+    CoordinatorRecordType,
+    CurrentMemberAssignmentValue,
+    TargetAssignmentMemberValue,
+    TargetAssignmentMetadataValue,
+    encode_consumer_group_key,
+    encode_consumer_group_metadata_value,
+    encode_current_member_assignment_value,
+    encode_member_metadata_value,
+    encode_target_assignment_member_value,
+    encode_target_assignment_metadata_value,
+    topic_assignments,
+)
+from asyncbroker.offsets_topic import CoordinatorTopic
+
+if TYPE_CHECKING:
+    from asyncbroker.config import KafkaConfig
+    from asyncbroker.coordinator_timer import CoordinatorTimer
+
+log = logging.getLogger(__name__)
+
+_T = CoordinatorRecordType
+Record = tuple[bytes, bytes | None]
+
+
+class HeartbeatResult(msgspec.Struct, frozen=True):
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: Assignment | None  # None: not sent this time
+
+
+class DescribedConsumerMember(msgspec.Struct, frozen=True):
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: Assignment
+    target_assignment: Assignment
+
+
+class DescribedConsumerGroup(msgspec.Struct, frozen=True):
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: tuple[DescribedConsumerMember, ...]
+
+
+def new_member_id() -> str:
+    """A member id as Kafka makes one (Uuid.randomUuid().toString(): url-safe base64, 22 chars)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+def _is_subset(owned: Iterable[tuple[uuid.UUID, Iterable[int]]] | None, assigned: Assignment) -> bool:
+    if owned is None:
+        return False
+    return all(p in assigned.get(t, frozenset()) for t, parts in owned for p in parts)
+
+
+class ConsumerGroupManager:
+    """Every consumer-protocol group of this broker."""
+
+    def __init__(self, config: KafkaConfig, offsets_topic: CoordinatorTopic, clock: Clock,
+                 timer: CoordinatorTimer[tuple[str, str, str]]) -> None:
+        self.offsets_topic = offsets_topic
+        self.clock = clock
+        self.timer = timer
+        self.groups: dict[str, ConsumerGroup] = {}
+        self.heartbeat_interval_ms: int = config.group_consumer_heartbeat_interval_ms
+        self.session_timeout_ms: int = config.group_consumer_session_timeout_ms
+        self.assignors: list[str] = [a for a in config.group_consumer_assignors if a in ASSIGNORS]
+        self.max_size: int = config.group_consumer_max_size
+        self._config = config  # group.consumer.assignment.interval.ms is dynamic: read when used
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._fencing: set[asyncio.Future[None]] = set()
+
+    def _now(self) -> int:
+        now: int = self.clock.milliseconds()
+        return now
+
+    def _lock(self, group_id: str) -> asyncio.Lock:
+        lock = self._locks.get(group_id)
+        if lock is None:
+            lock = self._locks[group_id] = asyncio.Lock()
+        return lock
+
+    # ================================================================ validation
+
+    def validate_heartbeat(self, *, api_version: int, group_id: str, member_id: str, member_epoch: int,
+                           instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
+                           subscribed_topic_names: Sequence[str] | None, subscribed_topic_regex: str | None,
+                           server_assignor: str | None, owned: Sequence[Any] | None) -> None:
+        """Kafka's request checks, in its order (INVALID_REQUEST unless said otherwise)."""
+        if (api_version >= 1 or member_id) and not member_id:
+            raise InvalidRequestError("MemberId can't be empty.")
+        if not group_id:
+            raise InvalidRequestError("GroupId can't be empty.")
+        if instance_id is not None and not instance_id:
+            raise InvalidRequestError("InstanceId can't be empty.")
+        if rack_id is not None and not rack_id:
+            raise InvalidRequestError("RackId can't be empty.")
+        if member_epoch == 0:
+            if rebalance_timeout_ms == -1:
+                raise InvalidRequestError("RebalanceTimeoutMs must be provided in first request.")
+            if owned is None or len(owned) > 0:
+                raise InvalidRequestError("TopicPartitions must be empty when (re-)joining.")
+            if not subscribed_topic_names and not subscribed_topic_regex:
+                raise InvalidRequestError(
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
+        elif member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if instance_id is None:
+                raise InvalidRequestError("InstanceId can't be null.")
+        elif member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise InvalidRequestError("MemberEpoch is invalid.")
+        if subscribed_topic_regex:
+            try:
+                re.compile(subscribed_topic_regex)
+            except re.error as exc:
+                raise InvalidRegularExpressionError(
+                    f"SubscribedTopicRegex `{subscribed_topic_regex}` is not a valid regular expression: {exc}.") from None
+        if server_assignor is not None and server_assignor not in self.assignors:
+            raise UnsupportedAssignorError(f"ServerAssignor {server_assignor} is not supported. "
+                                           f"Supported assignors: {', '.join(self.assignors)}.")
+
+    # ================================================================ ConsumerGroupHeartbeat
+
+    async def heartbeat(self, *, api_version: int, group_id: str, member_id: str, member_epoch: int,
+                        instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
+                        subscribed_topic_names: Sequence[str] | None, subscribed_topic_regex: str | None,
+                        server_assignor: str | None, owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None,
+                        client_id: str, client_host: str, classic_group_exists: bool) -> HeartbeatResult:
+        self.validate_heartbeat(api_version=api_version, group_id=group_id, member_id=member_id,
+                                member_epoch=member_epoch, instance_id=instance_id, rack_id=rack_id,
+                                rebalance_timeout_ms=rebalance_timeout_ms,
+                                subscribed_topic_names=subscribed_topic_names,
+                                subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
+                                owned=owned)
+        async with self._lock(group_id):
+            if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return await self._leave(group_id, member_id, member_epoch, instance_id)
+            return await self._heartbeat(
+                group_id, member_id or new_member_id(), member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                subscribed_topic_names, subscribed_topic_regex, server_assignor, owned, client_id, client_host,
+                classic_group_exists)
+
+    async def _heartbeat(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
+                         rack_id: str | None, rebalance_timeout_ms: int, subscribed_topic_names: Sequence[str] | None,
+                         subscribed_topic_regex: str | None, server_assignor: str | None,
+                         owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None, client_id: str, client_host: str,
+                         classic_group_exists: bool) -> HeartbeatResult:
+        group = self.groups.get(group_id)
+        created = False
+        if group is None:
+            if classic_group_exists:
+                raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
+            if member_epoch != 0:
+                raise GroupIdNotFoundError(f"Consumer group {group_id} not found.")
+            group = ConsumerGroup(group_id)
+            group.group_epoch = 1  # Kafka 4.4 gives a new group's first member epoch 2
+            created = True
+        records: list[Record] = []
+        replaced: ConsumerGroupMember | None = None
+        member, is_new = self._member_for(group, member_id, member_epoch, instance_id, owned)
+        if is_new and instance_id is not None and instance_id in group.static_members:
+            replaced = group.members[group.static_members[instance_id]]
+        if is_new and replaced is None and len(group.members) >= self.max_size:
+            raise GroupMaxSizeReachedError(
+                f"The consumer group has reached its maximum capacity of {self.max_size} members.")
+
+        updated = msgspec.structs.replace(
+            member,
+            instance_id=instance_id if instance_id is not None else member.instance_id,
+            rack_id=rack_id if rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=rebalance_timeout_ms if rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+            server_assignor=server_assignor if server_assignor is not None else member.server_assignor,
+            subscribed_topic_names=(tuple(subscribed_topic_names) if subscribed_topic_names is not None
+                                    else member.subscribed_topic_names),
+            subscribed_topic_regex=((subscribed_topic_regex or None) if subscribed_topic_regex is not None
+                                    else member.subscribed_topic_regex),
+            client_id=client_id, client_host=client_host,
+            assigned=dict(member.assigned), pending_revocation=dict(member.pending_revocation),
+            assignment_epochs=dict(member.assignment_epochs))
+        if replaced is not None:
+            # A static member back after leaving (-2): the new member id takes over its
+            # assignment and epochs; the old one goes.
+            updated.assigned, updated.pending_revocation = dict(replaced.assigned), {}
+            updated.assignment_epochs = dict(replaced.assignment_epochs)
+            updated.state = replaced.state
+            records += self._member_tombstones(group_id, replaced.member_id)
+        members_after = {k: v for k, v in group.members.items() if replaced is None or k != replaced.member_id}
+        members_after[member_id] = updated
+
+        bump = False
+        if is_new or updated.metadata_key() != member.metadata_key():
+            records.append(self._member_record(group_id, updated))
+        if (is_new and replaced is None) or updated.subscription() != member.subscription():
+            bump = True
+        group_epoch = group.group_epoch
+        topics = self._subscribed_topics(members_after.values())
+        if topics != group.subscribed_topics:
+            bump = True  # a subscribed topic appeared, went or changed its partition count
+        if bump or created:
+            group_epoch += 1
+            records.append(self._epoch_record(group_id, group_epoch))
+
+        target_epoch, target = group.assignment_epoch, group.target
+        if replaced is not None and replaced.member_id in target:
+            # The replacement inherits the target assignment too (no rebalance for a static rejoin).
+            target = {(member_id if k == replaced.member_id else k): v for k, v in target.items()}
+            records.append(self._target_member_record(group_id, member_id, target[member_id]))
+        now = self._now()
+        assignment_timestamp = group.assignment_timestamp
+        interval: int = self._config.effective("group.consumer.assignment.interval.ms")
+        if group_epoch > group.assignment_epoch and (
+                now - group.assignment_timestamp >= interval or not group.members or created):
+            target = self._compute_target(group, members_after, topics)
+            target_epoch, assignment_timestamp = group_epoch, now
+            for mid, assignment in target.items():
+                if group.target.get(mid) != assignment or mid not in group.target:
+                    records.append(self._target_member_record(group_id, mid, assignment))
+            records.append(self._target_metadata_record(group_id, group_epoch, now))
+
+        scratch = _Scratch(group, members_after, replaced)
+        nxt = reconcile(scratch.as_group(), updated, target_epoch, target.get(member_id, {}), owned)
+        before = updated.assignment_key()
+        scratch_group = scratch.as_group()
+        scratch_group.update_assignment(updated, member_epoch=nxt[0], previous_member_epoch=nxt[1], state=nxt[2],
+                                        assigned=nxt[3], pending_revocation=nxt[4])
+        if is_new or updated.assignment_key() != before or replaced is not None:
+            records.append(self._current_assignment_record(group_id, updated))
+
+        if records:
+            await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
+        # Written: now it is the group's state.
+        if created:
+            self.groups[group_id] = group
+            log.info("[GroupId %s] Created consumer group", group_id)
+        if replaced is not None:
+            group.remove_member(replaced.member_id)
+            self.timer.cancel(("consumer-session", group_id, replaced.member_id))
+            self.timer.cancel(("consumer-revocation", group_id, replaced.member_id))
+        group.put_member(updated)
+        group.update_assignment(updated, member_epoch=updated.member_epoch,
+                                previous_member_epoch=updated.previous_member_epoch, state=updated.state,
+                                assigned=updated.assigned, pending_revocation=updated.pending_revocation)
+        group.subscribed_topics = topics
+        if group_epoch != group.group_epoch:
+            group.group_epoch = group_epoch
+            log.info("[GroupId %s] Bumped group epoch to %d.", group_id, group_epoch)
+        if target_epoch != group.assignment_epoch or replaced is not None:
+            group.target = dict(target)
+            group.assignment_epoch, group.assignment_timestamp = target_epoch, assignment_timestamp
+        if is_new:
+            log.info("[GroupId %s] Member %s joins the consumer group using the consumer protocol.", group_id,
+                     member_id)
+        self._schedule_timeouts(group, updated)
+
+        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and subscribed_topic_names is not None
+                                     and owned is not None)
+        changed = updated.assigned != member.assigned
+        return HeartbeatResult(member_id, updated.member_epoch, self.heartbeat_interval_ms,
+                               dict(updated.assigned) if full or changed else None)
+
+    def _member_for(self, group: ConsumerGroup, member_id: str, member_epoch: int, instance_id: str | None,
+                    owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None) -> tuple[ConsumerGroupMember, bool]:
+        """The member a heartbeat is from, and whether it is new (Kafka's getOrMaybeSubscribe...)."""
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member_epoch == 0:
+                return (member, False) if member is not None else (ConsumerGroupMember(member_id), True)
+            if member is None:
+                raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
+            self._check_epoch(member, member_epoch, owned)
+            return member, False
+        existing_id = group.static_members.get(instance_id)
+        existing = group.members.get(existing_id) if existing_id is not None else None
+        if member_epoch == 0:
+            if existing is None:
+                member = group.members.get(member_id)
+                return (member, False) if member is not None else (ConsumerGroupMember(member_id), True)
+            if existing.member_id == member_id:
+                return existing, False
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise UnreleasedInstanceIdError(
+                    f"Static member {member_id} with instance id {instance_id} cannot join the group because the "
+                    f"instance id is owned by {existing.member_id} member.")
+            # Its replacement starts as a copy of it under the new id (subscription included).
+            return msgspec.structs.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0,
+                                           assigned={}, pending_revocation={}, assignment_epochs={}), True
+        if existing is None:
+            raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise FencedInstanceIdError(f"Static member {member_id} with instance id {instance_id} was fenced by "
+                                        f"member {existing.member_id}.")
+        self._check_epoch(existing, member_epoch, owned)
+        return existing, False
+
+    @staticmethod
+    def _check_epoch(member: ConsumerGroupMember, epoch: int,
+                     owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None) -> None:
+        if epoch > member.member_epoch:
+            raise FencedMemberEpochError(
+                f"The consumer group member has a greater member epoch ({epoch}) than the one known by the group "
+                f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.")
+        if epoch < member.member_epoch and not (epoch == member.previous_member_epoch
+                                                 and _is_subset(owned, member.assigned)):
+            # The answer that moved it to its current epoch may be lost: its previous epoch
+            # with partitions it was assigned is still fine.
+            raise FencedMemberEpochError(
+                f"The consumer group member has a smaller member epoch ({epoch}) than the one known by the group "
+                f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.")
+
+    # ================================================================ leaving and fencing
+
+    async def _leave(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None) -> HeartbeatResult:
+        group = self.groups.get(group_id)
+        if group is None:
+            raise GroupIdNotFoundError(f"Group {group_id} not found.")
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
+        else:
+            existing_id = group.static_members.get(instance_id)
+            if existing_id is None:
+                raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
+            if existing_id != member_id:
+                raise FencedInstanceIdError(f"Static member {member_id} with instance id {instance_id} was fenced "
+                                            f"by member {existing_id}.")
+            member = group.members[existing_id]
+            if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                leaving = msgspec.structs.replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                                  pending_revocation={})
+                await self.offsets_topic.append(self.offsets_topic.partition_for(group_id),
+                                                [self._current_assignment_record(group_id, leaving)])
+                group.update_assignment(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                        previous_member_epoch=member.previous_member_epoch, state=member.state,
+                                        assigned=member.assigned, pending_revocation={})
+                self.timer.cancel(("consumer-revocation", group_id, member.member_id))
+                log.info("[GroupId %s] Static Member %s with instance id %s temporarily left the consumer group.",
+                         group_id, member_id, instance_id)
+                return HeartbeatResult(member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, 0, None)
+        await self._fence(group, member, "left the consumer group")
+        return HeartbeatResult(member_id, member_epoch, 0, None)
+
+    async def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember, why: str) -> None:
+        """Remove `member` (its three records tombstoned) and bump the group epoch; the group
+        left empty gets its (empty) target assignment at once, as Kafka writes it."""
+        group_id = group.group_id
+        epoch = group.group_epoch + 1
+        records = [*self._member_tombstones(group_id, member.member_id), self._epoch_record(group_id, epoch)]
+        now = self._now()
+        empty = len(group.members) == 1
+        if empty:
+            records.append(self._target_metadata_record(group_id, epoch, 0))
+        await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
+        group.remove_member(member.member_id)
+        group.group_epoch = epoch
+        group.subscribed_topics = self._subscribed_topics(group.members.values())
+        if empty:
+            group.assignment_epoch, group.assignment_timestamp, group.target = epoch, now, {}
+        self.timer.cancel(("consumer-session", group_id, member.member_id))
+        self.timer.cancel(("consumer-revocation", group_id, member.member_id))
+        log.info("[GroupId %s] Member %s %s.", group_id, member.member_id, why)
+
+    def _schedule_timeouts(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        group_id, member_id = group.group_id, member.member_id
+        self.timer.schedule(("consumer-session", group_id, member_id), self.session_timeout_ms,
+                            lambda: self._expire(group_id, member_id, "session"))
+        key = ("consumer-revocation", group_id, member_id)
+        if member.state == MemberState.UNREVOKED_PARTITIONS:
+            if key not in self.timer:
+                self.timer.schedule(key, max(member.rebalance_timeout_ms, 0),
+                                    lambda: self._expire(group_id, member_id, "revocation"))
+        else:
+            self.timer.cancel(key)
+
+    def _expire(self, group_id: str, member_id: str, what: str) -> None:
+        async def fence() -> None:
+            async with self._lock(group_id):
+                group = self.groups.get(group_id)
+                member = group.members.get(member_id) if group is not None else None
+                if group is None or member is None:
+                    return
+                why = ("has been fenced: its session timed out" if what == "session"
+                       else "has been fenced: it did not revoke its partitions within its rebalance timeout")
+                try:
+                    await self._fence(group, member, why)
+                except Exception:  # noqa: BLE001 - the next heartbeat (or timeout) tries again
+                    log.exception("[GroupId %s] Could not fence member %s", group_id, member_id)
+
+        task = asyncio.ensure_future(fence())
+        self._fencing.add(task)  # held until done: the loop keeps only weak references to tasks
+        task.add_done_callback(self._fencing.discard)
+
+    # ================================================================ assignment
+
+    def _subscribed_topics(self, members: Iterable[ConsumerGroupMember]) -> dict[str, tuple[uuid.UUID, int]]:
+        """Subscribed topics that exist: name -> (topic id, partitions)."""
+        topics = self.offsets_topic.topics
+        out: dict[str, tuple[uuid.UUID, int]] = {}
+        for m in members:
+            names: Iterable[str] = m.subscribed_topic_names
+            if m.subscribed_topic_regex is not None:
+                names = [*names, *self._regex_topics(m.subscribed_topic_regex)]
+            for name in names:
+                meta = topics.get(name)
+                if meta is not None:
+                    out[name] = (meta.topic_id, meta.partitions)
+        return out
+
+    def _regex_topics(self, regex: str) -> frozenset[str]:
+        """Topics (internal ones excluded) whose whole name matches `regex` (RE2J's matches())."""
+        pattern = re.compile(regex)
+        return frozenset(t.name for t in self.offsets_topic.topics.all()
+                         if not t.name.startswith("__") and pattern.fullmatch(t.name))
+
+    def preferred_assignor(self, members: Iterable[ConsumerGroupMember]) -> str:
+        """The assignor most members ask for; the first of group.consumer.assignors otherwise."""
+        counts: dict[str, int] = {}
+        for m in members:
+            if m.server_assignor is not None:
+                counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
+        if not counts:
+            return self.assignors[0]
+        return max(counts, key=lambda a: (counts[a], -self.assignors.index(a)))
+
+    def _compute_target(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
+                        topics: dict[str, tuple[uuid.UUID, int]]) -> dict[str, Assignment]:
+        by_name = sorted(topics)
+        specs = []
+        for m in members.values():
+            names: Iterable[str] = m.subscribed_topic_names
+            if m.subscribed_topic_regex is not None:
+                names = [*names, *self._regex_topics(m.subscribed_topic_regex)]
+            specs.append(MemberSpec(m.member_id, m.instance_id,
+                                    frozenset(topics[n][0] for n in names if n in topics),
+                                    group.target.get(m.member_id, {})))
+        spec = AssignmentSpec(tuple(specs), {tid: count for tid, count in topics.values()},
+                              tuple(topics[n][0] for n in by_name))
+        return assign(self.preferred_assignor(members.values()), spec)
+
+    # ================================================================ records
+
+    @staticmethod
+    def _epoch_record(group_id: str, epoch: int) -> Record:
+        return (encode_consumer_group_key(ConsumerGroupKey(_T.CONSUMER_GROUP_METADATA, group_id)),
+                encode_consumer_group_metadata_value(ConsumerGroupMetadataValue(epoch)))
+
+    @staticmethod
+    def _member_record(group_id: str, m: ConsumerGroupMember) -> Record:
+        return (encode_consumer_group_key(ConsumerGroupMemberKey(_T.CONSUMER_GROUP_MEMBER_METADATA, group_id,
+                                                                 m.member_id)),
+                encode_member_metadata_value(ConsumerGroupMemberMetadataValue(
+                    m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
+                    m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor)))
+
+    @staticmethod
+    def _target_member_record(group_id: str, member_id: str, assignment: Assignment) -> Record:
+        return (encode_consumer_group_key(ConsumerGroupMemberKey(_T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                                                                 group_id, member_id)),
+                encode_target_assignment_member_value(TargetAssignmentMemberValue(topic_assignments(assignment))))
+
+    @staticmethod
+    def _target_metadata_record(group_id: str, epoch: int, timestamp: int) -> Record:
+        return (encode_consumer_group_key(ConsumerGroupKey(_T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, group_id)),
+                encode_target_assignment_metadata_value(TargetAssignmentMetadataValue(epoch, timestamp)))
+
+    @staticmethod
+    def _current_assignment_record(group_id: str, m: ConsumerGroupMember) -> Record:
+        return (encode_consumer_group_key(ConsumerGroupMemberKey(_T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+                                                                 group_id, m.member_id)),
+                encode_current_member_assignment_value(CurrentMemberAssignmentValue(
+                    m.member_epoch, m.previous_member_epoch, int(m.state),
+                    topic_assignments(m.assigned, m.assignment_epochs),
+                    topic_assignments(m.pending_revocation, m.assignment_epochs))))
+
+    @staticmethod
+    def _member_tombstones(group_id: str, member_id: str) -> list[Record]:
+        return [(encode_consumer_group_key(ConsumerGroupMemberKey(t, group_id, member_id)), None)
+                for t in (_T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                          _T.CONSUMER_GROUP_MEMBER_METADATA)]
+
+    def tombstones(self, group_id: str) -> list[Record]:
+        """The records that remove an (empty) group: its epoch and target-assignment metadata."""
+        return [(encode_consumer_group_key(ConsumerGroupKey(t, group_id)), None)
+                for t in (_T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, _T.CONSUMER_GROUP_METADATA)]
+
+    def remove_group(self, group_id: str) -> None:
+        group = self.groups.pop(group_id, None)
+        if group is not None:
+            group.dead = True
+            self.timer.cancel_matching(lambda key: key[1] == group_id and key[0].startswith("consumer-"))
+
+    # ================================================================ replay (loading __consumer_offsets)
+
+    def replay(self, key: ConsumerGroupKey | ConsumerGroupMemberKey, value: Any) -> None:
+        """Apply one record, in log order (a None value is a tombstone)."""
+        group = self.groups.get(key.group)
+        if group is None:
+            if value is None:
+                return
+            group = self.groups[key.group] = ConsumerGroup(key.group)
+        t = key.record_type
+        if isinstance(key, ConsumerGroupKey):
+            if t == _T.CONSUMER_GROUP_METADATA:
+                if value is None:
+                    del self.groups[key.group]
+                else:
+                    group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
+            elif value is not None:
+                group.assignment_epoch, group.assignment_timestamp = value.assignment_epoch, value.assignment_timestamp
+            return
+        member = group.members.get(key.member_id)
+        if t == _T.CONSUMER_GROUP_MEMBER_METADATA:
+            if value is None:
+                group.remove_member(key.member_id)
+                return
+            if member is None:
+                member = ConsumerGroupMember(key.member_id)
+            member.instance_id, member.rack_id = value.instance_id, value.rack_id
+            member.client_id, member.client_host = value.client_id, value.client_host
+            member.subscribed_topic_names = value.subscribed_topic_names
+            member.subscribed_topic_regex = value.subscribed_topic_regex
+            member.rebalance_timeout_ms, member.server_assignor = value.rebalance_timeout_ms, value.server_assignor
+            group.put_member(member)
+        elif t == _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
+            if value is None:
+                group.target.pop(key.member_id, None)
+            else:
+                group.target[key.member_id] = {a.topic_id: frozenset(a.partitions) for a in value.topic_partitions}
+        elif t == _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+            if member is None:
+                if value is None:
+                    return
+                member = ConsumerGroupMember(key.member_id)
+                group.put_member(member)
+            if value is None:
+                group.update_assignment(member, member_epoch=member.member_epoch,
+                                        previous_member_epoch=member.previous_member_epoch, state=member.state,
+                                        assigned={}, pending_revocation={})
+                return
+            epochs = {(a.topic_id, p): e for a in (*value.assigned_partitions, *value.partitions_pending_revocation)
+                      if a.assignment_epochs is not None for p, e in zip(a.partitions, a.assignment_epochs)}
+            member.assignment_epochs = epochs
+            group.update_assignment(
+                member, member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
+                state=MemberState(value.state) if value.state in MemberState._value2member_map_ else MemberState.UNKNOWN,
+                assigned={a.topic_id: frozenset(a.partitions) for a in value.assigned_partitions},
+                pending_revocation={a.topic_id: frozenset(a.partitions) for a in value.partitions_pending_revocation})
+            member.assignment_epochs.update(epochs)
+
+    def after_load(self) -> None:
+        """Every loaded member gets a full session to heartbeat again (as after Kafka's failover).
+        What the group subscribes to is taken as it stands (the records do not keep it): a topic
+        that changed while the broker was down is not noticed until it changes again."""
+        for group in list(self.groups.values()):
+            group.subscribed_topics = self._subscribed_topics(group.members.values())
+            for member in group.members.values():
+                self._schedule_timeouts(group, member)
+
+    # ================================================================ describe, list, offsets
+
+    def describe(self, group_id: str) -> DescribedConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is None or group.dead:
+            raise GroupIdNotFoundError(f"Group {group_id} not found.")
+        members = tuple(DescribedConsumerMember(
+            m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
+            m.subscribed_topic_names, m.subscribed_topic_regex, _union(m.assigned, m.pending_revocation),
+            dict(group.target.get(m.member_id, {})))
+            for m in group.members.values())
+        return DescribedConsumerGroup(group_id, group.state.value, group.group_epoch, group.assignment_epoch,
+                                      self.preferred_assignor(group.members.values()), members)
+
+    def validate_offset_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int) -> None:
+        """Kafka's ConsumerGroup.validateOffsetCommit for a member of the consumer protocol."""
+        if member_epoch < 0 and not group.members:
+            return  # an admin's commit to an empty group
+        member = group.members.get(member_id)
+        if member is None:
+            raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
+        if api_version < 9:
+            raise UnsupportedVersionError("OffsetCommit version 9 or above must be used by members using the "
+                                          "consumer group protocol")
+        if member_epoch != member.member_epoch:
+            raise StaleMemberEpochError(f"The received member epoch {member_epoch} does not match the expected "
+                                        f"member epoch {member.member_epoch}.")
+
+    def is_consumer_group(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and not group.dead
+
+    def state_of(self, group_id: str) -> ConsumerGroupState | None:
+        group = self.groups.get(group_id)
+        return None if group is None else group.state
+
+
+def _union(a: Assignment, b: Assignment) -> Assignment:
+    """Everything a member holds: its assigned partitions and those it is still to revoke."""
+    out = dict(a)
+    for topic_id, parts in b.items():
+        out[topic_id] = out.get(topic_id, frozenset()) | parts
+    return out
+
+
+class _Scratch:
+    """The group as it will be once a heartbeat's records are written, for reconciliation
+    (which partitions are free) before anything is applied."""
+
+    def __init__(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
+                 replaced: ConsumerGroupMember | None) -> None:
+        self._group = group
+        self._members = members
+        self._replaced = replaced
+
+    def as_group(self) -> ConsumerGroup:
+        if not hasattr(self, "_copy"):
+            copy = ConsumerGroup(self._group.group_id)
+            copy.members = dict(self._members)
+            copy.partition_owners = dict(self._group.partition_owners)
+            if self._replaced is not None:
+                for tp, owner in list(copy.partition_owners.items()):
+                    if owner[0] == self._replaced.member_id:
+                        del copy.partition_owners[tp]
+            self._copy = copy
+        return self._copy
