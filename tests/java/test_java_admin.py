@@ -38,11 +38,13 @@ def test_cluster_features_and_producers(targets: Targets) -> None:
     kafka, ours = targets.run("admin.cluster")
     known = {"KD-203": {"features.finalized", "features.supported"}}
     assert_same_facts(kafka, ours, known)
-    # transaction.version is the one feature listed (KD-203), with the range and level Kafka gives it.
+    # group.version and transaction.version are the features listed (KD-203), each with the
+    # range and level Kafka gives it.
     for kind in ("finalized", "supported"):
-        entry = re.search(r"transaction\.version=[^\]]*\]", kafka["features"][kind])
-        assert entry is not None
-        assert ours["features"][kind] == "{" + entry.group(0) + "}"
+        for name in ("group.version", "transaction.version"):
+            entry = re.search(re.escape(name) + r"=[^\]]*\]", kafka["features"][kind])
+            assert entry is not None and entry.group(0) in ours["features"][kind], (kind, name)
+        assert len(re.findall(r"=[^\]]*\]", ours["features"][kind])) == 2, ours["features"][kind]
     assert ours["describe_producers"] == ("epoch=0 lastSequence=2 coordinatorEpoch=OptionalInt.empty "
                                           "txnStart=OptionalLong.empty")
 

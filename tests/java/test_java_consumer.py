@@ -1,4 +1,5 @@
-"""kafka-clients 4.4's KafkaConsumer (classic group protocol) against Kafka 4.4 and asyncbroker."""
+"""kafka-clients 4.4's KafkaConsumer (classic group protocol, and group.protocol=consumer) against
+Kafka 4.4 and asyncbroker."""
 
 from __future__ import annotations
 
@@ -39,14 +40,10 @@ def test_cooperative_sticky_rebalance_listener_sequence(targets: Targets) -> Non
     assert_same_facts(kafka, ours)
 
 
-def test_group_protocol_consumer_gets_a_clear_error(targets: Targets) -> None:
-    """KIP-848's protocol is not built yet (issue 19): the client must be told so at once."""
+def test_group_protocol_consumer_consumes(targets: Targets) -> None:
+    """group.protocol=consumer (KIP-848): the Java consumer joins with ConsumerGroupHeartbeat,
+    is assigned both partitions by the broker and reads every record, on both brokers."""
     kafka, ours = targets.run("consumer.group_protocol_consumer")
     assert kafka["outcome"] == "consumed"
-    known = {"KD-400": {"outcome", "records", "assignment", "error", "message"}}
-    assert_same_facts(kafka, ours, known)
-    assert ours == {
-        "outcome": "error", "error": "UnsupportedVersionException",
-        "message": "The cluster does not support the new CONSUMER group protocol. Set group.protocol=classic on "
-                   "the consumer configs to revert to the CLASSIC protocol until the cluster is upgraded.",
-    }
+    assert_same_facts(kafka, ours)
+    assert ours == {"outcome": "consumed", "records": 6, "assignment": 2}

@@ -401,11 +401,35 @@ def _sort_alter_client_quotas(answer: dict[str, Any]) -> None:
     answer["entries"].sort(key=lambda e: repr(e["entity"]))
 
 
+def _sort_assignment(assignment: dict[str, Any] | None) -> None:
+    if assignment:
+        assignment["topic_partitions"].sort(key=lambda t: repr(t["topic_id"]))
+        for t in assignment["topic_partitions"]:
+            t["partitions"].sort()
+
+
+def _sort_consumer_group_heartbeat(answer: dict[str, Any]) -> None:
+    """Kafka builds a member's assignment from hash maps (topics and partition sets)."""
+    _sort_assignment(answer.get("assignment"))
+
+
+def _sort_consumer_group_describe(answer: dict[str, Any]) -> None:
+    """Kafka lists a group's members, and their assignments, from hash maps."""
+    answer["groups"].sort(key=lambda g: g["group_id"])
+    for group in answer["groups"]:
+        group["members"].sort(key=lambda m: m["member_id"])
+        for member in group["members"]:
+            member["subscribed_topic_names"].sort()  # a set in Kafka
+            _sort_assignment(member["assignment"])
+            _sort_assignment(member["target_assignment"])
+
+
 # API key -> how to put the unordered collections of its answer in a canonical order.
 UNORDERED: dict[int, Callable[[dict[str, Any]], None]] = {
     0: _sort_produce, 2: _sort_list_offsets, 3: _sort_metadata, 20: _sort_delete_topics,
     21: _sort_delete_records, 32: _sort_describe_configs, 35: _sort_describe_log_dirs, 37: _sort_create_partitions,
     29: _sort_describe_acls, 31: _sort_delete_acls, 49: _sort_alter_client_quotas, 50: _sort_scram_results, 51: _sort_scram_results,
+    68: _sort_consumer_group_heartbeat, 69: _sort_consumer_group_describe,
 }
 
 

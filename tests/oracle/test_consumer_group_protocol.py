@@ -1,0 +1,227 @@
+"""Differential scenarios: the consumer rebalance protocol (KIP-848). ConsumerGroupHeartbeat
+v0-v1 and ConsumerGroupDescribe v0-v1 compared with Kafka 4.4: request validation, joining,
+the range assignor's assignments, revocation before assignment, fencing by epoch, static
+members, leaving, offsets committed and fetched with member epochs, and the group seen
+through ListGroups, DescribeGroups and DeleteGroups.
+
+Both brokers run with group.consumer.assignment.interval.ms=0 (ORACLE_SETTINGS), so a
+target assignment is computed in the heartbeat that needs it and epochs do not depend on
+timing. Member ids are the scenario's own (v1), or aliased where the broker makes them (v0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import admin_steps
+import group_steps
+from differential import ScenarioRun, entity
+
+pytestmark = pytest.mark.timeout(180)
+
+HEARTBEAT, DESCRIBE = 68, 69
+
+
+def hb(run: ScenarioRun, label: str, member: str, epoch: int = 0, *, version: int = 1, group: str = "g",
+       topics: list[str] | None = None, regex: str | None = None, owned: Any = None, timeout: int = -1,
+       assignor: str | None = None, instance: str | None = None, raw_group: bool = False) -> Any:
+    if owned is not None:
+        owned = [entity(HEARTBEAT, version, "TopicPartitions", topic_id=t, partitions=list(p)) for t, p in owned]
+    return run.call(HEARTBEAT, version, _label=label, group_id=group if raw_group else run.group(group),
+                    member_id=member, member_epoch=epoch, instance_id=instance, rack_id=None,
+                    rebalance_timeout=timeout, subscribed_topic_names=None if topics is None else [run.topic(t) for t in topics],
+                    subscribed_topic_regex=regex, server_assignor=assignor, topic_partitions=owned)
+
+
+def join(run: ScenarioRun, label: str, member: str, topics: list[str], **kw: Any) -> Any:
+    return hb(run, label, member, 0, topics=topics, owned=[], timeout=30000, **kw)
+
+
+def owned_of(answer: Any) -> list[tuple[Any, list[int]]]:
+    return [(tp.topic_id, list(tp.partitions)) for tp in answer.assignment.topic_partitions]
+
+
+def describe(run: ScenarioRun, label: str, *groups: str) -> Any:
+    return run.call(DESCRIBE, 1, _label=label, group_ids=[run.group(g) for g in groups],
+                    include_authorized_operations=False)
+
+
+def topics(run: ScenarioRun) -> None:
+    group_steps.wait_for_coordinator(run)
+    admin_steps.create_topics(run, [admin_steps.creatable(run, "t1", 3), admin_steps.creatable(run, "t2", 2)])
+    admin_steps.metadata_topics(run, ["t1", "t2"], record=False)  # learn the topic ids
+
+
+def validation(version: int):  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        topics(run)
+        hb(run, "empty group and member", "", version=version, group="", raw_group=True)
+        hb(run, "empty group", "m", version=version, group="", raw_group=True)
+        hb(run, "empty member", "", version=version)
+        hb(run, "no rebalance timeout", "m", version=version, topics=["t1"], owned=[])
+        hb(run, "owned partitions missing", "m", version=version, topics=["t1"], timeout=30000)
+        hb(run, "owned partitions not empty", "m", version=version, topics=["t1"], timeout=30000,
+           owned=[(run.topic_id("t1"), [0])])
+        hb(run, "no subscription", "m", version=version, timeout=30000, owned=[])
+        hb(run, "empty instance id", "m", version=version, topics=["t1"], timeout=30000, owned=[], instance="")
+        hb(run, "unknown assignor", "m", version=version, topics=["t1"], timeout=30000, owned=[], assignor="nope")
+        hb(run, "epoch below -2", "m", -3, version=version)
+        hb(run, "static leave without instance id", "m", -2, version=version)
+        hb(run, "heartbeat to an unknown group", "m", 3, version=version)
+        hb(run, "leave an unknown group", "m", -1, version=version)
+    return scenario
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_heartbeat_validation(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(validation(version))
+
+
+def two_members(run: ScenarioRun) -> None:
+    """Range: m-a alone holds everything; m-b joins, m-a revokes first, then m-b gets its
+    share; fencing by stale and future epochs; leaving; delete."""
+    topics(run)
+    a = join(run, "a joins", "m-a", ["t1", "t2"], assignor="range")
+    hb(run, "a heartbeats", "m-a", a.member_epoch)
+    describe(run, "a alone", "g")
+    b = join(run, "b joins", "m-b", ["t1", "t2"], assignor="range")
+    a2 = hb(run, "a told to revoke", "m-a", a.member_epoch)
+    b2 = hb(run, "b waits for unreleased partitions", "m-b", b.member_epoch)
+    describe(run, "reconciling", "g")
+    hb(run, "a with a stale epoch", "m-a", a.member_epoch - 1)
+    hb(run, "a with a future epoch", "m-a", a.member_epoch + 5)
+    hb(run, "unknown member", "m-x", a.member_epoch)
+    a3 = hb(run, "a has revoked", "m-a", a2.member_epoch, owned=owned_of(a2))
+    b3 = hb(run, "b gets the released partitions", "m-b", b2.member_epoch)
+    describe(run, "stable", "g")
+    group_steps.list_groups(run, label="list groups")
+    group_steps.list_groups(run, types=["consumer"], label="list consumer groups")
+    group_steps.list_groups(run, types=["classic"], label="list classic groups")
+    group_steps.list_groups(run, states=["stable"], label="list stable groups")
+    run.call(15, 5, _label="describe groups v5", groups=[run.group("g")], include_authorized_operations=False)
+    run.call(42, 2, _label="delete a group with members", groups_names=[run.group("g")])
+    hb(run, "b leaves", "m-b", -1)
+    hb(run, "b leaves again", "m-b", -1)
+    a4 = hb(run, "a takes everything back", "m-a", a3.member_epoch)
+    hb(run, "a heartbeats at its new epoch", "m-a", a4.member_epoch)
+    del b3
+    hb(run, "a leaves", "m-a", -1)
+    describe(run, "empty", "g", "never")
+    run.call(42, 2, _label="delete the empty group", groups_names=[run.group("g")])
+    describe(run, "deleted", "g")
+
+
+def test_two_members_range(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(two_members)
+
+
+def v0_joins(run: ScenarioRun) -> None:
+    """v0: the coordinator makes the member id."""
+    topics(run)
+    request = entity(HEARTBEAT, 0, "ConsumerGroupHeartbeatRequest", group_id=run.group("g"), member_id="",
+                     member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout=30000,
+                     subscribed_topic_names=[run.topic("t1")], server_assignor=None, topic_partitions=[])
+    a = run.send(request, record=False)
+    run.alias(a.member_id, "<member-a>")  # before it is recorded: both brokers make their own
+    run.record("v0 join", request, a)
+    hb(run, "v0 heartbeat", a.member_id, a.member_epoch, version=0)
+    describe(run, "v0 member", "g")
+    hb(run, "v0 leave", a.member_id, -1, version=0)
+
+
+def test_v0_member_ids(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(v0_joins)
+
+
+def static_members(run: ScenarioRun) -> None:
+    topics(run)
+    a = join(run, "static a joins", "m-a", ["t1"], instance="i-1", assignor="range")
+    join(run, "another member with the same instance id", "m-b", ["t1"], instance="i-1", assignor="range")
+    hb(run, "instance id of a stranger", "m-b", a.member_epoch, instance="i-1")
+    hb(run, "unknown instance id", "m-a", a.member_epoch, instance="i-9")
+    hb(run, "static a leaves for now", "m-a", -2, instance="i-1")
+    describe(run, "a away", "g")
+    join(run, "a comes back as m-c", "m-c", ["t1"], instance="i-1", assignor="range")
+    describe(run, "m-c holds a's partitions", "g")
+    hb(run, "the old member id is fenced", "m-a", a.member_epoch, instance="i-1")
+
+
+def test_static_members(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(static_members)
+
+
+def offsets_with_member_epochs(run: ScenarioRun) -> None:
+    topics(run)
+    a = join(run, "a joins", "m-a", ["t1"], assignor="range")
+
+    def commit(label: str, member: str, epoch: int, version: int = 9) -> Any:
+        return run.call(8, version, _label=label, group_id=run.group("g"), generation_id_or_member_epoch=epoch,
+                        member_id=member, group_instance_id=None, retention_time=-1, topics=[
+                            entity(8, version, "OffsetCommitRequestTopic", name=run.topic("t1"),
+                                   topic_id=run.topic_id("t1"), partitions=[
+                                       entity(8, version, "OffsetCommitRequestPartition", partition_index=0,
+                                              committed_offset=5, committed_leader_epoch=-1,
+                                              committed_metadata="")])])
+
+    def fetch(label: str, member: str | None, epoch: int) -> Any:
+        return run.call(9, 9, _label=label, groups=[entity(9, 9, "OffsetFetchRequestGroup", group_id=run.group("g"),
+                                                           member_id=member, member_epoch=epoch, topics=None)],
+                        require_stable=False)
+
+    commit("commit at the member's epoch", "m-a", a.member_epoch)
+    commit("commit with a stale epoch", "m-a", a.member_epoch - 1)
+    commit("commit from an unknown member", "m-x", a.member_epoch)
+    commit("admin commit to a group with members", "", -1)
+    commit("commit v8 from a consumer-protocol member", "m-a", a.member_epoch, version=8)
+    fetch("fetch at the member's epoch", "m-a", a.member_epoch)
+    fetch("fetch with a stale epoch", "m-a", a.member_epoch - 1)
+    fetch("fetch by an admin", None, -1)
+    hb(run, "a leaves", "m-a", -1)
+    commit("admin commit to the empty group", "", -1)
+    fetch("fetch after", None, -1)
+
+
+def test_offsets_with_member_epochs(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(offsets_with_member_epochs)
+
+
+def classic_member_then_consumer_member(run: ScenarioRun) -> None:
+    """A consumer-protocol member joins a group id whose classic group has a member: Kafka
+    upgrades the group online; asyncbroker refuses (KD-211)."""
+    topics(run)
+    c = run.connect("classic")
+    offered = (("range", group_steps.subscription([run.topic("t1")])),)
+    joined = group_steps.join_new_member(run, "g", version=9, conn=c, offered=offered).answer()
+    group_steps.sync(run, "g", joined.generation_id, joined.member_id, version=5, conn=c,
+                     assignments={joined.member_id: group_steps.assignment({run.topic("t1"): [0, 1, 2]})}).answer()
+    join(run, "consumer member joins a classic group with a member", "m-a", ["t1"], assignor="range")
+
+
+def test_classic_group_with_members_is_not_upgraded(brokers) -> None:  # type: ignore[no-untyped-def]
+    step = "4:"
+    brokers.compare(classic_member_then_consumer_member, known={"KD-211": {
+        step + ".error_code", step + ".error_message", step + ".member_id", step + ".member_epoch",
+        step + ".heartbeat_interval", step + ".assignment"}})
+
+
+def empty_classic_group_replaced(run: ScenarioRun) -> None:
+    """An empty classic group (committed offsets, no members) becomes a consumer group when a
+    consumer-protocol member joins, keeping its offsets."""
+    topics(run)
+    run.call(8, 9, _label="admin commit makes a classic group", group_id=run.group("g"),
+             generation_id_or_member_epoch=-1, member_id="", group_instance_id=None, retention_time=-1, topics=[
+                 entity(8, 9, "OffsetCommitRequestTopic", name=run.topic("t1"), partitions=[
+                     entity(8, 9, "OffsetCommitRequestPartition", partition_index=0, committed_offset=7,
+                            committed_leader_epoch=-1, committed_metadata="")])])
+    group_steps.list_groups(run, label="listed as classic")
+    join(run, "consumer member joins the empty classic group", "m-b", ["t1"], assignor="range")
+    group_steps.list_groups(run, label="listed as consumer")
+    run.call(9, 9, _label="offsets kept", groups=[entity(9, 9, "OffsetFetchRequestGroup", group_id=run.group("g"),
+                                                         member_id="m-b", member_epoch=2, topics=None)],
+             require_stable=False)
+
+
+def test_empty_classic_group_replaced(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(empty_classic_group_replaced)

@@ -1,0 +1,114 @@
+"""The records of a consumer-protocol group in `__consumer_offsets`, both ways between Kafka 4.4
+and asyncbroker (issue 19: groups survive a restart, and a log dir moved to Kafka keeps them).
+
+- Kafka → asyncbroker: the same scenario (test_consumer_group_protocol.two_members: joins,
+  revocation, leave) runs on Kafka; every consumer-group record Kafka wrote for the group is
+  decoded here and encoded again to the very same bytes (the member record aside: Kafka adds a
+  tagged field this broker does not keep, so that one is compared decoded), and replaying them
+  gives the group ConsumerGroupDescribe showed on Kafka.
+- asyncbroker → Kafka: the scenario runs on asyncbroker; Kafka's DumpLogSegments
+  (--offsets-decoder) reads every record asyncbroker wrote for the group and decodes each as
+  the record type it is, with the epochs asyncbroker answered.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+import pytest
+
+import test_consumer_group_protocol as scenarios
+from differential import run_scenario
+from jvm.kafka_jvm import dump_log_segments
+
+from asyncbroker.consumer_group_manager import ConsumerGroupManager
+from asyncbroker.coordinator_loader import _CONSUMER_VALUE_DECODERS
+from asyncbroker.coordinator_records import CoordinatorRecordType, decode_consumer_group_key
+from asyncbroker.offsets_topic import partition_for
+from wire.records import decode_records
+
+pytestmark = pytest.mark.timeout(180)
+
+_T = CoordinatorRecordType
+ENCODERS = {
+    _T.CONSUMER_GROUP_METADATA: "encode_consumer_group_metadata_value",
+    _T.CONSUMER_GROUP_MEMBER_METADATA: "encode_member_metadata_value",
+    _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: "encode_target_assignment_metadata_value",
+    _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: "encode_target_assignment_member_value",
+    _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: "encode_current_member_assignment_value",
+}
+
+
+def group_records(log_dir: Path, group_id: str) -> list[tuple[bytes, bytes | None]]:
+    """(key, value) of every record of `group_id`'s __consumer_offsets partition, in log order."""
+    part = log_dir / f"__consumer_offsets-{partition_for(group_id, 50)}"
+    out = []
+    for segment in sorted(part.glob("*.log")):
+        data = segment.read_bytes()
+        pos = 0
+        while pos + 61 <= len(data):
+            size = int.from_bytes(data[pos + 8:pos + 12], "big") + 12
+            if pos + size > len(data):
+                break
+            for r in decode_records(data[pos:pos + size]):
+                if r.key is not None:
+                    out.append((bytes(r.key), None if r.value is None else bytes(r.value)))
+            pos += size
+    return [(k, v) for k, v in out if (key := decode_consumer_group_key(k)) is not None and key.group == group_id]
+
+
+def test_records_kafka_wrote_read_and_written_back(brokers) -> None:  # type: ignore[no-untyped-def]
+    import asyncbroker.coordinator_records as formats
+
+    run = run_scenario(scenarios.two_members, "kafka", brokers.kafka.bootstrap)
+    group_id = run.group("g")
+    records = group_records(Path(brokers.kafka.log_dir), group_id)
+    types = {decode_consumer_group_key(k).record_type for k, _ in records}  # type: ignore[union-attr]
+    assert types == set(ENCODERS)
+    manager = ConsumerGroupManager.__new__(ConsumerGroupManager)
+    manager.groups = {}
+    for key_bytes, value_bytes in records:
+        key = decode_consumer_group_key(key_bytes)
+        assert key is not None
+        value = None if value_bytes is None else _CONSUMER_VALUE_DECODERS[key.record_type](value_bytes)
+        if value is not None:
+            again = getattr(formats, ENCODERS[key.record_type])(value)
+            if key.record_type == _T.CONSUMER_GROUP_MEMBER_METADATA:
+                assert _CONSUMER_VALUE_DECODERS[key.record_type](again) == value
+            else:
+                assert again == value_bytes, (key, value)
+        manager.replay(key, value)
+    # The scenario ends with the group emptied ("empty" described), then deleted.
+    described = [s.response for s in run.transcript if s.label == "empty"][0]["groups"]
+    empty = next(g for g in described if g["group_id"] == "g")
+    assert group_id not in manager.groups  # deleted: its tombstones replayed
+    assert empty["group_epoch"] == empty["assignment_epoch"] == 5
+
+
+def test_records_asyncbroker_wrote_read_by_kafka(brokers) -> None:  # type: ignore[no-untyped-def]
+    run = run_scenario(scenarios.two_members, "asyncbroker", brokers.ours.bootstrap)
+    group_id = run.group("g")
+    part = Path(brokers.ours.log_dir) / f"__consumer_offsets-{partition_for(group_id, 50)}"
+    out = dump_log_segments(sorted(part.glob("*.log")), ["--offsets-decoder"])
+    lines = [line for line in out.splitlines() if f'"{group_id}"' in line and '"type":"' in line]
+    decoded = []
+    for line in lines:
+        key = json.loads(re.search(r"key: (\{.*?\}\}) payload", line).group(1))  # type: ignore[union-attr]
+        payload = line.split("payload: ", 1)[1]
+        decoded.append((int(key["type"]), None if payload == "<DELETE>" else json.loads(payload)))
+    ours = group_records(Path(brokers.ours.log_dir), group_id)
+    assert len(decoded) == len(ours) and {t for t, _ in decoded} >= {3, 5, 6, 7, 8}
+    epochs = [v["data"]["epoch"] for t, v in decoded if t == 3 and v is not None]
+    assert epochs == sorted(epochs) and epochs[-1] == 5  # as asyncbroker answered ("empty": epoch 5)
+    # Every member epoch a heartbeat answered is one a current-assignment record holds.
+    answered = {s.response["member_epoch"] for s in run.transcript
+                if s.request is not None and isinstance(s.response, dict) and "member_epoch" in s.response
+                and s.response["error_code"] == "none" and s.response["member_epoch"] > 0}
+    current = {v["data"]["memberEpoch"] for t, v in decoded if t == 8 and v is not None}
+    assert answered and answered <= current
+    members = [v["data"] for t, v in decoded if t == 5 and v is not None]
+    assert len(members) == 2
+    for m in members:
+        assert sorted(n.rsplit("-", 1)[0] for n in m["subscribedTopicNames"]) == ["t1", "t2"]
+        assert m["serverAssignor"] == "range" and m["rebalanceTimeoutMs"] == 30000
