@@ -208,25 +208,26 @@ def produce(bootstrap: str, topic: str, count: int, size: int, acks: str) -> flo
     return count / elapsed
 
 
-def warm_up_group_coordinator(bootstrap: str, group: str = "bench") -> None:
+def warm_up_group_coordinator(bootstrap: str, topic: str, group: str = "bench") -> None:
     """Have the broker create __consumer_offsets (50 partitions) before a consume is timed.
 
     The consumer's group.id makes librdkafka look up its coordinator, and the first lookup on
     a fresh broker creates the offsets topic: a one-time cost (seconds on Kafka) that is not
-    consume throughput. Done the same way on both brokers."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(30)
-            return
-        except Exception:  # noqa: BLE001 - COORDINATOR_NOT_AVAILABLE while the topic is created
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)  # retry a lookup, bounded by the deadline
+    consume throughput. Done the same way on both brokers: a consumer of the group asks for
+    its committed offset until it gets an answer."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                c.committed([TopicPartition(topic, 0)], timeout=10)
+                return
+            except Exception:  # noqa: BLE001 - COORDINATOR_NOT_AVAILABLE while the topic is created
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)  # retry a lookup, bounded by the deadline
+    finally:
+        c.close()
 
 
 def consume(bootstrap: str, topic: str, partitions: int, count: int) -> float:
@@ -407,7 +408,7 @@ def measure(kind: str, report: Report, echo: tuple[float, float]) -> None:
                            ">= Kafka, >= 1.8 M on p=1", higher_is_better=True,
                            note=f"broker CPU {cpu.broker_cpu / cpu.wall:.0%}, "
                                 f"{cpu.broker_cpu / SMALL_COUNT * 1e6:.2f} us/msg")
-            warm_up_group_coordinator(bs)
+            warm_up_group_coordinator(bs, "small-acks1")
             with CpuShare(pid) as cpu:
                 rate = consume(bs, "small-acks1", partitions, SMALL_COUNT)
             report.add(kind, f"consume 100 B p={partitions}", rate, "msgs/s", ">= Kafka, >= 1 M on p=1",
