@@ -22,7 +22,7 @@ target assignment.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import msgspec
 
@@ -49,14 +49,19 @@ def _member_order(members: Sequence[MemberSpec]) -> list[MemberSpec]:
     return sorted(members, key=lambda m: (0, m.instance_id, "") if m.instance_id is not None else (1, "", m.member_id))
 
 
+def _by_topic(spec: AssignmentSpec, members: list[MemberSpec]) -> Iterator[tuple[uuid.UUID, list[MemberSpec], int]]:
+    """Each subscribed topic in order, with its subscribers (in `members` order) and its
+    partition count; topics nobody subscribes to are skipped."""
+    for topic_id in spec.topic_order:
+        subscribers = [m for m in members if topic_id in m.subscribed]
+        if subscribers:
+            yield topic_id, subscribers, spec.partitions[topic_id]
+
+
 def _range(spec: AssignmentSpec) -> dict[str, Assignment]:
     members = _member_order(spec.members)
     out: dict[str, dict[uuid.UUID, frozenset[int]]] = {m.member_id: {} for m in members}
-    for topic_id in spec.topic_order:
-        subscribers = [m for m in members if topic_id in m.subscribed]
-        if not subscribers:
-            continue
-        count = spec.partitions[topic_id]
+    for topic_id, subscribers, count in _by_topic(spec, members):
         quota, extra = divmod(count, len(subscribers))
         start = 0
         for m in subscribers:
@@ -121,11 +126,7 @@ def _uniform_homogeneous(spec: AssignmentSpec, members: list[MemberSpec]) -> dic
 def _uniform_heterogeneous(spec: AssignmentSpec, members: list[MemberSpec]) -> dict[str, Assignment]:
     out: dict[str, dict[uuid.UUID, set[int]]] = {m.member_id: {} for m in members}
     load = {m.member_id: 0 for m in members}
-    for topic_id in spec.topic_order:
-        subscribers = [m for m in members if topic_id in m.subscribed]
-        if not subscribers:
-            continue
-        count = spec.partitions[topic_id]
+    for topic_id, subscribers, count in _by_topic(spec, members):
         quota, extra = divmod(count, len(subscribers))
         free = []
         for p in range(count):

@@ -445,12 +445,17 @@ def _i64(v: int) -> bytes:
     return _I64.pack(v)
 
 
-def encode_consumer_group_metadata_value(value: ConsumerGroupMetadataValue) -> bytes:
+def _epoch_value(epoch: int, tag0_i64: int) -> bytes:
+    """Version 0: an int32 epoch, then an int64 in tag 0 when it is not its default (0)."""
     w = _Writer(flexible=True)
     w.i16(0)
-    w.i32(value.epoch)
-    w.tagged([(0, _i64(value.metadata_hash))] if value.metadata_hash else [])
+    w.i32(epoch)
+    w.tagged([(0, _i64(tag0_i64))] if tag0_i64 else [])
     return bytes(w.out)
+
+
+def encode_consumer_group_metadata_value(value: ConsumerGroupMetadataValue) -> bytes:
+    return _epoch_value(value.epoch, value.metadata_hash)
 
 
 def encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> bytes:
@@ -471,11 +476,7 @@ def encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> byt
 
 
 def encode_target_assignment_metadata_value(value: TargetAssignmentMetadataValue) -> bytes:
-    w = _Writer(flexible=True)
-    w.i16(0)
-    w.i32(value.assignment_epoch)
-    w.tagged([(0, _i64(value.assignment_timestamp))] if value.assignment_timestamp else [])
-    return bytes(w.out)
+    return _epoch_value(value.assignment_epoch, value.assignment_timestamp)
 
 
 def _write_topic_assignments(w: _Writer, topics: Sequence[TopicAssignment], *, with_epochs: bool) -> None:
