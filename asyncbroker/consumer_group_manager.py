@@ -153,7 +153,7 @@ class ConsumerGroupManager:
         self.max_size: int = config.group_consumer_max_size
         self._config = config  # group.consumer.assignment.interval.ms is dynamic: read when used
         self._locks: dict[str, asyncio.Lock] = {}
-        self._fencing: set[asyncio.Future[None]] = set()
+        self._fencing: set[asyncio.Future[None]] = set()  # fencing and assignment tasks under way
 
     def _now(self) -> int:
         now: int = self.clock.milliseconds()
@@ -294,12 +294,9 @@ class ConsumerGroupManager:
         interval: int = self._config.effective("group.consumer.assignment.interval.ms")
         if group_epoch > group.assignment_epoch and (
                 now - group.assignment_timestamp >= interval or not group.members or created):
-            target = self._compute_target(group, members_after, topics)
+            target, target_records = self._new_target(group, members_after, topics, group_epoch, now)
             target_epoch, assignment_timestamp = group_epoch, now
-            for mid, assignment in target.items():
-                if group.target.get(mid) != assignment or mid not in group.target:
-                    records.append(self._target_member_record(group_id, mid, assignment))
-            records.append(self._target_metadata_record(group_id, group_epoch, now))
+            records += target_records
 
         scratch = _Scratch(group, members_after, replaced)
         nxt = reconcile(scratch.as_group(), updated, target_epoch, target.get(member_id, {}), owned)
@@ -331,6 +328,10 @@ class ConsumerGroupManager:
         if target_epoch != group.assignment_epoch or replaced is not None:
             group.target = dict(target)
             group.assignment_epoch, group.assignment_timestamp = target_epoch, assignment_timestamp
+        if group.group_epoch > group.assignment_epoch:
+            # Too soon after the last one: computed once the interval has passed, as Kafka's
+            # background assignment does; members pick it up at their next heartbeat.
+            self._assign_later(group, group.assignment_timestamp + interval - now)
         if is_new:
             log.info("[GroupId %s] Member %s joins the consumer group using the consumer protocol.", group_id,
                      member_id)
@@ -505,6 +506,45 @@ class ConsumerGroupManager:
         if not counts:
             return self.assignors[0]
         return max(counts, key=lambda a: (counts[a], -self.assignors.index(a)))
+
+    def _new_target(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
+                    topics: dict[str, tuple[uuid.UUID, int]], epoch: int,
+                    now: int) -> tuple[dict[str, Assignment], list[Record]]:
+        """The target assignment for `epoch`, and the records of what changed in it."""
+        target = self._compute_target(group, members, topics)
+        records = [self._target_member_record(group.group_id, mid, assignment)
+                   for mid, assignment in target.items() if group.target.get(mid) != assignment]
+        records.append(self._target_metadata_record(group.group_id, epoch, now))
+        return target, records
+
+    def _assign_later(self, group: ConsumerGroup, delay_ms: int) -> None:
+        key = ("consumer-assignment", group.group_id, "")
+        if key in self.timer:
+            return
+        group_id = group.group_id
+
+        async def assign_now() -> None:
+            async with self._lock(group_id):
+                current = self.groups.get(group_id)
+                if current is None or current.dead or current.group_epoch <= current.assignment_epoch:
+                    return
+                now = self._now()
+                topics = self._subscribed_topics(current.members.values())
+                target, records = self._new_target(current, current.members, topics, current.group_epoch, now)
+                try:
+                    await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
+                except Exception:  # noqa: BLE001 - the next heartbeat computes it instead
+                    log.exception("[GroupId %s] Could not store the target assignment", group_id)
+                    return
+                current.target, current.assignment_epoch, current.assignment_timestamp = (
+                    dict(target), current.group_epoch, now)
+
+        def fire() -> None:
+            task = asyncio.ensure_future(assign_now())
+            self._fencing.add(task)
+            task.add_done_callback(self._fencing.discard)
+
+        self.timer.schedule(key, max(0, delay_ms), fire)
 
     def _compute_target(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
                         topics: dict[str, tuple[uuid.UUID, int]]) -> dict[str, Assignment]:

@@ -105,3 +105,22 @@ def test_sigkill_while_a_member_must_revoke() -> None:
             assert (state, group_epoch, assignment_epoch) == ("Stable", before[1], before[2])
             assert members == {"m-a": (done.member_epoch, [0, 1], [0, 1]), "m-b": (got.member_epoch, [2, 3], [2, 3])}
             assert fetched(c, "m-a", done.member_epoch) == 42
+
+
+def test_a_deferred_assignment_is_computed_without_a_heartbeat() -> None:
+    """group.consumer.assignment.interval.ms (1 s by default): a change right after an
+    assignment leaves the group Assigning; once the interval has passed the broker computes
+    the target by itself (Kafka's background assignment), before any member heartbeats again."""
+    from wait_for import wait_until
+
+    with BrokerProcess([]) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 4, 1)])[TOPIC].result(30)
+        with RawClient(broker.bootstrap) as c:
+            heartbeat(c, "m-a", 0, [], join=True)
+            heartbeat(c, "m-b", 0, [], join=True)
+            state, group_epoch, assignment_epoch, _ = describe(c)
+            assert (state, group_epoch, assignment_epoch) == ("Assigning", 3, 2)
+            wait_until(lambda: describe(c)[:3] == ("Reconciling", 3, 3), timeout=10,
+                       message="the target assignment computed after the interval")
+            assert {m: target for m, (_, _, target) in describe(c)[3].items()} == {"m-a": [0, 1], "m-b": [2, 3]}
