@@ -557,11 +557,16 @@ def _read_topic_assignments(r: _Reader) -> tuple[TopicAssignment, ...]:
     return tuple(out)
 
 
-def decode_consumer_group_metadata_value(data: bytes) -> ConsumerGroupMetadataValue:
-    r = _flexible_value(data, "ConsumerGroupMetadataValue")
+def _read_epoch_value(data: bytes, name: str) -> tuple[int, int]:
+    """(the int32 epoch, the int64 in tag 0 or 0): the reverse of _epoch_value."""
+    r = _flexible_value(data, name)
     epoch = r.i32()
     tagged = _tagged(r)
-    return ConsumerGroupMetadataValue(epoch, _I64.unpack(tagged[0])[0] if 0 in tagged else 0)
+    return epoch, _I64.unpack(tagged[0])[0] if 0 in tagged else 0
+
+
+def decode_consumer_group_metadata_value(data: bytes) -> ConsumerGroupMetadataValue:
+    return ConsumerGroupMetadataValue(*_read_epoch_value(data, "ConsumerGroupMetadataValue"))
 
 
 def decode_member_metadata_value(data: bytes) -> ConsumerGroupMemberMetadataValue:
@@ -580,10 +585,7 @@ def decode_member_metadata_value(data: bytes) -> ConsumerGroupMemberMetadataValu
 
 
 def decode_target_assignment_metadata_value(data: bytes) -> TargetAssignmentMetadataValue:
-    r = _flexible_value(data, "ConsumerGroupTargetAssignmentMetadataValue")
-    epoch = r.i32()
-    tagged = _tagged(r)
-    return TargetAssignmentMetadataValue(epoch, _I64.unpack(tagged[0])[0] if 0 in tagged else 0)
+    return TargetAssignmentMetadataValue(*_read_epoch_value(data, "ConsumerGroupTargetAssignmentMetadataValue"))
 
 
 def decode_target_assignment_member_value(data: bytes) -> TargetAssignmentMemberValue:
