@@ -14,9 +14,11 @@ target assignment.
   topics (Kafka's homogeneous case) this follows Kafka's steps: a quota per member,
   partitions over quota revoked, then free partitions handed out in topic and partition
   order. Kafka walks members and topics in hash-map order; here members go in id order and
-  topics in name order, so which member gets an extra partition can differ from Kafka's
-  (KNOWN_DIFFERENCES: KD-210). With differing subscriptions, each topic's partitions go to
-  its least-loaded subscribers, again keeping what members hold.
+  topics in name order, so which member gets an extra partition, and which partitions a
+  member over its quota gives up, can differ from Kafka's (the differential scenarios use
+  `range`, or a single member, for that reason). With differing subscriptions, each topic's
+  partitions go to its least-loaded subscribers, again keeping what members hold; Kafka's
+  heterogeneous builder balances differently in its details.
 """
 
 from __future__ import annotations
