@@ -216,6 +216,8 @@ def empty_classic_group_replaced(run: ScenarioRun) -> None:
                      entity(8, 9, "OffsetCommitRequestPartition", partition_index=0, committed_offset=7,
                             committed_leader_epoch=-1, committed_metadata="")])])
     group_steps.list_groups(run, label="listed as classic")
+    hb(run, "a bad join changes nothing", "m-b", 0, topics=["t1"], owned=[])  # no rebalance timeout
+    group_steps.list_groups(run, label="still classic")
     join(run, "consumer member joins the empty classic group", "m-b", ["t1"], assignor="range")
     group_steps.list_groups(run, label="listed as consumer")
     run.call(9, 9, _label="offsets kept", groups=[entity(9, 9, "OffsetFetchRequestGroup", group_id=run.group("g"),
