@@ -15,7 +15,8 @@ import msgspec
 
 __all__ = [
     "UNKNOWN", "WILDCARD", "WILDCARD_PRINCIPAL", "CLUSTER_NAME", "ResourceType", "PatternType", "AclOperation",
-    "AclPermissionType", "AclBinding", "AclBindingFilter", "SUPPORTED_OPERATIONS", "InvalidAclError", "binding_of",
+    "AclPermissionType", "AclBinding", "AclBindingFilter", "SUPPORTED_OPERATIONS", "EVERY_OPERATION",
+    "AUTHORIZED_OPERATIONS_OMITTED", "InvalidAclError", "binding_of",
     "filter_of", "member_of",
 ]
 
@@ -88,6 +89,11 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
     ResourceType.DELEGATION_TOKEN: (_O.DESCRIBE,),
     ResourceType.USER: (_O.CREATE_TOKENS, _O.DESCRIBE_TOKENS),
 }
+EVERY_OPERATION: dict[ResourceType, int] = {
+    rt: sum(1 << op for op in ops) for rt, ops in SUPPORTED_OPERATIONS.items()}
+"""The authorized-operations bit field when every operation is allowed (no authorizer)."""
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+"""An authorized-operations field the request did not ask for (Java's Integer.MIN_VALUE)."""
 
 
 class InvalidAclError(ValueError):

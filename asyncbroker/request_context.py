@@ -21,7 +21,7 @@ from wire.errors import (
     TopicAuthorizationFailedError,
 )
 
-from asyncbroker.acl_binding import CLUSTER_NAME, AclOperation, ResourceType
+from asyncbroker.acl_binding import CLUSTER_NAME, EVERY_OPERATION, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
@@ -121,11 +121,11 @@ class RequestContext(msgspec.Struct, frozen=True):
                                    log_denial: bool = True) -> bool:
         return self.authorize(operation, ResourceType.TRANSACTIONAL_ID, transactional_id, log_denial=log_denial)
 
-    def authorized_operations(self, resource_type: ResourceType, name: str, every_operation: int) -> int:
-        """The authorized-operations bit field of a resource; `every_operation` without an authorizer."""
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The authorized-operations bit field of a resource (all it supports without an authorizer)."""
         authorizer = self.broker.authorizer
         if authorizer is None:
-            return every_operation
+            return EVERY_OPERATION[resource_type]
         return authorizer.authorized_operations(self.session.principal, self.host, resource_type, name)
 
     def not_authorized_message(self, operation: AclOperation) -> str:

@@ -9,7 +9,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.acl_binding import AclOperation, ResourceType
+from asyncbroker.acl_binding import AUTHORIZED_OPERATIONS_OMITTED, AclOperation, ResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -18,10 +18,6 @@ API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 MIN_VERSION = 0
 MAX_VERSION = 1
 
-_AUTHORIZED_OPS_OMITTED = -(2**31)
-# Every operation Kafka defines on a group: READ (3), DELETE (6), DESCRIBE (8),
-# DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11).
-_GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 _CONSUMER_MEMBER = 1  # member_type (v1): the member uses the consumer protocol
 
 
@@ -29,7 +25,7 @@ def _error(b: ResponseBuilder, group_id: str, exc: BaseException | None, code: i
     return b.entity("DescribedGroup", error_code=code if exc is None else error_code_for(exc),
                     error_message=None if exc is None else error_message_for(exc), group_id=group_id,
                     group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
-                    authorized_operations=_AUTHORIZED_OPS_OMITTED)
+                    authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
@@ -64,8 +60,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                      assignment=assignment(m.assignment), target_assignment=assignment(m.target_assignment),
                      member_type=_CONSUMER_MEMBER)
             for m in d.members)
-        operations = (ctx.authorized_operations(ResourceType.GROUP, group_id, _GROUP_OPERATIONS)
-                      if request.include_authorized_operations else _AUTHORIZED_OPS_OMITTED)
+        operations = (ctx.authorized_operations(ResourceType.GROUP, group_id)
+                      if request.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED)
         out.append(b.entity("DescribedGroup", error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
                             group_state=d.state, group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
                             assignor_name=d.assignor_name, members=members, authorized_operations=operations))

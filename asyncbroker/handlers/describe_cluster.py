@@ -7,7 +7,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.acl_binding import CLUSTER_NAME, ResourceType
+from asyncbroker.acl_binding import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_NAME, ResourceType
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
@@ -17,11 +17,6 @@ MAX_VERSION = 2
 
 ENDPOINT_TYPE_BROKER = 1
 ENDPOINT_TYPE_CONTROLLER = 2
-# Kafka's AclOperation ids that apply to the CLUSTER resource; with no
-# authorizer every one of them is allowed.
-_CLUSTER_OPERATIONS = (5, 7, 8, 9, 10, 11, 12)  # CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE
-_ALL_CLUSTER_OPERATIONS = sum(1 << op for op in _CLUSTER_OPERATIONS)
-_OPERATIONS_OMITTED = -(2**31)
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
@@ -58,7 +53,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         controller_id=ctx.broker.node_id if code == ErrorCode.NONE else -1,
         brokers=brokers,
         cluster_authorized_operations=(
-            ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, _ALL_CLUSTER_OPERATIONS)
-            if request.include_cluster_authorized_operations and code == ErrorCode.NONE else _OPERATIONS_OMITTED
+            ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+            if request.include_cluster_authorized_operations and code == ErrorCode.NONE else AUTHORIZED_OPERATIONS_OMITTED
         ),
     )

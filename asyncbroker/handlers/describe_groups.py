@@ -13,7 +13,7 @@ from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
-from asyncbroker.acl_binding import AclOperation, ResourceType
+from asyncbroker.acl_binding import AUTHORIZED_OPERATIONS_OMITTED, AclOperation, ResourceType
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
@@ -22,11 +22,6 @@ API_KEY = ApiKey.DESCRIBE_GROUPS
 MIN_VERSION = 0
 MAX_VERSION = 6
 
-# "Not requested" for authorized operations (Integer.MIN_VALUE).
-_AUTHORIZED_OPS_OMITTED = -(2**31)
-# Without an authorizer every operation Kafka defines on a group is allowed: the bits of
-# AclOperation READ (3), DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11).
-_GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
@@ -37,7 +32,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         code = error_code_for(exc)
         out = [b.entity("DescribedGroup", error_code=code, group_id=g, group_state="", protocol_type="",
-                        protocol_data="", members=(), authorized_operations=_AUTHORIZED_OPS_OMITTED)
+                        protocol_data="", members=(), authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
                for g in request.groups]
         return b.entity("DescribeGroupsResponse", throttle_time=0, groups=tuple(out))
     refused = []
@@ -46,7 +41,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             # Answered after the groups described, as Kafka does.
             refused.append(b.entity("DescribedGroup", error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
                                     group_id=group_id, group_state="", protocol_type="", protocol_data="",
-                                    members=(), authorized_operations=_AUTHORIZED_OPS_OMITTED))
+                                    members=(), authorized_operations=AUTHORIZED_OPERATIONS_OMITTED))
             continue
         d = coordinator.describe_group(group_id)
         members = tuple(
@@ -59,9 +54,9 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         if header.api_version >= 6 and d.state == "Dead":
             error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
         # Asked for (v3+), the operations are reported for every group answered without error.
-        operations = (ctx.authorized_operations(ResourceType.GROUP, group_id, _GROUP_OPERATIONS)
+        operations = (ctx.authorized_operations(ResourceType.GROUP, group_id)
                       if getattr(request, "include_authorized_operations", False) and error == ErrorCode.NONE
-                      else _AUTHORIZED_OPS_OMITTED)
+                      else AUTHORIZED_OPERATIONS_OMITTED)
         out.append(b.entity("DescribedGroup", error_code=error, error_message=message, group_id=d.group_id,
                             group_state=d.state, protocol_type=d.protocol_type, protocol_data=d.protocol_data,
                             members=members, authorized_operations=operations))

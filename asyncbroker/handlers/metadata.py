@@ -20,7 +20,13 @@ from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError
 from wire.headers import RequestHeader
 from wire.messages import ApiKey, encode_response
 
-from asyncbroker.acl_binding import CLUSTER_NAME, AclOperation, ResourceType
+from asyncbroker.acl_binding import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    EVERY_OPERATION,
+    AclOperation,
+    ResourceType,
+)
 from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
@@ -30,13 +36,6 @@ API_KEY = ApiKey.METADATA
 MIN_VERSION = 0
 MAX_VERSION = 13
 
-# "Not requested" for authorized-operations fields (Integer.MIN_VALUE).
-_AUTHORIZED_OPS_OMITTED = -(2**31)
-# Without an authorizer every operation is allowed; Kafka reports the AclOperation ids that
-# apply to a TOPIC (READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS)
-# and to the CLUSTER resource, as bit sets.
-_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -85,11 +84,11 @@ def _error_response(b: ResponseBuilder, requested: Any, error: ErrorCode) -> Any
     topics = tuple(
         b.entity("MetadataResponseTopic", error_code=error, name=t.name or "",
                  topic_id=getattr(t, "topic_id", None) or _ZERO_UUID, is_internal=False, partitions=(),
-                 topic_authorized_operations=_AUTHORIZED_OPS_OMITTED)
+                 topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
         for t in requested
     )
     return b.entity("MetadataResponse", throttle_time=0, brokers=(), cluster_id=None, controller_id=-1,
-                    topics=topics, cluster_authorized_operations=_AUTHORIZED_OPS_OMITTED, error_code=error)
+                    topics=topics, cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED, error_code=error)
 
 
 def _cache_key(version: int, request: Any) -> Hashable:
@@ -138,11 +137,11 @@ async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> A
     def topic_entity(name: str | None, topic_id: uuid.UUID | None, error: int, partitions: int) -> Any:
         parts = _partition_entities(version, node, partitions)
         if not with_topic_ops:
-            ops = _AUTHORIZED_OPS_OMITTED
+            ops = AUTHORIZED_OPERATIONS_OMITTED
         elif name is not None:
-            ops = ctx.authorized_operations(ResourceType.TOPIC, name, _TOPIC_OPERATIONS)
+            ops = ctx.authorized_operations(ResourceType.TOPIC, name)
         else:
-            ops = _TOPIC_OPERATIONS if ctx.broker.authorizer is None else _AUTHORIZED_OPS_OMITTED
+            ops = EVERY_OPERATION[ResourceType.TOPIC] if ctx.broker.authorizer is None else AUTHORIZED_OPERATIONS_OMITTED
         return b.entity(
             "MetadataResponseTopic",
             error_code=error,
@@ -156,7 +155,7 @@ async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> A
     def unauthorized(name: str | None, topic_id: uuid.UUID | None, internal: bool) -> Any:
         return b.entity("MetadataResponseTopic", error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
                         topic_id=topic_id or _ZERO_UUID, is_internal=internal, partitions=(),
-                        topic_authorized_operations=_AUTHORIZED_OPS_OMITTED)
+                        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
 
     def may_create(name: str) -> bool:
         return (ctx.authorize_cluster(AclOperation.CREATE, log_denial=False)
@@ -229,7 +228,7 @@ async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> A
         controller_id=node,
         topics=(*topics_out, *may_not_create, *may_not_describe),
         cluster_authorized_operations=(
-            ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, _CLUSTER_OPERATIONS)
-            if getattr(request, "include_cluster_authorized_operations", False) else _AUTHORIZED_OPS_OMITTED),
+            ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+            if getattr(request, "include_cluster_authorized_operations", False) else AUTHORIZED_OPERATIONS_OMITTED),
         error_code=ErrorCode.NONE,  # v13+: a request-level error; none on a served request
     )
