@@ -56,7 +56,6 @@ class ConsumerGroupState(str, enum.Enum):
     ASSIGNING = "Assigning"
     RECONCILING = "Reconciling"
     STABLE = "Stable"
-    DEAD = "Dead"
 
 
 class ConsumerGroupMember(msgspec.Struct):
@@ -109,17 +108,13 @@ class ConsumerGroup:
         self.target: dict[str, Assignment] = {}
         # (topic id, partition) -> (member id, member epoch) of its holder (assigned or pending revocation).
         self.partition_owners: dict[tuple[uuid.UUID, int], tuple[str, int]] = {}
-        self.metadata_hash = 0
         # What the members subscribe to, as last seen: topic name -> (topic id, partitions).
         self.subscribed_topics: dict[str, tuple[uuid.UUID, int]] = {}
-        self.dead = False
 
     # -- state --------------------------------------------------------------------------------
 
     @property
     def state(self) -> ConsumerGroupState:
-        if self.dead:
-            return ConsumerGroupState.DEAD
         if not self.members:
             return ConsumerGroupState.EMPTY
         if self.group_epoch > self.assignment_epoch:
@@ -128,9 +123,6 @@ class ConsumerGroup:
             if m.state != MemberState.STABLE or m.member_epoch != self.assignment_epoch:
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
-
-    def is_empty(self) -> bool:
-        return not self.members
 
     def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         """The epoch of the member holding the partition, or -1 when it is free."""
@@ -178,17 +170,6 @@ class ConsumerGroup:
         next assignment)."""
         for tp in [tp for tp, owner in self.partition_owners.items() if owner[0] == member.member_id]:
             del self.partition_owners[tp]
-
-    # -- what the group subscribes to --------------------------------------------------------------
-
-    def subscribed_topic_names(self, regex_topics: Callable[[str], Iterable[str]]) -> set[str]:
-        """Every topic some member subscribes to, by name or through its regex."""
-        out: set[str] = set()
-        for m in self.members.values():
-            out.update(m.subscribed_topic_names)
-            if m.subscribed_topic_regex is not None:
-                out.update(regex_topics(m.subscribed_topic_regex))
-        return out
 
 
 def _partitions(assignment: Assignment) -> Iterable[tuple[uuid.UUID, int]]:

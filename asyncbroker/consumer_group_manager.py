@@ -34,16 +34,16 @@ Where this differs from Kafka 4.4:
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from storage.clock import Clock
+from storage.meta_properties import random_kafka_uuid
 from wire.errors import (
     FencedInstanceIdError,
     FencedMemberEpochError,
@@ -64,7 +64,6 @@ from asyncbroker.consumer_group import (
     Assignment,
     ConsumerGroup,
     ConsumerGroupMember,
-    ConsumerGroupState,
     MemberState,
     reconcile,
 )
@@ -127,11 +126,6 @@ class DescribedConsumerGroup(msgspec.Struct, frozen=True):
     members: tuple[DescribedConsumerMember, ...]
 
 
-def new_member_id() -> str:
-    """A member id as Kafka makes one (Uuid.randomUuid().toString(): url-safe base64, 22 chars)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
-
-
 def _is_subset(owned: Iterable[tuple[uuid.UUID, Iterable[int]]] | None, assigned: Assignment) -> bool:
     if owned is None:
         return False
@@ -153,7 +147,7 @@ class ConsumerGroupManager:
         self.max_size: int = config.group_consumer_max_size
         self._config = config  # group.consumer.assignment.interval.ms is dynamic: read when used
         self._locks: dict[str, asyncio.Lock] = {}
-        self._fencing: set[asyncio.Future[None]] = set()  # fencing and assignment tasks under way
+        self._tasks: set[asyncio.Future[None]] = set()  # fencing and assignment tasks under way
 
     def _now(self) -> int:
         now: int = self.clock.milliseconds()
@@ -210,17 +204,13 @@ class ConsumerGroupManager:
                         subscribed_topic_names: Sequence[str] | None, subscribed_topic_regex: str | None,
                         server_assignor: str | None, owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None,
                         client_id: str, client_host: str, classic_group_exists: bool) -> HeartbeatResult:
-        self.validate_heartbeat(api_version=api_version, group_id=group_id, member_id=member_id,
-                                member_epoch=member_epoch, instance_id=instance_id, rack_id=rack_id,
-                                rebalance_timeout_ms=rebalance_timeout_ms,
-                                subscribed_topic_names=subscribed_topic_names,
-                                subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
-                                owned=owned)
+        """A heartbeat the caller has validated (validate_heartbeat): GroupCoordinator checks it
+        before it may replace an empty classic group."""
         async with self._lock(group_id):
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return await self._leave(group_id, member_id, member_epoch, instance_id)
             return await self._heartbeat(
-                group_id, member_id or new_member_id(), member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                group_id, member_id or random_kafka_uuid(), member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                 subscribed_topic_names, subscribed_topic_regex, server_assignor, owned, client_id, client_host,
                 classic_group_exists)
 
@@ -298,11 +288,10 @@ class ConsumerGroupManager:
             target_epoch, assignment_timestamp = group_epoch, now
             records += target_records
 
-        scratch = _Scratch(group, members_after, replaced)
-        nxt = reconcile(scratch.as_group(), updated, target_epoch, target.get(member_id, {}), owned)
+        scratch = _group_after(group, members_after, replaced)
+        nxt = reconcile(scratch, updated, target_epoch, target.get(member_id, {}), owned)
         before = updated.assignment_key()
-        scratch_group = scratch.as_group()
-        scratch_group.update_assignment(updated, member_epoch=nxt[0], previous_member_epoch=nxt[1], state=nxt[2],
+        scratch.update_assignment(updated, member_epoch=nxt[0], previous_member_epoch=nxt[1], state=nxt[2],
                                         assigned=nxt[3], pending_revocation=nxt[4])
         if is_new or updated.assignment_key() != before or replaced is not None:
             records.append(self._current_assignment_record(group_id, updated))
@@ -315,8 +304,7 @@ class ConsumerGroupManager:
             log.info("[GroupId %s] Created consumer group", group_id)
         if replaced is not None:
             group.remove_member(replaced.member_id)
-            self.timer.cancel(("consumer-session", group_id, replaced.member_id))
-            self.timer.cancel(("consumer-revocation", group_id, replaced.member_id))
+            self._cancel_timeouts(group_id, replaced.member_id)
         group.put_member(updated)
         group.update_assignment(updated, member_epoch=updated.member_epoch,
                                 previous_member_epoch=updated.previous_member_epoch, state=updated.state,
@@ -441,8 +429,7 @@ class ConsumerGroupManager:
         group.subscribed_topics = self._subscribed_topics(group.members.values())
         if empty:
             group.assignment_epoch, group.assignment_timestamp, group.target = epoch, now, {}
-        self.timer.cancel(("consumer-session", group_id, member.member_id))
-        self.timer.cancel(("consumer-revocation", group_id, member.member_id))
+        self._cancel_timeouts(group_id, member.member_id)
         log.info("[GroupId %s] Member %s %s.", group_id, member.member_id, why)
 
     def _schedule_timeouts(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
@@ -456,6 +443,16 @@ class ConsumerGroupManager:
                                     lambda: self._expire(group_id, member_id, "revocation"))
         else:
             self.timer.cancel(key)
+
+    def _cancel_timeouts(self, group_id: str, member_id: str) -> None:
+        self.timer.cancel(("consumer-session", group_id, member_id))
+        self.timer.cancel(("consumer-revocation", group_id, member_id))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` (a timer's) as a task held until done: the loop keeps only weak references."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _expire(self, group_id: str, member_id: str, what: str) -> None:
         async def fence() -> None:
@@ -471,9 +468,7 @@ class ConsumerGroupManager:
                 except Exception:  # noqa: BLE001 - the next heartbeat (or timeout) tries again
                     log.exception("[GroupId %s] Could not fence member %s", group_id, member_id)
 
-        task = asyncio.ensure_future(fence())
-        self._fencing.add(task)  # held until done: the loop keeps only weak references to tasks
-        task.add_done_callback(self._fencing.discard)
+        self._spawn(fence())
 
     # ================================================================ assignment
 
@@ -482,14 +477,17 @@ class ConsumerGroupManager:
         topics = self.offsets_topic.topics
         out: dict[str, tuple[uuid.UUID, int]] = {}
         for m in members:
-            names: Iterable[str] = m.subscribed_topic_names
-            if m.subscribed_topic_regex is not None:
-                names = [*names, *self._regex_topics(m.subscribed_topic_regex)]
-            for name in names:
+            for name in self._topic_names(m):
                 meta = topics.get(name)
                 if meta is not None:
                     out[name] = (meta.topic_id, meta.partitions)
         return out
+
+    def _topic_names(self, member: ConsumerGroupMember) -> Iterable[str]:
+        """What `member` subscribes to: its topic names, and the topics its regex matches."""
+        if member.subscribed_topic_regex is None:
+            return member.subscribed_topic_names
+        return [*member.subscribed_topic_names, *self._regex_topics(member.subscribed_topic_regex)]
 
     def _regex_topics(self, regex: str) -> frozenset[str]:
         """Topics (internal ones excluded) whose whole name matches `regex` (RE2J's matches())."""
@@ -526,7 +524,7 @@ class ConsumerGroupManager:
         async def assign_now() -> None:
             async with self._lock(group_id):
                 current = self.groups.get(group_id)
-                if current is None or current.dead or current.group_epoch <= current.assignment_epoch:
+                if current is None or current.group_epoch <= current.assignment_epoch:
                     return
                 now = self._now()
                 topics = self._subscribed_topics(current.members.values())
@@ -539,23 +537,15 @@ class ConsumerGroupManager:
                 current.target, current.assignment_epoch, current.assignment_timestamp = (
                     dict(target), current.group_epoch, now)
 
-        def fire() -> None:
-            task = asyncio.ensure_future(assign_now())
-            self._fencing.add(task)
-            task.add_done_callback(self._fencing.discard)
-
-        self.timer.schedule(key, max(0, delay_ms), fire)
+        self.timer.schedule(key, max(0, delay_ms), lambda: self._spawn(assign_now()))
 
     def _compute_target(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
                         topics: dict[str, tuple[uuid.UUID, int]]) -> dict[str, Assignment]:
         by_name = sorted(topics)
         specs = []
         for m in members.values():
-            names: Iterable[str] = m.subscribed_topic_names
-            if m.subscribed_topic_regex is not None:
-                names = [*names, *self._regex_topics(m.subscribed_topic_regex)]
             specs.append(MemberSpec(m.member_id, m.instance_id,
-                                    frozenset(topics[n][0] for n in names if n in topics),
+                                    frozenset(topics[n][0] for n in self._topic_names(m) if n in topics),
                                     group.target.get(m.member_id, {})))
         spec = AssignmentSpec(tuple(specs), {tid: count for tid, count in topics.values()},
                               tuple(topics[n][0] for n in by_name))
@@ -608,9 +598,7 @@ class ConsumerGroupManager:
                 for t in (_T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, _T.CONSUMER_GROUP_METADATA)]
 
     def remove_group(self, group_id: str) -> None:
-        group = self.groups.pop(group_id, None)
-        if group is not None:
-            group.dead = True
+        if self.groups.pop(group_id, None) is not None:
             self.timer.cancel_matching(lambda key: key[1] == group_id and key[0].startswith("consumer-"))
 
     # ================================================================ replay (loading __consumer_offsets)
@@ -628,7 +616,7 @@ class ConsumerGroupManager:
                 if value is None:
                     del self.groups[key.group]
                 else:
-                    group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
+                    group.group_epoch = value.epoch  # its metadata hash is not kept (recomputed as needed)
             elif value is not None:
                 group.assignment_epoch, group.assignment_timestamp = value.assignment_epoch, value.assignment_timestamp
             return
@@ -663,13 +651,12 @@ class ConsumerGroupManager:
                 return
             epochs = {(a.topic_id, p): e for a in (*value.assigned_partitions, *value.partitions_pending_revocation)
                       if a.assignment_epochs is not None for p, e in zip(a.partitions, a.assignment_epochs)}
-            member.assignment_epochs = epochs
             group.update_assignment(
                 member, member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
                 state=MemberState(value.state) if value.state in MemberState._value2member_map_ else MemberState.UNKNOWN,
                 assigned={a.topic_id: frozenset(a.partitions) for a in value.assigned_partitions},
                 pending_revocation={a.topic_id: frozenset(a.partitions) for a in value.partitions_pending_revocation})
-            member.assignment_epochs.update(epochs)
+            member.assignment_epochs.update(epochs)  # the record's, where it carries them
 
     def after_load(self) -> None:
         """Every loaded member gets a full session to heartbeat again (as after Kafka's failover).
@@ -684,7 +671,7 @@ class ConsumerGroupManager:
 
     def describe(self, group_id: str) -> DescribedConsumerGroup:
         group = self.groups.get(group_id)
-        if group is None or group.dead:
+        if group is None:
             raise GroupIdNotFoundError(f"Group {group_id} not found.")
         members = tuple(DescribedConsumerMember(
             m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
@@ -704,17 +691,28 @@ class ConsumerGroupManager:
         if api_version < 9:
             raise UnsupportedVersionError("OffsetCommit version 9 or above must be used by members using the "
                                           "consumer group protocol")
-        if member_epoch != member.member_epoch:
-            raise StaleMemberEpochError(f"The received member epoch {member_epoch} does not match the expected "
-                                        f"member epoch {member.member_epoch}.")
+        _check_member_epoch(member, member_epoch)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> None:
+        """OffsetFetch v9+ from a consumer-protocol member: its epoch must be current (an
+        admin's fetch, without member id and with epoch -1, is not checked)."""
+        group = self.groups.get(group_id)
+        if group is None or (member_id is None and member_epoch < 0):
+            return
+        member = group.members.get(member_id or "")
+        if member is None:
+            raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
+        _check_member_epoch(member, member_epoch)
 
     def is_consumer_group(self, group_id: str) -> bool:
-        group = self.groups.get(group_id)
-        return group is not None and not group.dead
+        return group_id in self.groups
 
-    def state_of(self, group_id: str) -> ConsumerGroupState | None:
-        group = self.groups.get(group_id)
-        return None if group is None else group.state
+
+def _check_member_epoch(member: ConsumerGroupMember, member_epoch: int) -> None:
+    """Offsets committed or fetched by a member at another epoch than its own: STALE_MEMBER_EPOCH."""
+    if member_epoch != member.member_epoch:
+        raise StaleMemberEpochError(f"The received member epoch {member_epoch} does not match the expected "
+                                    f"member epoch {member.member_epoch}.")
 
 
 def _union(a: Assignment, b: Assignment) -> Assignment:
@@ -725,24 +723,12 @@ def _union(a: Assignment, b: Assignment) -> Assignment:
     return out
 
 
-class _Scratch:
-    """The group as it will be once a heartbeat's records are written, for reconciliation
-    (which partitions are free) before anything is applied."""
-
-    def __init__(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
-                 replaced: ConsumerGroupMember | None) -> None:
-        self._group = group
-        self._members = members
-        self._replaced = replaced
-
-    def as_group(self) -> ConsumerGroup:
-        if not hasattr(self, "_copy"):
-            copy = ConsumerGroup(self._group.group_id)
-            copy.members = dict(self._members)
-            copy.partition_owners = dict(self._group.partition_owners)
-            if self._replaced is not None:
-                for tp, owner in list(copy.partition_owners.items()):
-                    if owner[0] == self._replaced.member_id:
-                        del copy.partition_owners[tp]
-            self._copy = copy
-        return self._copy
+def _group_after(group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
+                 replaced: ConsumerGroupMember | None) -> ConsumerGroup:
+    """The group as it will be once a heartbeat's records are written (its members, and which
+    partitions are held), for reconciliation before anything is applied."""
+    after = ConsumerGroup(group.group_id)
+    after.members = dict(members)
+    after.partition_owners = {tp: owner for tp, owner in group.partition_owners.items()
+                              if replaced is None or owner[0] != replaced.member_id}
+    return after

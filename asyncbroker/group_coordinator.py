@@ -163,7 +163,7 @@ class GroupCoordinator:
         if not wanted_types or "consumer" in wanted_types:
             for group_id, group in self.consumer_manager.groups.items():
                 state = group.state.value
-                if group.dead or (wanted_states and state.lower() not in wanted_states):
+                if wanted_states and state.lower() not in wanted_states:
                     continue
                 listed.append(ListedGroup(group_id, "consumer", state, "consumer"))
         return listed
@@ -174,7 +174,7 @@ class GroupCoordinator:
         by_partition: dict[int, list[tuple[str, list[tuple[bytes, bytes | None]]]]] = {}
         for group_id in group_ids:
             consumer = self.consumer_manager.groups.get(group_id)
-            if consumer is not None and not consumer.dead:
+            if consumer is not None:
                 if consumer.members:
                     results[group_id] = ErrorCode.NON_EMPTY_GROUP
                     continue

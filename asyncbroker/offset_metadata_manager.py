@@ -33,7 +33,6 @@ from wire.errors import (
     IllegalGenerationError,
     NonEmptyGroupError,
     RebalanceInProgressError,
-    StaleMemberEpochError,
     UnknownMemberIdError,
 )
 
@@ -146,7 +145,7 @@ class OffsetMetadataManager:
     ) -> dict[TopicPartitionKey, int]:
         """Commit (topic, partition, offset, leader epoch, metadata) items; an error code per partition."""
         consumer_group = self.consumer_manager.groups.get(group_id)
-        if consumer_group is not None and not consumer_group.dead:
+        if consumer_group is not None:
             # A consumer-protocol group: the member epoch stands in the generation's place.
             self.consumer_manager.validate_offset_commit(consumer_group, member_id, generation_id, api_version)
             return await self._append_commit(group_id, offsets, retention_time_ms, create_classic=False)
@@ -206,19 +205,6 @@ class OffsetMetadataManager:
             staged.append(((topic, partition), OffsetAndMetadata(offset, leader_epoch, meta, now, expire)))
         return results, records, staged
 
-    def _validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> None:
-        """OffsetFetch v9+ from a consumer-protocol member: its epoch must be current (an
-        admin's fetch, without member id and with epoch -1, is not checked)."""
-        group = self.consumer_manager.groups.get(group_id)
-        if group is None or group.dead or (member_id is None and member_epoch < 0):
-            return
-        member = group.members.get(member_id or "")
-        if member is None:
-            raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
-        if member_epoch != member.member_epoch:
-            raise StaleMemberEpochError(f"The received member epoch {member_epoch} does not match the expected "
-                                        f"member epoch {member.member_epoch}.")
-
     def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey] | None, *,
                       require_stable: bool = False,
                       member: tuple[str | None, int] | None = None) -> list[FetchedOffset]:
@@ -232,7 +218,7 @@ class OffsetMetadataManager:
         if group is not None and group.is_in_state(_S.DEAD):
             raise GroupIdNotFoundError(f"Group {group_id} is in dead state")
         if member is not None:
-            self._validate_offset_fetch(group_id, *member)
+            self.consumer_manager.validate_offset_fetch(group_id, *member)
         per_group = self.offsets.get(group_id, {})
         unstable = self._pending_partitions(group_id) if require_stable else set()
         if partitions is None:
