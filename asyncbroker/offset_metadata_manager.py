@@ -38,10 +38,8 @@ from wire.errors import (
 
 from asyncbroker.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupState, OffsetAndMetadata
 from asyncbroker.coordinator_records import (
-    GroupMetadataKey,
     OffsetCommitKey,
     OffsetCommitValue,
-    encode_group_metadata_key,
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
@@ -384,16 +382,7 @@ class OffsetMetadataManager:
         """Kafka's rule for a consumer-protocol group: an offset expires retention after its
         commit, unless the group has members subscribed to its topic."""
         subscribed = set(group.subscribed_topics) if group.members else set()
-        expired: list[TopicPartitionKey] = []
-        for tp, o in per_group.items():
-            if tp[0] in subscribed:
-                continue
-            if o.expire_timestamp_ms >= 0:
-                if now >= o.expire_timestamp_ms:
-                    expired.append(tp)
-            elif now - o.commit_timestamp_ms >= self.offsets_retention_ms:
-                expired.append(tp)
-        return expired
+        return self._expired_by(per_group, now, subscribed, lambda o: o.commit_timestamp_ms)
 
     async def _cleanup_consumer_groups(self, select: Callable[[ConsumerGroup, dict[TopicPartitionKey, Any], int],
                                                               list[TopicPartitionKey]], kind: str) -> int:
@@ -407,16 +396,9 @@ class OffsetMetadataManager:
             delete_group = len(removed) == len(per_group) and not group.members and kind == "expired"
             if not removed and not delete_group:
                 continue
-            records: list[tuple[bytes, bytes | None]] = [
-                (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in removed]
-            if delete_group:
-                records += self.consumer_manager.tombstones(group_id)
-            await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
-            for tp in removed:
-                per_group.pop(tp, None)
+            await self._remove_offsets(group_id, per_group, removed,
+                                       self.consumer_manager.tombstones(group_id) if delete_group else [], kind)
             removed_total += len(removed)
-            if removed:
-                log.info("Removed %d %s offset(s) of group %s", len(removed), kind, group_id)
             if delete_group and not group.members and not self.offsets.get(group_id):
                 self.offsets.pop(group_id, None)
                 self.consumer_manager.remove_group(group_id)
@@ -428,10 +410,16 @@ class OffsetMetadataManager:
         base = self._expiration_base(group)
         if base is None:
             return []
-        expired: list[TopicPartitionKey] = []
         subscribed = group.subscribed_topics() if group.is_in_state(_S.STABLE) else None
+        return self._expired_by(per_group, now, subscribed or set(), base)
+
+    def _expired_by(self, per_group: dict[TopicPartitionKey, Any], now: int, subscribed: set[str] | frozenset[str],
+                    base: Callable[[Any], int]) -> list[TopicPartitionKey]:
+        """Offsets past their own expire timestamp, or `offsets.retention.ms` past `base`, except
+        on topics the group's members subscribe to."""
+        expired: list[TopicPartitionKey] = []
         for tp, o in per_group.items():
-            if subscribed is not None and tp[0] in subscribed:
+            if tp[0] in subscribed:
                 continue
             if o.expire_timestamp_ms >= 0:
                 if now >= o.expire_timestamp_ms:
@@ -454,20 +442,25 @@ class OffsetMetadataManager:
             delete_group = len(removed) == len(per_group) and group.is_in_state(_S.EMPTY)
             if not removed and not delete_group:
                 continue
-            records = [(encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in removed]
-            if delete_group:
-                records.append((encode_group_metadata_key(GroupMetadataKey(group_id)), None))
-            await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
-            for tp in removed:
-                per_group.pop(tp, None)
+            await self._remove_offsets(group_id, per_group, removed,
+                                       [self.group_manager.tombstone(group_id)] if delete_group else [], kind)
             removed_total += len(removed)
-            if removed:
-                log.info("Removed %d %s offset(s) of group %s", len(removed), kind, group_id)
             if delete_group and self.group_manager.groups.get(group_id) is group and group.is_in_state(_S.EMPTY) \
                     and not self.offsets.get(group_id):
                 self.remove_group(group_id)
                 log.info("Group %s transitioned to Dead and was removed (empty, no offsets)", group_id)
         return removed_total
+
+    async def _remove_offsets(self, group_id: str, per_group: dict[TopicPartitionKey, Any],
+                              removed: list[TopicPartitionKey], group_tombstones: list[tuple[bytes, bytes | None]],
+                              kind: str) -> None:
+        """Tombstone `removed` offsets (and the group's own records, when given), then forget them."""
+        records = [(encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in removed]
+        await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), [*records, *group_tombstones])
+        for tp in removed:
+            per_group.pop(tp, None)
+        if removed:
+            log.info("Removed %d %s offset(s) of group %s", len(removed), kind, group_id)
 
     def _expiration_base(self, group: ClassicGroup) -> Any:
         """Kafka's offset expiration condition: what an offset's age is measured from, or None."""

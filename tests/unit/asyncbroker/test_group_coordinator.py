@@ -398,3 +398,40 @@ async def test_a_protocol_offered_twice_leaves_the_group_preparing_without_a_tim
     assert "no protocol is supported by every member" in caplog.text
     assert "Timer callback" not in caplog.text
     pending.cancel()
+
+
+async def test_consumer_protocol_group_offsets_expire_and_the_empty_group_goes(tmp_path: Path) -> None:
+    """A consumer-protocol group: an offset expires retention after its commit unless a member
+    subscribes to its topic; once empty and without offsets, the group is removed for good."""
+    clock = MockClock()
+    settings = ("offsets.retention.minutes=1", "group.consumer.session.timeout.ms=600000",
+                "group.consumer.max.session.timeout.ms=600000")
+    broker = await start_broker(tmp_path, *settings, clock=clock)
+    try:
+        for topic in ("t", "x"):
+            await broker.topics.create_topic(topic, 1, 1)
+        c = await coordinator_of(broker)
+        joined = await c.consumer_group_heartbeat(
+            api_version=1, group_id="cg", member_id="m-a", member_epoch=0, instance_id=None, rack_id=None,
+            rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), subscribed_topic_regex=None,
+            server_assignor=None, owned=(), client_id="client", client_host="/127.0.0.1")
+        await c.commit_offsets(group_id="cg", member_id="m-a", group_instance_id=None,
+                               generation_id=joined.member_epoch, retention_time_ms=-1,
+                               offsets=[("t", 0, 1, -1, ""), ("x", 0, 1, -1, "")], api_version=9)
+        clock.advance(61_000)
+        assert await c.cleanup_group_metadata() == 1  # "x"; "t" is subscribed
+        assert [f.topic for f in c.fetch_offsets("cg", None)] == ["t"]
+        await c.consumer_group_heartbeat(
+            api_version=1, group_id="cg", member_id="m-a", member_epoch=-1, instance_id=None, rack_id=None,
+            rebalance_timeout_ms=-1, subscribed_topic_names=None, subscribed_topic_regex=None,
+            server_assignor=None, owned=None, client_id="client", client_host="/127.0.0.1")
+        assert await c.cleanup_group_metadata() == 1  # from its commit, 61 s ago: not from the leave
+        assert "cg" not in c.consumer_manager.groups and "cg" not in c.offsets
+        c.close()
+        await broker.shutdown()
+        broker = await start_broker(tmp_path, *settings, clock=clock)
+        c = await coordinator_of(broker)
+        assert "cg" not in c.consumer_manager.groups and c.offsets == {}
+    finally:
+        (await coordinator_of(broker)).close()
+        await broker.shutdown()
