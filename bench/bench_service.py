@@ -95,16 +95,18 @@ class Running:
 
 @dataclass
 class Broker:
-    """How to start one broker kind with a partition count, and measure its startup."""
+    """How to start one broker kind with a partition count (and settings both kinds are given
+    alike), and measure its startup."""
 
     name: str
-    start: Callable[[int], "contextmanager[Running]"]  # type: ignore[type-arg]
+    start: Callable[..., "contextmanager[Running]"]  # type: ignore[type-arg]
     startup: Callable[[], float]
 
 
 @contextmanager
-def asyncbroker(partitions: int) -> Iterator[Running]:
-    with BrokerProcess([f"num.partitions={partitions}"]) as broker:
+def asyncbroker(partitions: int, settings: dict[str, str] | None = None) -> Iterator[Running]:
+    overrides = [f"{key}={value}" for key, value in (settings or {}).items()]
+    with BrokerProcess([f"num.partitions={partitions}", *overrides]) as broker:
         assert broker.process is not None
         yield Running(broker.bootstrap, broker.process.pid)
 
@@ -125,13 +127,16 @@ def asyncbroker_startup() -> float:
 
 
 @contextmanager
-def kafka(partitions: int) -> Iterator[Running]:
+def kafka(partitions: int, settings: dict[str, str] | None = None) -> Iterator[Running]:
     from jvm.kafka_jvm import KafkaServer
 
     # Kafka's own defaults, but for what one node needs and the partition count under test;
-    # the oracle's fast cleaner/retention settings do not apply to a benchmark.
+    # the oracle's settings for fast, timing-free scenarios (cleaner backoff, retention checks,
+    # the consumer-protocol assignment interval) do not apply to a benchmark.
     with KafkaServer({"num.partitions": str(partitions), "log.cleaner.backoff.ms": "15000",
-                      "log.retention.check.interval.ms": "300000"}, heap="1g") as server:
+                      "log.retention.check.interval.ms": "300000",
+                      "group.consumer.assignment.interval.ms": "1000", **(settings or {})},
+                     heap="1g") as server:
         assert server.process is not None
         yield Running(server.bootstrap, server.process.pid)
 
