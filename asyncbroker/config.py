@@ -317,6 +317,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     group_consumer_assignors: list[str] = broker_default("group.consumer.assignors")
     group_consumer_max_size: int = broker_default("group.consumer.max.size")
     group_consumer_assignment_interval_ms: int = broker_default("group.consumer.assignment.interval.ms")
+    group_consumer_regex_refresh_interval_ms: int = broker_default("group.consumer.regex.refresh.interval.ms")
     group_consumer_min_heartbeat_interval_ms: int = broker_default("group.consumer.min.heartbeat.interval.ms")
     group_consumer_max_heartbeat_interval_ms: int = broker_default("group.consumer.max.heartbeat.interval.ms")
     group_consumer_min_session_timeout_ms: int = broker_default("group.consumer.min.session.timeout.ms")

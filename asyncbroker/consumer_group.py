@@ -32,6 +32,7 @@ __all__ = [
     "ConsumerGroupMember",
     "ConsumerGroupState",
     "MemberState",
+    "ResolvedRegex",
     "reconcile",
 ]
 
@@ -58,6 +59,15 @@ class ConsumerGroupState(str, enum.Enum):
     STABLE = "Stable"
 
 
+class ResolvedRegex(msgspec.Struct, frozen=True):
+    """The topics a subscription regex matched when it was last resolved, with the topic
+    metadata generation and the time of that resolution (Kafka's ResolvedRegularExpression)."""
+
+    topics: frozenset[str]
+    version: int
+    timestamp: int
+
+
 class ConsumerGroupMember(msgspec.Struct):
     """One member: what it asked for (its subscription) and where it stands (its epoch,
     the partitions it holds and those it must give up)."""
@@ -79,11 +89,6 @@ class ConsumerGroupMember(msgspec.Struct):
     # The member epoch at which each held partition was assigned (KIP-1251 keeps it in
     # the current-assignment record).
     assignment_epochs: dict[tuple[uuid.UUID, int], int] = msgspec.field(default_factory=dict)
-
-    def subscription(self) -> tuple[object, ...]:
-        """What, when it changes, changes what the group must assign (Kafka's
-        hasMemberSubscriptionChanged: the topic names and the regex)."""
-        return (self.subscribed_topic_names, self.subscribed_topic_regex)
 
     def metadata_key(self) -> tuple[object, ...]:
         """The fields of its ConsumerGroupMemberMetadata record."""
@@ -110,6 +115,8 @@ class ConsumerGroup:
         self.partition_owners: dict[tuple[uuid.UUID, int], tuple[str, int]] = {}
         # What the members subscribe to, as last seen: topic name -> (topic id, partitions).
         self.subscribed_topics: dict[str, tuple[uuid.UUID, int]] = {}
+        # The members' subscription regexes as last resolved (each kept while a member uses it).
+        self.resolved_regexes: dict[str, ResolvedRegex] = {}
 
     # -- state --------------------------------------------------------------------------------
 
@@ -123,6 +130,19 @@ class ConsumerGroup:
             if m.state != MemberState.STABLE or m.member_epoch != self.assignment_epoch:
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
+
+    def regex_subscribers(self, regex: str) -> int:
+        """How many members subscribe with `regex` (Kafka's numSubscribedMembers)."""
+        return sum(1 for m in self.members.values() if m.subscribed_topic_regex == regex)
+
+    def subscribed_regexes(self) -> set[str]:
+        return {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex}
+
+    def last_regex_refresh(self) -> tuple[int, int] | None:
+        """(timestamp, version) of the last resolution, or None: every regex of the group is
+        resolved together, so any one of them tells."""
+        newest = max(self.resolved_regexes.values(), key=lambda r: r.timestamp, default=None)
+        return None if newest is None else (newest.timestamp, newest.version)
 
     def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         """The epoch of the member holding the partition, or -1 when it is free."""
@@ -185,11 +205,12 @@ def _owned(owned: Iterable[tuple[uuid.UUID, Iterable[int]]] | None) -> set[tuple
 
 
 def reconcile(group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int, target: Assignment,
-              owned: Iterable[tuple[uuid.UUID, Iterable[int]]] | None) -> tuple[int, int, MemberState, Assignment,
-                                                                                 Assignment]:
+              owned: Iterable[tuple[uuid.UUID, Iterable[int]]] | None, subscribed: frozenset[uuid.UUID],
+              subscription_changed: bool) -> tuple[int, int, MemberState, Assignment, Assignment]:
     """The member's next (epoch, previous epoch, state, assigned, pending revocation) towards
     `target` at `target_epoch`; `owned` is what the heartbeat says the member holds (None:
-    not sent). Kafka's CurrentAssignmentBuilder."""
+    not sent); `subscribed` the ids of the topics it subscribes to now, which bound what it
+    may keep even before a new target says so. Kafka's CurrentAssignmentBuilder."""
     owned_set = _owned(owned)
 
     def owns_any(assignment: Assignment) -> bool:
@@ -200,36 +221,61 @@ def reconcile(group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: i
     current = (member.member_epoch, member.previous_member_epoch, member.state, member.assigned,
                member.pending_revocation)
     if member.state == MemberState.STABLE:
-        if member.member_epoch == target_epoch:
-            return current
-        return _next(group, member, member.member_epoch, target_epoch, target, owns_any)
+        if member.member_epoch != target_epoch:
+            return _next(group, member, member.member_epoch, target_epoch, target, subscribed, owns_any)
+        return _drop_unsubscribed(member, subscribed, owns_any) if subscription_changed else current
     if member.state == MemberState.UNREVOKED_PARTITIONS:
         if owns_any(member.pending_revocation):
-            return current
-        return _next(group, member, member.member_epoch + 1, target_epoch, target, owns_any)
+            return _drop_unsubscribed(member, subscribed, owns_any) if subscription_changed else current
+        return _next(group, member, member.member_epoch, target_epoch, target, subscribed, owns_any)
     if member.state == MemberState.UNRELEASED_PARTITIONS:
-        return _next(group, member, member.member_epoch, target_epoch, target, owns_any)
-    return _next(group, member, target_epoch, target_epoch, target, owns_any)
+        return _next(group, member, member.member_epoch, target_epoch, target, subscribed, owns_any)
+    return _next(group, member, target_epoch, target_epoch, target, subscribed, owns_any)
 
 
 def _frozen(assignment: dict[uuid.UUID, set[int]]) -> Assignment:
     return {t: frozenset(p) for t, p in assignment.items()}
 
 
+def _drop_unsubscribed(member: ConsumerGroupMember, subscribed: frozenset[uuid.UUID],
+                       owns_any: Callable[[Assignment], bool]) -> tuple[int, int, MemberState, Assignment,
+                                                                         Assignment]:
+    """A member whose subscription changed gives up the topics it left at once, at its epoch
+    (Kafka's updateCurrentAssignment): they are revoked before any new target is reached."""
+    if not subscribed and not member.pending_revocation:
+        assigned: Assignment = {}
+        revoking: Assignment = dict(member.assigned)
+    else:
+        assigned = {t: p for t, p in member.assigned.items() if t in subscribed}
+        revoking = dict(member.pending_revocation)
+        for t, parts in member.assigned.items():
+            if t not in subscribed:
+                revoking[t] = revoking.get(t, frozenset()) | parts
+    epoch = member.member_epoch
+    if assigned == member.assigned:
+        return epoch, member.previous_member_epoch, member.state, member.assigned, member.pending_revocation
+    if revoking and owns_any(revoking):
+        return epoch, epoch, MemberState.UNREVOKED_PARTITIONS, assigned, revoking
+    return epoch, epoch, member.state, assigned, member.pending_revocation
+
+
 def _next(group: ConsumerGroup, member: ConsumerGroupMember, epoch: int, target_epoch: int, target: Assignment,
+          subscribed: frozenset[uuid.UUID],
           owns_any: Callable[[Assignment], bool]) -> tuple[int, int, MemberState, Assignment, Assignment]:
     """Kafka's computeNextAssignment: keep what is in both, revoke what is not in the target
-    (and stay at `epoch` until the member lets it go), add what is free."""
+    or no longer subscribed to (and stay at `epoch` until the member lets it go), add what is
+    free (or what the member itself is still to give up)."""
     assigned: dict[uuid.UUID, set[int]] = {}
     revoking: dict[uuid.UUID, set[int]] = {}
     incoming: dict[uuid.UUID, set[int]] = {}
     unreleased = False
     for topic_id in set(target) | set(member.assigned):
-        want = target.get(topic_id, frozenset())
+        want = target.get(topic_id, frozenset()) if topic_id in subscribed else frozenset()
         have = member.assigned.get(topic_id, frozenset())
+        own_pending = member.pending_revocation.get(topic_id, frozenset())
         keep = set(have & want)
         revoke = set(have - keep)
-        add = {p for p in want - keep if group.current_partition_epoch(topic_id, p) == -1}
+        add = {p for p in want - keep if group.current_partition_epoch(topic_id, p) == -1 or p in own_pending}
         if len(add) != len(want - keep):
             unreleased = True
         if keep:

@@ -15,6 +15,15 @@ member that will be back). Each heartbeat, under the group's lock:
 5. writes what changed to `__consumer_offsets` (coordinator_records.py) and only then
    applies it in memory and answers, so a restart replays exactly what members were told.
 
+Subscription regexes (RE2J syntax, topic_regex.py) are resolved as Kafka resolves them: off
+the heartbeat, in a task of their own, for every regex of the group at once, at most every
+10 s, and only when a regex is new, a topic was created since, or
+`group.consumer.regex.refresh.interval.ms` has passed; a heartbeat that triggers it is
+answered first. A resolution that changes a regex's topics bumps the group epoch, and is
+written (ConsumerGroupRegularExpression records) so that a restart keeps it. Internal topics
+match like any other, as in Kafka; with an authorizer, a regex keeps only the topics the
+member that triggered its resolution may describe.
+
 A member that stops heartbeating for `group.consumer.session.timeout.ms`, or that does not
 give up revoked partitions within its rebalance timeout, is fenced: removed, and the group
 epoch bumped.
@@ -22,11 +31,6 @@ epoch bumped.
 Where this differs from Kafka 4.4:
 - classic members in a consumer group, and the online upgrade and downgrade between the
   protocols, are not built (KNOWN_DIFFERENCES.md KD-211);
-- subscription regexes are Python's `re` (whole-name match, internal topics excluded), not
-  RE2J: patterns RE2J refuses (back-references, look-arounds) are accepted here, and a bad
-  pattern's INVALID_REGULAR_EXPRESSION message quotes Python's reason; regexes are resolved
-  in each heartbeat, not in the background, and their resolutions are not written
-  (Kafka's record type 16);
 - the subscribed-topic metadata hash is not written (a tagged field: Kafka reads 0 and
   rebalances once after a log dir is handed to it).
 """
@@ -34,10 +38,10 @@ Where this differs from Kafka 4.4:
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
-import re
 import uuid
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -65,6 +69,7 @@ from asyncbroker.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    ResolvedRegex,
     reconcile,
 )
 from asyncbroker.consumer_group_assignors import ASSIGNORS, AssignmentSpec, MemberSpec, assign
@@ -73,19 +78,23 @@ from asyncbroker.coordinator_records import (
     ConsumerGroupMemberKey,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataValue,
+    ConsumerGroupRegexKey,
     CoordinatorRecordType,
     CurrentMemberAssignmentValue,
+    RegularExpressionValue,
     TargetAssignmentMemberValue,
     TargetAssignmentMetadataValue,
     encode_consumer_group_key,
     encode_consumer_group_metadata_value,
     encode_current_member_assignment_value,
     encode_member_metadata_value,
+    encode_regular_expression_value,
     encode_target_assignment_member_value,
     encode_target_assignment_metadata_value,
     topic_assignments,
 )
 from asyncbroker.offsets_topic import CoordinatorTopic
+from asyncbroker.topic_regex import compile_topic_regex
 
 if TYPE_CHECKING:
     from asyncbroker.config import KafkaConfig
@@ -95,6 +104,20 @@ log = logging.getLogger(__name__)
 
 _T = CoordinatorRecordType
 Record = tuple[bytes, bytes | None]
+Resolutions = Mapping[str, ResolvedRegex]
+AuthorizedTopics = Callable[[Iterable[str]], Iterable[str]]
+"""The topics, of those given, that the member asking may describe (regexes keep only those)."""
+
+# A group's regexes are resolved at most this often (Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS).
+REGEX_REFRESH_MIN_INTERVAL_MS = 10_000
+
+
+class RegexChange(enum.Enum):
+    """What a heartbeat did to its member's regex (Kafka's UpdateRegularExpressionStatus)."""
+
+    NO_CHANGE = 0
+    UPDATED = 1  # changed; what it matches is not known yet (no bump until it is)
+    UPDATED_AND_RESOLVED = 2  # changed to a regex already resolved, or dropped: the group epoch moves
 
 
 class HeartbeatResult(msgspec.Struct, frozen=True):
@@ -147,7 +170,9 @@ class ConsumerGroupManager:
         self.max_size: int = config.group_consumer_max_size
         self._config = config  # group.consumer.assignment.interval.ms is dynamic: read when used
         self._locks: dict[str, asyncio.Lock] = {}
-        self._tasks: set[asyncio.Future[None]] = set()  # fencing and assignment tasks under way
+        self.regex_refresh_interval_ms: int = config.group_consumer_regex_refresh_interval_ms
+        self._tasks: set[asyncio.Future[None]] = set()  # fencing, assignment and regex tasks under way
+        self._resolving: set[str] = set()  # groups whose regexes are being resolved
 
     def _now(self) -> int:
         now: int = self.clock.milliseconds()
@@ -188,11 +213,7 @@ class ConsumerGroupManager:
         elif member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise InvalidRequestError("MemberEpoch is invalid.")
         if subscribed_topic_regex:
-            try:
-                re.compile(subscribed_topic_regex)
-            except re.error as exc:
-                raise InvalidRegularExpressionError(
-                    f"SubscribedTopicRegex `{subscribed_topic_regex}` is not a valid regular expression: {exc}.") from None
+            compile_topic_regex(subscribed_topic_regex)  # INVALID_REGULAR_EXPRESSION, in RE2J's words
         if server_assignor is not None and server_assignor not in self.assignors:
             raise UnsupportedAssignorError(f"ServerAssignor {server_assignor} is not supported. "
                                            f"Supported assignors: {', '.join(self.assignors)}.")
@@ -203,7 +224,8 @@ class ConsumerGroupManager:
                         instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
                         subscribed_topic_names: Sequence[str] | None, subscribed_topic_regex: str | None,
                         server_assignor: str | None, owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None,
-                        client_id: str, client_host: str, classic_group_exists: bool) -> HeartbeatResult:
+                        client_id: str, client_host: str, classic_group_exists: bool,
+                        authorized_topics: AuthorizedTopics | None = None) -> HeartbeatResult:
         """A heartbeat the caller has validated (validate_heartbeat): GroupCoordinator checks it
         before it may replace an empty classic group."""
         async with self._lock(group_id):
@@ -212,13 +234,13 @@ class ConsumerGroupManager:
             return await self._heartbeat(
                 group_id, member_id or random_kafka_uuid(), member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                 subscribed_topic_names, subscribed_topic_regex, server_assignor, owned, client_id, client_host,
-                classic_group_exists)
+                classic_group_exists, authorized_topics)
 
     async def _heartbeat(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
                          rack_id: str | None, rebalance_timeout_ms: int, subscribed_topic_names: Sequence[str] | None,
                          subscribed_topic_regex: str | None, server_assignor: str | None,
                          owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None, client_id: str, client_host: str,
-                         classic_group_exists: bool) -> HeartbeatResult:
+                         classic_group_exists: bool, authorized_topics: AuthorizedTopics | None) -> HeartbeatResult:
         group = self.groups.get(group_id)
         created = False
         if group is None:
@@ -261,15 +283,22 @@ class ConsumerGroupManager:
         members_after = {k: v for k, v in group.members.items() if replaced is None or k != replaced.member_id}
         members_after[member_id] = updated
 
-        bump = False
         if is_new or updated.metadata_key() != member.metadata_key():
             records.append(self._member_record(group_id, updated))
-        if (is_new and replaced is None) or updated.subscription() != member.subscription():
-            bump = True
+        names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+        regex_change, dropped_regex, resolve_now = self._regex_change(group, member, updated, records)
+        bump = (names_changed or regex_change == RegexChange.UPDATED_AND_RESOLVED
+                or self.preferred_assignor(group.members.values()) != self.preferred_assignor(members_after.values()))
         group_epoch = group.group_epoch
-        topics = self._subscribed_topics(members_after.values())
-        if topics != group.subscribed_topics:
-            bump = True  # a subscribed topic appeared, went or changed its partition count
+        # `subscribed_topics` is what the group's metadata hash was last computed from. It is
+        # looked at again when the epoch moves anyway or when a topic it names changed (Kafka's
+        # metadata refresh); a regex not resolved yet changes nothing until it is.
+        topics = self._subscribed_topics(members_after.values(), group.resolved_regexes)
+        subscribed_topics = group.subscribed_topics
+        if bump or self._metadata_changed(group):
+            if topics != subscribed_topics:
+                bump = True  # a subscribed topic appeared, went or changed its partition count
+            subscribed_topics = topics
         if bump or created:
             group_epoch += 1
             records.append(self._epoch_record(group_id, group_epoch))
@@ -289,13 +318,17 @@ class ConsumerGroupManager:
             records += target_records
 
         scratch = _group_after(group, members_after, replaced)
-        nxt = reconcile(scratch, updated, target_epoch, target.get(member_id, {}), owned)
+        subscribed = self._topic_ids(self._topic_names(updated, group.resolved_regexes))
+        nxt = reconcile(scratch, updated, target_epoch, target.get(member_id, {}), owned, subscribed,
+                        names_changed or regex_change != RegexChange.NO_CHANGE)
         before = updated.assignment_key()
         scratch.update_assignment(updated, member_epoch=nxt[0], previous_member_epoch=nxt[1], state=nxt[2],
                                         assigned=nxt[3], pending_revocation=nxt[4])
         if is_new or updated.assignment_key() != before or replaced is not None:
             records.append(self._current_assignment_record(group_id, updated))
 
+        # Decided on the group as it was before this heartbeat (its old regex still resolved).
+        resolve = self._regexes_to_resolve(group, members_after.values(), resolve_now)
         if records:
             await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
         # Written: now it is the group's state.
@@ -309,7 +342,9 @@ class ConsumerGroupManager:
         group.update_assignment(updated, member_epoch=updated.member_epoch,
                                 previous_member_epoch=updated.previous_member_epoch, state=updated.state,
                                 assigned=updated.assigned, pending_revocation=updated.pending_revocation)
-        group.subscribed_topics = topics
+        group.subscribed_topics = subscribed_topics
+        if dropped_regex is not None:
+            group.resolved_regexes.pop(dropped_regex, None)
         if group_epoch != group.group_epoch:
             group.group_epoch = group_epoch
             log.info("[GroupId %s] Bumped group epoch to %d.", group_id, group_epoch)
@@ -324,9 +359,11 @@ class ConsumerGroupManager:
             log.info("[GroupId %s] Member %s joins the consumer group using the consumer protocol.", group_id,
                      member_id)
         self._schedule_timeouts(group, updated)
+        if resolve:
+            self._resolve_later(group.group_id, resolve, authorized_topics)
 
-        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and subscribed_topic_names is not None
-                                     and owned is not None)
+        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and owned is not None and (
+            subscribed_topic_names is not None or subscribed_topic_regex is not None))
         changed = updated.assigned != member.assigned
         return HeartbeatResult(member_id, updated.member_epoch, self.heartbeat_interval_ms,
                                dict(updated.assigned) if full or changed else None)
@@ -418,15 +455,22 @@ class ConsumerGroupManager:
         left empty gets its (empty) target assignment at once, as Kafka writes it."""
         group_id = group.group_id
         epoch = group.group_epoch + 1
-        records = [*self._member_tombstones(group_id, member.member_id), self._epoch_record(group_id, epoch)]
+        records = [*self._member_tombstones(group_id, member.member_id)]
+        regex = member.subscribed_topic_regex
+        dropped = regex if regex and group.regex_subscribers(regex) == 1 else None
+        if dropped is not None:  # its last user goes: so does its resolution
+            records.append(self._regex_tombstone(group_id, dropped))
+        records.append(self._epoch_record(group_id, epoch))
         now = self._now()
         empty = len(group.members) == 1
         if empty:
             records.append(self._target_metadata_record(group_id, epoch, 0))
         await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
         group.remove_member(member.member_id)
+        if dropped is not None:
+            group.resolved_regexes.pop(dropped, None)
         group.group_epoch = epoch
-        group.subscribed_topics = self._subscribed_topics(group.members.values())
+        group.subscribed_topics = self._subscribed_topics(group.members.values(), group.resolved_regexes)
         if empty:
             group.assignment_epoch, group.assignment_timestamp, group.target = epoch, now, {}
         self._cancel_timeouts(group_id, member.member_id)
@@ -470,30 +514,157 @@ class ConsumerGroupManager:
 
         self._spawn(fence())
 
+    # ================================================================ subscription regexes
+
+    def _regex_change(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                      records: list[Record]) -> tuple[RegexChange, str | None, bool]:
+        """What the heartbeat did to the member's regex (Kafka's maybeUpdateRegularExpressions):
+        the change, the regex whose resolution goes with it (tombstoned in `records`: this
+        member was its last user), and whether a new regex needs resolving."""
+        old, new = member.subscribed_topic_regex, updated.subscribed_topic_regex
+        if old == new:
+            return RegexChange.NO_CHANGE, None, False
+        dropped = None
+        if old and group.regex_subscribers(old) == 1:
+            dropped = old
+            records.append(self._regex_tombstone(group.group_id, old))
+        if new:
+            if group.regex_subscribers(new) == 0:
+                return RegexChange.UPDATED, dropped, True
+            if new in group.resolved_regexes:
+                return RegexChange.UPDATED_AND_RESOLVED, dropped, False
+            return RegexChange.UPDATED, dropped, False
+        return RegexChange.UPDATED_AND_RESOLVED, dropped, False
+
+    def _regexes_to_resolve(self, group: ConsumerGroup, members_after: Iterable[ConsumerGroupMember],
+                            required: bool) -> frozenset[str]:
+        """The regexes to resolve now (none: not now). Resolved when one is new or unresolved,
+        a topic was created since the last resolution, or the refresh interval passed; never
+        twice at once, nor within 10 s of the last resolution. `group` is as it was before
+        the heartbeat, `members_after` its members after it."""
+        regexes = frozenset(m.subscribed_topic_regex for m in members_after if m.subscribed_topic_regex)
+        if (not required and not group.subscribed_regexes()) or group.group_id in self._resolving:
+            return frozenset()
+        now = self._now()
+        last = group.last_regex_refresh()
+        if last is not None and now <= last[0] + REGEX_REFRESH_MIN_INTERVAL_MS:
+            return frozenset()
+        required = (required or last is None or len(regexes) != len(group.resolved_regexes)
+                    or last[1] < self.offsets_topic.topics.new_topics_generation
+                    or now > last[0] + self.regex_refresh_interval_ms)
+        return regexes if required else frozenset()
+
+    def _resolve_later(self, group_id: str, regexes: frozenset[str], authorized_topics: AuthorizedTopics | None) -> None:
+        self._resolving.add(group_id)
+        self._spawn(self._resolve(group_id, regexes, authorized_topics))
+
+    async def _resolve(self, group_id: str, regexes: frozenset[str], authorized_topics: AuthorizedTopics | None) -> None:
+        """Kafka's TopicRegexResolver then handleRegularExpressionsResult: match every topic
+        against the group's regexes, then, under the group's lock, write what changed."""
+        try:
+            started = self._now()
+            topics = self.offsets_topic.topics
+            version, names = topics.generation, [t.name for t in topics.all()]
+            found: dict[str, frozenset[str]] = {}
+            for regex in regexes:
+                try:
+                    found[regex] = compile_topic_regex(regex).matching(names)
+                except InvalidRegularExpressionError as exc:
+                    log.error("[GroupId %s] Couldn't parse regular expression '%s' due to `%s`. Ignoring it.",
+                              group_id, regex, exc)
+                    found[regex] = frozenset()
+            if authorized_topics is not None:
+                allowed = set(authorized_topics(set().union(*found.values())))
+                found = {regex: matched & allowed for regex, matched in found.items()}
+            log.info("[GroupId %s] Scanned %d topics to refresh regular expressions %s in %dms.", group_id,
+                     len(names), sorted(found), self._now() - started)
+            resolved = {regex: ResolvedRegex(matched, version, started) for regex, matched in found.items()}
+            async with self._lock(group_id):
+                group = self.groups.get(group_id)
+                if group is None:
+                    log.debug("[GroupId %s] Received result of regular expression resolution but it no longer "
+                              "exists.", group_id)
+                    return
+                await self._apply_resolutions(group, resolved)
+        except Exception:  # noqa: BLE001 - the next heartbeat allowed to tries again
+            log.exception("[GroupId %s] Couldn't update regular expressions", group_id)
+        finally:
+            self._resolving.discard(group_id)
+
+    async def _apply_resolutions(self, group: ConsumerGroup, resolved: dict[str, ResolvedRegex]) -> None:
+        """Write the resolutions of regexes still in use; bump the group epoch when one
+        matches other topics than before (a new regex's first match counts when it is not
+        empty), so that a target assignment follows."""
+        group_id = group.group_id
+        records: list[Record] = []
+        bump = False
+        kept: dict[str, ResolvedRegex] = {}
+        for regex, found in resolved.items():
+            if group.regex_subscribers(regex) == 0:
+                continue
+            before = group.resolved_regexes.get(regex)
+            if (before.topics if before is not None else frozenset()) != found.topics:
+                bump = True
+            kept[regex] = found
+            records.append(self._regex_record(group_id, regex, found))
+        after = {**group.resolved_regexes, **kept}
+        topics = self._subscribed_topics(group.members.values(), after)
+        if topics != group.subscribed_topics:
+            bump = True
+        epoch = group.group_epoch + 1 if bump else group.group_epoch
+        if bump:
+            records.append(self._epoch_record(group_id, epoch))
+        if not records:
+            return
+        await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
+        group.resolved_regexes = after
+        group.subscribed_topics = topics
+        if bump:
+            group.group_epoch = epoch
+            log.info("[GroupId %s] Bumped group epoch to %d.", group_id, epoch)
+            interval: int = self._config.effective("group.consumer.assignment.interval.ms")
+            if self._now() - group.assignment_timestamp < interval:
+                self._assign_later(group, group.assignment_timestamp + interval - self._now())
+
     # ================================================================ assignment
 
-    def _subscribed_topics(self, members: Iterable[ConsumerGroupMember]) -> dict[str, tuple[uuid.UUID, int]]:
+    def _subscribed_topics(self, members: Iterable[ConsumerGroupMember],
+                           resolved: Resolutions) -> dict[str, tuple[uuid.UUID, int]]:
         """Subscribed topics that exist: name -> (topic id, partitions)."""
         topics = self.offsets_topic.topics
         out: dict[str, tuple[uuid.UUID, int]] = {}
         for m in members:
-            for name in self._topic_names(m):
+            for name in self._topic_names(m, resolved):
                 meta = topics.get(name)
                 if meta is not None:
                     out[name] = (meta.topic_id, meta.partitions)
         return out
 
-    def _topic_names(self, member: ConsumerGroupMember) -> Iterable[str]:
-        """What `member` subscribes to: its topic names, and the topics its regex matches."""
-        if member.subscribed_topic_regex is None:
-            return member.subscribed_topic_names
-        return [*member.subscribed_topic_names, *self._regex_topics(member.subscribed_topic_regex)]
+    def _metadata_changed(self, group: ConsumerGroup) -> bool:
+        """Whether a topic the group subscribes to was created, deleted or given partitions
+        since its subscribed topics were last looked at (Kafka's hasMetadataExpired)."""
+        topics = self.offsets_topic.topics
+        for m in group.members.values():
+            for name in self._topic_names(m, group.resolved_regexes):
+                meta = topics.get(name)
+                if (None if meta is None else (meta.topic_id, meta.partitions)) != group.subscribed_topics.get(name):
+                    return True
+        return False
 
-    def _regex_topics(self, regex: str) -> frozenset[str]:
-        """Topics (internal ones excluded) whose whole name matches `regex` (RE2J's matches())."""
-        pattern = re.compile(regex)
-        return frozenset(t.name for t in self.offsets_topic.topics.all()
-                         if not t.name.startswith("__") and pattern.fullmatch(t.name))
+    def _topic_ids(self, names: Iterable[str]) -> frozenset[uuid.UUID]:
+        """The ids of those of `names` that exist."""
+        topics = self.offsets_topic.topics
+        return frozenset(meta.topic_id for meta in map(topics.get, names) if meta is not None)
+
+    @staticmethod
+    def _topic_names(member: ConsumerGroupMember, resolved: Resolutions) -> Iterable[str]:
+        """What `member` subscribes to: its topic names, and what its regex was last resolved
+        to (nothing while it has not been)."""
+        regex = member.subscribed_topic_regex
+        found = resolved.get(regex) if regex else None
+        if found is None:
+            return member.subscribed_topic_names
+        return [*member.subscribed_topic_names, *found.topics]
 
     def preferred_assignor(self, members: Iterable[ConsumerGroupMember]) -> str:
         """The assignor most members ask for; the first of group.consumer.assignors otherwise."""
@@ -527,7 +698,7 @@ class ConsumerGroupManager:
                 if current is None or current.group_epoch <= current.assignment_epoch:
                     return
                 now = self._now()
-                topics = self._subscribed_topics(current.members.values())
+                topics = self._subscribed_topics(current.members.values(), current.resolved_regexes)
                 target, records = self._new_target(current, current.members, topics, current.group_epoch, now)
                 try:
                     await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
@@ -545,7 +716,8 @@ class ConsumerGroupManager:
         specs = []
         for m in members.values():
             specs.append(MemberSpec(m.member_id, m.instance_id,
-                                    frozenset(topics[n][0] for n in self._topic_names(m) if n in topics),
+                                    frozenset(topics[n][0] for n in self._topic_names(m, group.resolved_regexes)
+                                              if n in topics),
                                     group.target.get(m.member_id, {})))
         spec = AssignmentSpec(tuple(specs), {tid: count for tid, count in topics.values()},
                               tuple(topics[n][0] for n in by_name))
@@ -587,15 +759,30 @@ class ConsumerGroupManager:
                     topic_assignments(m.pending_revocation, m.assignment_epochs))))
 
     @staticmethod
+    def _regex_record(group_id: str, regex: str, resolved: ResolvedRegex) -> Record:
+        return (encode_consumer_group_key(ConsumerGroupRegexKey(_T.CONSUMER_GROUP_REGULAR_EXPRESSION, group_id, regex)),
+                encode_regular_expression_value(RegularExpressionValue(
+                    tuple(sorted(resolved.topics)), resolved.version, resolved.timestamp)))
+
+    @staticmethod
+    def _regex_tombstone(group_id: str, regex: str) -> Record:
+        return (encode_consumer_group_key(ConsumerGroupRegexKey(_T.CONSUMER_GROUP_REGULAR_EXPRESSION, group_id, regex)),
+                None)
+
+    @staticmethod
     def _member_tombstones(group_id: str, member_id: str) -> list[Record]:
         return [(encode_consumer_group_key(ConsumerGroupMemberKey(t, group_id, member_id)), None)
                 for t in (_T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
                           _T.CONSUMER_GROUP_MEMBER_METADATA)]
 
     def tombstones(self, group_id: str) -> list[Record]:
-        """The records that remove an (empty) group: its epoch and target-assignment metadata."""
-        return [(encode_consumer_group_key(ConsumerGroupKey(t, group_id)), None)
-                for t in (_T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, _T.CONSUMER_GROUP_METADATA)]
+        """The records that remove an (empty) group: its regexes' resolutions, its epoch and
+        its target-assignment metadata."""
+        group = self.groups.get(group_id)
+        regexes = sorted(group.resolved_regexes) if group is not None else []
+        return [*(self._regex_tombstone(group_id, r) for r in regexes),
+                *((encode_consumer_group_key(ConsumerGroupKey(t, group_id)), None)
+                  for t in (_T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, _T.CONSUMER_GROUP_METADATA))]
 
     def remove_group(self, group_id: str) -> None:
         if self.groups.pop(group_id, None) is not None:
@@ -603,7 +790,7 @@ class ConsumerGroupManager:
 
     # ================================================================ replay (loading __consumer_offsets)
 
-    def replay(self, key: ConsumerGroupKey | ConsumerGroupMemberKey, value: Any) -> None:
+    def replay(self, key: ConsumerGroupKey | ConsumerGroupMemberKey | ConsumerGroupRegexKey, value: Any) -> None:
         """Apply one record, in log order (a None value is a tombstone)."""
         group = self.groups.get(key.group)
         if group is None:
@@ -611,6 +798,13 @@ class ConsumerGroupManager:
                 return
             group = self.groups[key.group] = ConsumerGroup(key.group)
         t = key.record_type
+        if isinstance(key, ConsumerGroupRegexKey):
+            if value is None:
+                group.resolved_regexes.pop(key.regex, None)
+            else:
+                group.resolved_regexes[key.regex] = ResolvedRegex(frozenset(value.topics), value.version,
+                                                                  value.timestamp)
+            return
         if isinstance(key, ConsumerGroupKey):
             if t == _T.CONSUMER_GROUP_METADATA:
                 if value is None:
@@ -661,9 +855,14 @@ class ConsumerGroupManager:
     def after_load(self) -> None:
         """Every loaded member gets a full session to heartbeat again (as after Kafka's failover).
         What the group subscribes to is taken as it stands (the records do not keep it): a topic
-        that changed while the broker was down is not noticed until it changes again."""
+        that changed while the broker was down is not noticed until it changes again. Stored
+        regex resolutions are kept, but were made against topics as an earlier run saw them:
+        the first heartbeat allowed to resolves them again (Kafka, loading, counts every
+        topic as new)."""
         for group in list(self.groups.values()):
-            group.subscribed_topics = self._subscribed_topics(group.members.values())
+            group.resolved_regexes = {regex: msgspec.structs.replace(r, version=-1)
+                                      for regex, r in group.resolved_regexes.items()}
+            group.subscribed_topics = self._subscribed_topics(group.members.values(), group.resolved_regexes)
             for member in group.members.values():
                 self._schedule_timeouts(group, member)
 

@@ -5,7 +5,7 @@ every partition is replayed in log order, as Kafka's CoordinatorLoaderImpl
 replays a coordinator partition: an OffsetCommit record sets or (as a
 tombstone) removes one offset, a transaction's records wait for its COMMIT or
 ABORT marker, and a group's last GroupMetadata record is the group as it was
-stored. A consumer-protocol group's records (types 3 and 5 to 8) are applied one
+stored. A consumer-protocol group's records (types 3, 5 to 8 and 16) are applied one
 by one (ConsumerGroupManager.replay). A group that holds offsets but no group record comes back as an empty
 group, so it can be described, listed and deleted.
 """
@@ -31,6 +31,7 @@ from asyncbroker.coordinator_records import (
     decode_key,
     decode_member_metadata_value,
     decode_offset_commit_value,
+    decode_regular_expression_value,
     decode_target_assignment_member_value,
     decode_target_assignment_metadata_value,
 )
@@ -48,6 +49,7 @@ _CONSUMER_VALUE_DECODERS: dict[int, Callable[[bytes], Any]] = {
     _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: decode_target_assignment_metadata_value,
     _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: decode_target_assignment_member_value,
     _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: decode_current_member_assignment_value,
+    _T.CONSUMER_GROUP_REGULAR_EXPRESSION: decode_regular_expression_value,
 }
 
 

@@ -39,6 +39,8 @@ and flexible (compact strings and arrays, tagged fields), keys not flexible:
         previousMemberEpoch int32, state int8, assignedPartitions and
         partitionsPendingRevocation [topicId uuid, partitions []int32; tagged 0:
         assignmentEpochs []int32]
+   16 ConsumerGroupRegularExpression (group, regex) -> topics []string,
+        version int64, timestamp int64: what a subscription regex last resolved to
 
 Kafka 4.4 wrote these bytes (read back from its log in tests/oracle); tagged
 fields this broker does not keep (a member's classic metadata, the metadata
@@ -78,6 +80,7 @@ class CoordinatorRecordType(enum.IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+    CONSUMER_GROUP_REGULAR_EXPRESSION = 16
 
 
 class RecordFormatError(ValueError):
@@ -390,6 +393,14 @@ class ConsumerGroupMemberKey(msgspec.Struct, frozen=True):
     member_id: str
 
 
+class ConsumerGroupRegexKey(msgspec.Struct, frozen=True):
+    """Key of a resolved subscription regex (type 16)."""
+
+    record_type: int
+    group: str
+    regex: str
+
+
 class TopicAssignment(msgspec.Struct, frozen=True):
     """One topic's partitions in an assignment; `assignment_epochs` (aligned with
     `partitions`) says at which member epoch each was assigned, where it is kept."""
@@ -424,6 +435,12 @@ class TargetAssignmentMemberValue(msgspec.Struct, frozen=True):
     topic_partitions: tuple[TopicAssignment, ...]
 
 
+class RegularExpressionValue(msgspec.Struct, frozen=True):
+    topics: tuple[str, ...]
+    version: int
+    timestamp: int
+
+
 class CurrentMemberAssignmentValue(msgspec.Struct, frozen=True):
     member_epoch: int
     previous_member_epoch: int
@@ -432,12 +449,14 @@ class CurrentMemberAssignmentValue(msgspec.Struct, frozen=True):
     partitions_pending_revocation: tuple[TopicAssignment, ...]
 
 
-def encode_consumer_group_key(key: ConsumerGroupKey | ConsumerGroupMemberKey) -> bytes:
+def encode_consumer_group_key(key: ConsumerGroupKey | ConsumerGroupMemberKey | ConsumerGroupRegexKey) -> bytes:
     w = _Writer()
     w.i16(key.record_type)
     w.string(key.group)
     if isinstance(key, ConsumerGroupMemberKey):
         w.string(key.member_id)
+    elif isinstance(key, ConsumerGroupRegexKey):
+        w.string(key.regex)
     return bytes(w.out)
 
 
@@ -512,7 +531,28 @@ def encode_current_member_assignment_value(value: CurrentMemberAssignmentValue) 
     return bytes(w.out)
 
 
-def decode_consumer_group_key(data: bytes) -> ConsumerGroupKey | ConsumerGroupMemberKey | None:
+def encode_regular_expression_value(value: RegularExpressionValue) -> bytes:
+    w = _Writer(flexible=True)
+    w.i16(0)
+    w.uvarint(len(value.topics) + 1)
+    for name in value.topics:
+        w.compact_string(name)
+    w.i64(value.version)
+    w.i64(value.timestamp)
+    w.tagged([])
+    return bytes(w.out)
+
+
+def decode_regular_expression_value(data: bytes) -> RegularExpressionValue:
+    r = _flexible_value(data, "ConsumerGroupRegularExpressionValue")
+    topics = tuple(r.string() for _ in range(r.array_length()))
+    version = r.i64()
+    timestamp = r.i64()
+    r.skip_tagged_fields()
+    return RegularExpressionValue(topics, version, timestamp)
+
+
+def decode_consumer_group_key(data: bytes) -> ConsumerGroupKey | ConsumerGroupMemberKey | ConsumerGroupRegexKey | None:
     """The key of a consumer-protocol record; None for other record types."""
     r = _Reader(data)
     record_type = r.i16()
@@ -523,6 +563,8 @@ def decode_consumer_group_key(data: bytes) -> ConsumerGroupKey | ConsumerGroupMe
                        CoordinatorRecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
                        CoordinatorRecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT):
         return ConsumerGroupMemberKey(record_type, r.string(), r.string())
+    if record_type == CoordinatorRecordType.CONSUMER_GROUP_REGULAR_EXPRESSION:
+        return ConsumerGroupRegexKey(record_type, r.string(), r.string())
     return None
 
 

@@ -144,7 +144,7 @@ class GroupCoordinator:
         group_id = request["group_id"]
         # A bad request changes nothing, the classic group it names included.
         self.consumer_manager.validate_heartbeat(**{k: v for k, v in request.items()
-                                                    if k not in ("client_id", "client_host")})
+                                                    if k not in ("client_id", "client_host", "authorized_topics")})
         classic = self.group_manager.groups.get(group_id)
         classic_in_use = classic is not None and not classic.is_in_state(_S.DEAD) and bool(classic.members)
         if classic is not None and not classic_in_use and request["member_epoch"] == 0 and group_id \

@@ -131,6 +131,9 @@ class TopicManager:
         # Bumped by every change to a topic's metadata: what was derived from an older
         # generation (the encoded Metadata answers) is stale.
         self.generation = 0
+        # The generation that last added a topic: a subscription regex resolved before it may
+        # be missing a topic (Kafka's lastMetadataImageWithNewTopics).
+        self.new_topics_generation = 0
         self._load()
 
     # ------------------------------------------------------------ reading
@@ -153,6 +156,8 @@ class TopicManager:
         self._by_id[meta.topic_id] = meta.name
         self._log_configs.pop(meta.name, None)
         self.generation += 1
+        if old is None:
+            self.new_topics_generation = self.generation
 
     def _drop(self, name: str) -> None:
         meta = self._topics.pop(name, None)

@@ -424,6 +424,9 @@ _BROKER_KEYS = [
     _broker("group.consumer.max.size", I, INT_MAX, "Most members a consumer-protocol group may have.", AtLeast(1)),
     _broker("group.consumer.assignment.interval.ms", I, 1000,
             "Least time between two target assignments of a consumer-protocol group.", AtLeast(0), dynamic=True),
+    _broker("group.consumer.regex.refresh.interval.ms", I, 600000,
+            "Longest time a consumer-protocol group's subscription regexes go unresolved while they "
+            "are used (a topic created or deleted resolves them sooner).", AtLeast(10000), internal=True),
     _broker("group.consumer.min.assignment.interval.ms", I, 0,
             "Smallest assignment interval of consumer-protocol groups.", AtLeast(0)),
     _broker("group.consumer.max.assignment.interval.ms", I, 15000,

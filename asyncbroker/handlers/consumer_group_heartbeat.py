@@ -6,6 +6,7 @@ v0 lets the coordinator pick a joining member's id; from v1 the member brings it
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from wire.errors import ErrorCode, GroupAuthorizationFailedError, TopicAuthorizationFailedError
@@ -22,6 +23,12 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 
 
+def _describable(ctx: RequestContext) -> Callable[[Iterable[str]], list[str]]:
+    """The topics of a regex's matches this member may describe (denials are not logged: a
+    regex is not a request for each topic it could match)."""
+    return lambda names: [n for n in names if ctx.authorize_topic(AclOperation.DESCRIBE, n, log_denial=False)]
+
+
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
     try:
@@ -31,8 +38,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         if names:
             refused = sorted(n for n in set(names) if not ctx.authorize_topic(AclOperation.DESCRIBE, n))
             if refused:
-                raise TopicAuthorizationFailedError(
-                    f"The client is not authorized to describe topics: {', '.join(refused)}.")
+                raise TopicAuthorizationFailedError(  # Kafka 4.4 answers it without a message
+                    f"The client is not authorized to describe topics: {', '.join(refused)}.", wire_message=None)
         coordinator = await ctx.broker.loaded_group_coordinator()
         owned = request.topic_partitions
         result = await coordinator.consumer_group_heartbeat(
@@ -49,6 +56,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             owned=None if owned is None else tuple((tp.topic_id, tuple(tp.partitions)) for tp in owned),
             client_id=header.client_id or "",
             client_host=ctx.client_host,
+            authorized_topics=None if ctx.broker.authorizer is None else _describable(ctx),
         )
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         return b.entity("ConsumerGroupHeartbeatResponse", throttle_time=0, error_code=error_code_for(exc),

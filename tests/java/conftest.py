@@ -15,7 +15,7 @@ from jvm.kafka_jvm import ORACLE_SETTINGS, KafkaServer
 # starts its own broker the same way; the rest of ORACLE_SETTINGS is about replication).
 _SHARED_KEYS = (
     "num.partitions", "auto.create.topics.enable", "offsets.topic.num.partitions",
-    "group.initial.rebalance.delay.ms", "log.cleaner.backoff.ms", "log.retention.check.interval.ms",
+    "group.initial.rebalance.delay.ms", "group.consumer.assignment.interval.ms", "log.cleaner.backoff.ms", "log.retention.check.interval.ms",
     "log.initial.task.delay.ms", "log.segment.delete.delay.ms",
 )
 

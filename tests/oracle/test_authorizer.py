@@ -59,6 +59,7 @@ AUTHORIZER = {
 }
 # As the session's oracle pair shares them (tests/oracle/conftest.py).
 _SHARED_KEYS = ("num.partitions", "auto.create.topics.enable", "offsets.topic.num.partitions",
+                "group.consumer.assignment.interval.ms",
                 "group.initial.rebalance.delay.ms", "log.cleaner.backoff.ms", "log.retention.check.interval.ms",
                 "log.initial.task.delay.ms", "log.segment.delete.delay.ms")
 
@@ -378,5 +379,34 @@ def test_transactions_under_acls(secured: SecuredBrokers) -> None:
             ts.txn_offset_commit(run, "tx", pid, epoch, "g", {"out": {0: 1}, "closed": {0: 1}})
             ts.end_txn(run, "not-mine", pid, epoch, False)
             ts.end_txn(run, "tx", pid, epoch, False)
+
+    secured.compare(scenario)
+
+
+# -- consumer-protocol groups ----------------------------------------------------------------
+
+
+def test_a_regex_matches_only_topics_the_member_may_describe(secured: SecuredBrokers) -> None:
+    """A consumer-protocol member (KIP-848) may READ its group and DESCRIBE one of two topics
+    its regex matches: the regex is resolved to that one, and the member is assigned it alone;
+    a subscription by name to a topic it may not describe is refused."""
+    from test_consumer_group_protocol import hb, wait_for_group_epoch_above
+
+    def scenario(run: ScenarioRun) -> None:
+        for name in ("seen", "unseen"):
+            create_topic(run, name)
+        gs.wait_for_coordinator(run)
+        create_acls(run, [allow(GROUP, run.group("g"), READ), allow(TOPIC, run.topic("seen"), DESCRIBE)])
+        metadata_topics(run, ["seen", "unseen"], record=False)  # learn the topic ids
+        with run.as_user("alice"):
+            hb(run, "by name, a topic alice may not describe", "m-a", 0, topics=["unseen"], owned=[],
+               timeout=30000)
+            a = hb(run, "joins by regex", "m-a", 0, regex=f"{run.topic('seen')}|{run.topic('unseen')}", owned=[],
+                   timeout=30000, assignor="range")
+        wait_for_group_epoch_above(run, "g", a.member_epoch)
+        with run.as_user("alice"):
+            assigned = hb(run, "assigned what it may describe", "m-a", a.member_epoch).assignment
+            assert [tp.topic_id for tp in assigned.topic_partitions] == [run.topic_id("seen")], run.broker
+            hb(run, "leaves", "m-a", -1)
 
     secured.compare(scenario)

@@ -26,10 +26,11 @@ HEARTBEAT, DESCRIBE = 68, 69
 
 def hb(run: ScenarioRun, label: str, member: str, epoch: int = 0, *, version: int = 1, group: str = "g",
        topics: list[str] | None = None, regex: str | None = None, owned: Any = None, timeout: int = -1,
-       assignor: str | None = None, instance: str | None = None, raw_group: bool = False) -> Any:
+       assignor: str | None = None, instance: str | None = None, raw_group: bool = False,
+       _record: bool = True) -> Any:
     if owned is not None:
         owned = [entity(HEARTBEAT, version, "TopicPartitions", topic_id=t, partitions=list(p)) for t, p in owned]
-    return run.call(HEARTBEAT, version, _label=label, group_id=group if raw_group else run.group(group),
+    return run.call(HEARTBEAT, version, _label=label, _record=_record, group_id=group if raw_group else run.group(group),
                     member_id=member, member_epoch=epoch, instance_id=instance, rack_id=None,
                     rebalance_timeout=timeout, subscribed_topic_names=None if topics is None else [run.topic(t) for t in topics],
                     subscribed_topic_regex=regex, server_assignor=assignor, topic_partitions=owned)
@@ -227,3 +228,77 @@ def empty_classic_group_replaced(run: ScenarioRun) -> None:
 
 def test_empty_classic_group_replaced(brokers) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(empty_classic_group_replaced)
+
+
+def wait_for_group_epoch_above(run: ScenarioRun, group: str, epoch: int) -> None:
+    """Until the group's epoch passes `epoch` (a regex resolved in the background bumps it):
+    describing changes nothing, so both brokers' transcripts stay comparable."""
+    def bumped() -> bool:
+        answer = run.call(DESCRIBE, 1, _record=False, group_ids=[run.group(group)], include_authorized_operations=False)
+        return bool(answer.groups[0].group_epoch > epoch)
+    run.wait_until(bumped, f"group {group} past epoch {epoch}", timeout=30)
+
+
+def regex_subscriptions(run: ScenarioRun) -> None:
+    """Subscriptions by regex (RE2J syntax): refused patterns and RE2J's words for them; a
+    regex is resolved after the heartbeat that brings it, internal topics included; a member
+    sharing a resolved regex is assigned at once; a member that changes its regex within 10 s
+    of the last resolution gives up what it held and waits; the last member using a regex
+    takes its resolution with it."""
+    topics(run)
+    t1, t2 = run.topic("t1"), run.topic("t2")
+    for label, regex in (("look-ahead", "(?=x)"), ("unbalanced", "("), ("stray paren", "a)"),
+                         ("nested repetition", "a**"), ("\\C", "a\\C")):
+        hb(run, f"regex refused: {label}", "m-x", 0, regex=regex, owned=[], timeout=30000)
+    both = f"{t1}|__consumer_offsets"
+    a = hb(run, "a joins by regex", "m-a", 0, regex=both, owned=[], timeout=30000, assignor="range")
+    wait_for_group_epoch_above(run, "g", a.member_epoch)
+    a2 = hb(run, "a after its regex is resolved", "m-a", a.member_epoch)
+    describe(run, "resolved", "g")
+    b = hb(run, "b joins by names and the same regex", "m-b", 0, topics=["t2"], regex=both, owned=[],
+           timeout=30000, assignor="range")
+    a3 = hb(run, "a changes its regex", "m-a", a2.member_epoch, regex=t2)
+    describe(run, "a's new regex waits", "g")
+    a4 = hb(run, "a has let everything go", "m-a", a3.member_epoch, owned=[])
+    hb(run, "b takes what a let go", "m-b", b.member_epoch)
+    del a4
+    hb(run, "b leaves", "m-b", -1)
+    describe(run, "b's regex is gone with b", "g")
+    hb(run, "a leaves", "m-a", -1)
+
+
+def test_regex_subscriptions(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(regex_subscriptions)
+
+
+def regex_refreshed_after_the_minimum_interval(run: ScenarioRun) -> None:
+    """A regex that changes within 10 s of the group's last resolution is resolved by the
+    first heartbeat after those 10 s; a topic created later is found the same way."""
+    topics(run)
+    t1, t2 = run.topic("t1"), run.topic("t2")
+    a = hb(run, "a joins by regex", "m-a", 0, regex=t1, owned=[], timeout=30000, assignor="range")
+    wait_for_group_epoch_above(run, "g", a.member_epoch)
+    a2 = hb(run, "a holds t1", "m-a", a.member_epoch)
+    a3 = hb(run, "a widens its regex", "m-a", a2.member_epoch, regex=f"{t1}|{t2}|{run.topic('t3')}")
+    hb(run, "a has let t1 go", "m-a", a3.member_epoch, owned=[])
+
+    def resolved() -> Any:  # a gave t1 up when its regex changed (unresolved, it matches nothing yet)
+        answer = hb(run, "", "m-a", a3.member_epoch, owned=[], _record=False)
+        return answer if answer.member_epoch > a3.member_epoch else None
+    a4 = run.wait_until(resolved, "the widened regex to be resolved", timeout=40)
+    run.note("a's epoch moved on once resolved", a4.member_epoch - a3.member_epoch)
+    describe(run, "widened", "g")
+    admin_steps.create_topics(run, [admin_steps.creatable(run, "t3", 1)])
+    admin_steps.metadata_topics(run, ["t3"], record=False)
+
+    def found() -> Any:
+        answer = hb(run, "", "m-a", a4.member_epoch, _record=False)
+        return answer if answer.member_epoch > a4.member_epoch else None
+    a5 = run.wait_until(found, "the topic created later to be found", timeout=40)
+    run.note("a's epoch moved on once t3 was found", a5.member_epoch - a4.member_epoch)
+    describe(run, "t3 found", "g")
+    hb(run, "a leaves", "m-a", -1)
+
+
+def test_regex_refreshed_after_the_minimum_interval(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(regex_refreshed_after_the_minimum_interval)

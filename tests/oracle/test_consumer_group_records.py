@@ -112,3 +112,45 @@ def test_records_asyncbroker_wrote_read_by_kafka(brokers) -> None:  # type: igno
     for m in members:
         assert sorted(n.rsplit("-", 1)[0] for n in m["subscribedTopicNames"]) == ["t1", "t2"]
         assert m["serverAssignor"] == "range" and m["rebalanceTimeoutMs"] == 30000
+
+
+def test_regex_records_kafka_wrote_read_and_written_back(brokers) -> None:  # type: ignore[no-untyped-def]
+    """ConsumerGroupRegularExpression (type 16): Kafka's bytes decode and encode back to the
+    same bytes, and replaying them leaves what Kafka resolved, then forgot with each regex's
+    last user."""
+    from asyncbroker.coordinator_records import encode_regular_expression_value
+
+    run = run_scenario(scenarios.regex_subscriptions, "kafka", brokers.kafka.bootstrap)
+    group_id = run.group("g")
+    records = [(k, v) for k, v in group_records(Path(brokers.kafka.log_dir), group_id)
+               if decode_consumer_group_key(k).record_type == _T.CONSUMER_GROUP_REGULAR_EXPRESSION]  # type: ignore[union-attr]
+    values = [v for _, v in records if v is not None]
+    assert values and any(v is None for _, v in records)
+    both = f"{run.topic('t1')}|__consumer_offsets"
+    manager = ConsumerGroupManager.__new__(ConsumerGroupManager)
+    manager.groups = {}
+    for key_bytes, value_bytes in records:
+        key = decode_consumer_group_key(key_bytes)
+        assert key is not None
+        value = None if value_bytes is None else _CONSUMER_VALUE_DECODERS[key.record_type](value_bytes)
+        # a's second regex is never resolved (within 10 s of the first): only its tombstone is
+        # written, when a leaves.
+        assert key.regex == both or (key.regex == run.topic("t2") and value is None)  # type: ignore[union-attr]
+        if value is not None:
+            assert sorted(value.topics) == sorted([run.topic("t1"), "__consumer_offsets"])
+            assert encode_regular_expression_value(value) == value_bytes
+        manager.replay(key, value)
+    assert manager.groups[group_id].resolved_regexes == {}
+
+
+def test_regex_records_asyncbroker_wrote_read_by_kafka(brokers) -> None:  # type: ignore[no-untyped-def]
+    run = run_scenario(scenarios.regex_subscriptions, "asyncbroker", brokers.ours.bootstrap)
+    group_id = run.group("g")
+    part = Path(brokers.ours.log_dir) / f"__consumer_offsets-{partition_for(group_id, 50)}"
+    out = dump_log_segments(sorted(part.glob("*.log")), ["--offsets-decoder"])
+    regex_lines = [line for line in out.splitlines() if f'"{group_id}"' in line and '"type":"16"' in line]
+    decoded = [line.split("payload: ", 1)[1] for line in regex_lines]
+    assert "<DELETE>" in decoded
+    values = [json.loads(p)["data"] for p in decoded if p != "<DELETE>"]
+    assert values and all(sorted(v["topics"]) == sorted([run.topic("t1"), "__consumer_offsets"]) for v in values)
+    assert all(v["timestamp"] > 0 for v in values)

@@ -9,6 +9,7 @@ from asyncbroker.consumer_group import ConsumerGroup, ConsumerGroupMember, Membe
 from asyncbroker.consumer_group_assignors import AssignmentSpec, MemberSpec, assign
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
+BOTH = frozenset({T1, T2})
 
 
 def member(group: ConsumerGroup, member_id: str, epoch: int, assigned: dict[uuid.UUID, set[int]]) -> ConsumerGroupMember:
@@ -24,34 +25,69 @@ def test_revocation_comes_before_assignment() -> None:
     a = member(group, "a", 2, {T1: {0, 1, 2}})
     b = member(group, "b", 2, {})
     # Target epoch 3: a keeps 0 and 1, b gets 2. a must give 2 up first.
-    nxt = reconcile(group, a, 3, {T1: frozenset({0, 1})}, owned=[(T1, [0, 1, 2])])
+    nxt = reconcile(group, a, 3, {T1: frozenset({0, 1})}, owned=[(T1, [0, 1, 2])], subscribed=BOTH, subscription_changed=False)
     assert nxt == (2, 2, MemberState.UNREVOKED_PARTITIONS, {T1: frozenset({0, 1})}, {T1: frozenset({2})})
     group.update_assignment(a, member_epoch=nxt[0], previous_member_epoch=nxt[1], state=nxt[2], assigned=nxt[3],
                             pending_revocation=nxt[4])
     # b moves to the target epoch but waits for 2: a still holds it.
-    nb = reconcile(group, b, 3, {T1: frozenset({2})}, owned=[])
+    nb = reconcile(group, b, 3, {T1: frozenset({2})}, owned=[], subscribed=BOTH, subscription_changed=False)
     assert nb == (3, 2, MemberState.UNRELEASED_PARTITIONS, {}, {})
     group.update_assignment(b, member_epoch=nb[0], previous_member_epoch=nb[1], state=nb[2], assigned=nb[3],
                             pending_revocation=nb[4])
     # a still reports 2: nothing moves. Then it reports it gone: stable at the target epoch.
-    assert reconcile(group, a, 3, {T1: frozenset({0, 1})}, owned=[(T1, [0, 1, 2])])[2] == MemberState.UNREVOKED_PARTITIONS
-    na = reconcile(group, a, 3, {T1: frozenset({0, 1})}, owned=[(T1, [0, 1])])
+    assert reconcile(group, a, 3, {T1: frozenset({0, 1})}, owned=[(T1, [0, 1, 2])], subscribed=BOTH, subscription_changed=False)[2] == MemberState.UNREVOKED_PARTITIONS
+    na = reconcile(group, a, 3, {T1: frozenset({0, 1})}, owned=[(T1, [0, 1])], subscribed=BOTH, subscription_changed=False)
     assert na == (3, 2, MemberState.STABLE, {T1: frozenset({0, 1})}, {})
     group.update_assignment(a, member_epoch=na[0], previous_member_epoch=na[1], state=na[2], assigned=na[3],
                             pending_revocation=na[4])
     assert group.current_partition_epoch(T1, 2) == -1
     # Now b gets it.
-    assert reconcile(group, b, 3, {T1: frozenset({2})}, owned=[]) == (3, 3, MemberState.STABLE, {T1: frozenset({2})}, {})
+    assert reconcile(group, b, 3, {T1: frozenset({2})}, owned=[], subscribed=BOTH, subscription_changed=False) == (3, 3, MemberState.STABLE, {T1: frozenset({2})}, {})
 
 
 def test_a_member_that_did_not_say_what_it_owns_still_owns_it() -> None:
     group = ConsumerGroup("g")
     a = member(group, "a", 2, {T1: {0, 1}})
-    nxt = reconcile(group, a, 3, {T1: frozenset({0})}, owned=None)
+    nxt = reconcile(group, a, 3, {T1: frozenset({0})}, owned=None, subscribed=BOTH, subscription_changed=False)
     assert nxt[2] == MemberState.UNREVOKED_PARTITIONS
     group.update_assignment(a, member_epoch=nxt[0], previous_member_epoch=nxt[1], state=nxt[2], assigned=nxt[3],
                             pending_revocation=nxt[4])
-    assert reconcile(group, a, 3, {T1: frozenset({0})}, owned=None)[2] == MemberState.UNREVOKED_PARTITIONS
+    assert reconcile(group, a, 3, {T1: frozenset({0})}, owned=None, subscribed=BOTH, subscription_changed=False)[2] == MemberState.UNREVOKED_PARTITIONS
+
+
+def test_a_topic_left_is_revoked_before_a_new_target_says_so() -> None:
+    """The member stops subscribing to T2 (its regex changed, not yet resolved): at its own
+    epoch it gives T2 up at once and keeps T1 (Kafka's updateCurrentAssignment)."""
+    group = ConsumerGroup("g")
+    a = member(group, "a", 3, {T1: {0}, T2: {0, 1}})
+    target = {T1: frozenset({0}), T2: frozenset({0, 1})}
+    assert reconcile(group, a, 3, target, owned=[(T1, [0]), (T2, [0, 1])], subscribed=frozenset({T1}),
+                     subscription_changed=False) == (3, 2, MemberState.STABLE, a.assigned, {})
+    nxt = reconcile(group, a, 3, target, owned=[(T1, [0]), (T2, [0, 1])], subscribed=frozenset({T1}),
+                    subscription_changed=True)
+    assert nxt == (3, 3, MemberState.UNREVOKED_PARTITIONS, {T1: frozenset({0})}, {T2: frozenset({0, 1})})
+
+
+def test_subscribing_to_nothing_revokes_everything() -> None:
+    group = ConsumerGroup("g")
+    a = member(group, "a", 3, {T1: {0, 1}})
+    nxt = reconcile(group, a, 3, {T1: frozenset({0, 1})}, owned=[(T1, [0, 1])], subscribed=frozenset(),
+                    subscription_changed=True)
+    assert nxt == (3, 3, MemberState.UNREVOKED_PARTITIONS, {}, {T1: frozenset({0, 1})})
+
+
+def test_a_new_target_is_reached_only_for_subscribed_topics() -> None:
+    """A target computed before the subscription changed still names T2: the member is not
+    given it, and what it holds of T2 is revoked."""
+    group = ConsumerGroup("g")
+    a = member(group, "a", 2, {T2: {0}})
+    nxt = reconcile(group, a, 3, {T1: frozenset({0}), T2: frozenset({0})}, owned=[(T2, [0])],
+                    subscribed=frozenset({T1}), subscription_changed=False)
+    assert nxt == (2, 2, MemberState.UNREVOKED_PARTITIONS, {}, {T2: frozenset({0})})
+    group.update_assignment(a, member_epoch=nxt[0], previous_member_epoch=nxt[1], state=nxt[2], assigned=nxt[3],
+                            pending_revocation=nxt[4])
+    assert reconcile(group, a, 3, {T1: frozenset({0}), T2: frozenset({0})}, owned=[], subscribed=frozenset({T1}),
+                     subscription_changed=False) == (3, 2, MemberState.STABLE, {T1: frozenset({0})}, {})
 
 
 def test_assignment_epochs_follow_each_partition() -> None:

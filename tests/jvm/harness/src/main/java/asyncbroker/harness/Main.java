@@ -38,6 +38,7 @@ public final class Main {
         AdminScenarios.register(SCENARIOS);
         GroupAdminScenarios.register(SCENARIOS);
         TransactionScenarios.register(SCENARIOS);
+        ConsumerProtocolScenarios.register(SCENARIOS);
     }
 
     private Main() {
