@@ -30,9 +30,7 @@ epoch bumped.
 
 Where this differs from Kafka 4.4:
 - classic members in a consumer group, and the online upgrade and downgrade between the
-  protocols, are not built (KNOWN_DIFFERENCES.md KD-211);
-- the subscribed-topic metadata hash is not written (a tagged field: Kafka reads 0 and
-  rebalances once after a log dir is handed to it).
+  protocols, are not built (KNOWN_DIFFERENCES.md KD-211).
 """
 
 from __future__ import annotations
@@ -93,6 +91,7 @@ from asyncbroker.coordinator_records import (
     encode_target_assignment_metadata_value,
     topic_assignments,
 )
+from asyncbroker.group_metadata_hash import group_metadata_hash
 from asyncbroker.offsets_topic import CoordinatorTopic
 from asyncbroker.topic_regex import compile_topic_regex
 
@@ -301,7 +300,7 @@ class ConsumerGroupManager:
             subscribed_topics = topics
         if bump or created:
             group_epoch += 1
-            records.append(self._epoch_record(group_id, group_epoch))
+            records.append(self._epoch_record(group_id, group_epoch, subscribed_topics))
 
         target_epoch, target = group.assignment_epoch, group.target
         if replaced is not None and replaced.member_id in target:
@@ -460,7 +459,10 @@ class ConsumerGroupManager:
         dropped = regex if regex and group.regex_subscribers(regex) == 1 else None
         if dropped is not None:  # its last user goes: so does its resolution
             records.append(self._regex_tombstone(group_id, dropped))
-        records.append(self._epoch_record(group_id, epoch))
+        remaining = [m for m in group.members.values() if m.member_id != member.member_id]
+        resolved = {r: v for r, v in group.resolved_regexes.items() if r != dropped}
+        topics = self._subscribed_topics(remaining, resolved)
+        records.append(self._epoch_record(group_id, epoch, topics))
         now = self._now()
         empty = len(group.members) == 1
         if empty:
@@ -470,7 +472,7 @@ class ConsumerGroupManager:
         if dropped is not None:
             group.resolved_regexes.pop(dropped, None)
         group.group_epoch = epoch
-        group.subscribed_topics = self._subscribed_topics(group.members.values(), group.resolved_regexes)
+        group.subscribed_topics = topics
         if empty:
             group.assignment_epoch, group.assignment_timestamp, group.target = epoch, now, {}
         self._cancel_timeouts(group_id, member.member_id)
@@ -613,7 +615,7 @@ class ConsumerGroupManager:
             bump = True
         epoch = group.group_epoch + 1 if bump else group.group_epoch
         if bump:
-            records.append(self._epoch_record(group_id, epoch))
+            records.append(self._epoch_record(group_id, epoch, topics))
         if not records:
             return
         await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
@@ -726,9 +728,10 @@ class ConsumerGroupManager:
     # ================================================================ records
 
     @staticmethod
-    def _epoch_record(group_id: str, epoch: int) -> Record:
+    def _epoch_record(group_id: str, epoch: int, topics: Mapping[str, tuple[uuid.UUID, int]]) -> Record:
+        """The group's epoch, with the metadata hash of the topics it subscribes to."""
         return (encode_consumer_group_key(ConsumerGroupKey(_T.CONSUMER_GROUP_METADATA, group_id)),
-                encode_consumer_group_metadata_value(ConsumerGroupMetadataValue(epoch)))
+                encode_consumer_group_metadata_value(ConsumerGroupMetadataValue(epoch, group_metadata_hash(topics))))
 
     @staticmethod
     def _member_record(group_id: str, m: ConsumerGroupMember) -> Record:

@@ -42,10 +42,9 @@ and flexible (compact strings and arrays, tagged fields), keys not flexible:
    16 ConsumerGroupRegularExpression (group, regex) -> topics []string,
         version int64, timestamp int64: what a subscription regex last resolved to
 
-Kafka 4.4 wrote these bytes (read back from its log in tests/oracle); tagged
-fields this broker does not keep (a member's classic metadata, the metadata
-hash) are skipped when read and left out when written, which Kafka reads as
-their defaults.
+Kafka 4.4 wrote these bytes (read back from its log in tests/oracle); a tagged
+field this broker does not keep (a member's classic metadata) is skipped when
+read and left out when written, which Kafka reads as its default.
 """
 
 from __future__ import annotations

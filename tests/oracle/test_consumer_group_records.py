@@ -24,7 +24,12 @@ from jvm.kafka_jvm import dump_log_segments
 
 from asyncbroker.consumer_group_manager import ConsumerGroupManager
 from asyncbroker.coordinator_loader import _CONSUMER_VALUE_DECODERS
-from asyncbroker.coordinator_records import CoordinatorRecordType, decode_consumer_group_key
+from asyncbroker.coordinator_records import (
+    CoordinatorRecordType,
+    decode_consumer_group_key,
+    decode_consumer_group_metadata_value,
+)
+from asyncbroker.group_metadata_hash import group_metadata_hash
 from asyncbroker.offsets_topic import partition_for
 from wire.records import decode_records
 
@@ -84,6 +89,11 @@ def test_records_kafka_wrote_read_and_written_back(brokers) -> None:  # type: ig
     empty = next(g for g in described if g["group_id"] == "g")
     assert group_id not in manager.groups  # deleted: its tombstones replayed
     assert empty["group_epoch"] == empty["assignment_epoch"] == 5
+    # The metadata hash Kafka wrote while both topics were subscribed is the one computed here.
+    hashes = [decode_consumer_group_metadata_value(v).metadata_hash for k, v in records
+              if v is not None and decode_consumer_group_key(k).record_type == _T.CONSUMER_GROUP_METADATA]  # type: ignore[union-attr]
+    both = group_metadata_hash({run.topic("t1"): (run.topic_id("t1"), 3), run.topic("t2"): (run.topic_id("t2"), 2)})
+    assert both in hashes and hashes[-1] == 0  # the group ends with no member, so no topic
 
 
 def test_records_asyncbroker_wrote_read_by_kafka(brokers) -> None:  # type: ignore[no-untyped-def]
@@ -101,6 +111,9 @@ def test_records_asyncbroker_wrote_read_by_kafka(brokers) -> None:  # type: igno
     assert len(decoded) == len(ours) and {t for t, _ in decoded} >= {3, 5, 6, 7, 8}
     epochs = [v["data"]["epoch"] for t, v in decoded if t == 3 and v is not None]
     assert epochs == sorted(epochs) and epochs[-1] == 5  # as asyncbroker answered ("empty": epoch 5)
+    hashes = [v["data"].get("metadataHash", 0) for t, v in decoded if t == 3 and v is not None]
+    both = group_metadata_hash({run.topic("t1"): (run.topic_id("t1"), 3), run.topic("t2"): (run.topic_id("t2"), 2)})
+    assert both in hashes and hashes[-1] == 0
     # Every member epoch a heartbeat answered is one a current-assignment record holds.
     answered = {s.response["member_epoch"] for s in run.transcript
                 if s.request is not None and isinstance(s.response, dict) and "member_epoch" in s.response
