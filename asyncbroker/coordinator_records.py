@@ -31,6 +31,8 @@ and flexible (compact strings and arrays, tagged fields), keys not flexible:
     5 ConsumerGroupMemberMetadata (group, member) -> instanceId?, rackId?,
         clientId, clientHost, subscribedTopicNames []string, subscribedTopicRegex?,
         rebalanceTimeoutMs int32, serverAssignor?; tagged 0: classic member metadata
+        (a byte, 0 for none - a consumer-protocol member - or 1 then sessionTimeoutMs
+        int32 and supportedProtocols [name, metadata bytes]: a classic member)
     6 ConsumerGroupTargetAssignmentMetadata (group) -> assignmentEpoch int32;
         tagged 0: assignmentTimestamp int64
     7 ConsumerGroupTargetAssignmentMember (group, member) -> topicPartitions
@@ -42,9 +44,9 @@ and flexible (compact strings and arrays, tagged fields), keys not flexible:
    16 ConsumerGroupRegularExpression (group, regex) -> topics []string,
         version int64, timestamp int64: what a subscription regex last resolved to
 
-Kafka 4.4 wrote these bytes (read back from its log in tests/oracle); a tagged
-field this broker does not keep (a member's classic metadata) is skipped when
-read and left out when written, which Kafka reads as its default.
+Kafka 4.4 wrote these bytes (read back from its log in tests/oracle). A member record
+without tag 0 (older records of this broker) is read as a consumer-protocol member;
+Kafka would read it as a classic member with no protocols, so tag 0 is always written.
 """
 
 from __future__ import annotations
@@ -414,6 +416,14 @@ class ConsumerGroupMetadataValue(msgspec.Struct, frozen=True):
     metadata_hash: int = 0
 
 
+class ClassicMemberMetadata(msgspec.Struct, frozen=True):
+    """What a classic member of a consumer-protocol group joined with: its session timeout
+    and its protocols (name, ConsumerProtocolSubscription bytes) in its order."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+
 class ConsumerGroupMemberMetadataValue(msgspec.Struct, frozen=True):
     instance_id: str | None
     rack_id: str | None
@@ -423,6 +433,7 @@ class ConsumerGroupMemberMetadataValue(msgspec.Struct, frozen=True):
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMemberMetadata | None = None
 
 
 class TargetAssignmentMetadataValue(msgspec.Struct, frozen=True):
@@ -489,7 +500,20 @@ def encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> byt
     w.compact_string(value.subscribed_topic_regex or "")  # Kafka stores "" for "no regex"
     w.i32(value.rebalance_timeout_ms)
     w.compact_string(value.server_assignor)
-    w.tagged([])
+    classic = _Writer(flexible=True)
+    if value.classic is None:
+        classic.i8(0)
+    else:
+        classic.i8(1)
+        classic.i32(value.classic.session_timeout_ms)
+        classic.uvarint(len(value.classic.supported_protocols) + 1)
+        for name, metadata in value.classic.supported_protocols:
+            classic.compact_string(name)
+            classic.uvarint(len(metadata) + 1)
+            classic.out += metadata
+            classic.tagged([])
+        classic.tagged([])
+    w.tagged([(0, bytes(classic.out))])
     return bytes(w.out)
 
 
@@ -620,9 +644,18 @@ def decode_member_metadata_value(data: bytes) -> ConsumerGroupMemberMetadataValu
     regex = r.nullable_string()
     rebalance_timeout_ms = r.i32()
     assignor = r.nullable_string()
-    r.skip_tagged_fields()  # tag 0: a classic member's metadata (mixed groups, not kept here)
+    tagged = _tagged(r)
+    classic = None
+    if tagged.get(0, b"\x00")[:1] == b"\x01":
+        c = _Reader(tagged[0], 1, flexible=True)
+        session_timeout_ms = c.i32()
+        protocols = []
+        for _ in range(c.array_length()):
+            protocols.append((c.string(), c.bytes_()))
+            c.skip_tagged_fields()
+        classic = ClassicMemberMetadata(session_timeout_ms, tuple(protocols))
     return ConsumerGroupMemberMetadataValue(instance_id, rack_id, client_id, client_host, names, regex or None,
-                                            rebalance_timeout_ms, assignor)
+                                            rebalance_timeout_ms, assignor, classic)
 
 
 def decode_target_assignment_metadata_value(data: bytes) -> TargetAssignmentMetadataValue:
