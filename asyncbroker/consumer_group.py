@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
+from asyncbroker.coordinator_records import ClassicMemberMetadata
+
 __all__ = [
     "Assignment",
     "ConsumerGroup",
@@ -89,11 +91,13 @@ class ConsumerGroupMember(msgspec.Struct):
     # The member epoch at which each held partition was assigned (KIP-1251 keeps it in
     # the current-assignment record).
     assignment_epochs: dict[tuple[uuid.UUID, int], int] = msgspec.field(default_factory=dict)
+    # Set for a member that joined with JoinGroup (the classic protocol), None otherwise.
+    classic: ClassicMemberMetadata | None = None
 
     def metadata_key(self) -> tuple[object, ...]:
         """The fields of its ConsumerGroupMemberMetadata record."""
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,
-                self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor)
+                self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor, self.classic)
 
     def assignment_key(self) -> tuple[object, ...]:
         """The fields of its ConsumerGroupCurrentMemberAssignment record."""
@@ -130,6 +134,32 @@ class ConsumerGroup:
             if m.state != MemberState.STABLE or m.member_epoch != self.assignment_epoch:
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
+
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        return [m for m in self.members.values() if m.classic is not None]
+
+    def supports_classic_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """Whether a classic member offering `names` may join: the protocol type is "consumer"
+        and, once there are classic members, one of its protocols is one they all offer
+        (Kafka's supportsClassicProtocols)."""
+        if protocol_type != "consumer":
+            return False
+        offered = set(names)
+        if not self.members:
+            return bool(offered)
+        classic = self.classic_members()
+        return any(all(name in {p for p, _ in m.classic.supported_protocols} for m in classic if m.classic)
+                   for name in offered)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Whether a member still waits for a partition of its target another member holds."""
+        if member.state != MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, parts in self.target.get(member.member_id, {}).items():
+            held = member.assigned.get(topic_id, frozenset())
+            if any(p not in held and self.current_partition_epoch(topic_id, p) != -1 for p in parts):
+                return True
+        return False
 
     def regex_subscribers(self, regex: str) -> int:
         """How many members subscribe with `regex` (Kafka's numSubscribedMembers)."""

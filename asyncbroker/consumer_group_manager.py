@@ -28,9 +28,14 @@ A member that stops heartbeating for `group.consumer.session.timeout.ms`, or tha
 give up revoked partitions within its rebalance timeout, is fenced: removed, and the group
 epoch bumped.
 
-Where this differs from Kafka 4.4:
-- classic members in a consumer group, and the online upgrade and downgrade between the
-  protocols, are not built (KNOWN_DIFFERENCES.md KD-211).
+Classic consumers may be members too (a mixed group, during a migration): their JoinGroup is
+a heartbeat that brings the subscription in the protocol metadata and is answered at once,
+with the member epoch as the generation; SyncGroup hands over what the broker assigned, in
+the member's own ConsumerProtocol version; Heartbeat answers REBALANCE_IN_PROGRESS when the
+member must rejoin to move on. A consumer-protocol member joining a classic group with
+members converts it (the online upgrade); when only classic members would be left, the group
+becomes a classic group again and rebalances (the online downgrade), both as
+`group.consumer.migration.policy` allows.
 """
 
 from __future__ import annotations
@@ -46,19 +51,27 @@ import msgspec
 
 from storage.clock import Clock
 from storage.meta_properties import random_kafka_uuid
+from wire.consumer_protocol import SchemaError, decode_assignment, decode_subscription, encode_assignment, version_of
 from wire.errors import (
+    ErrorCode,
     FencedInstanceIdError,
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    IllegalGenerationError,
+    InconsistentGroupProtocolError,
     InvalidRegularExpressionError,
     InvalidRequestError,
+    KafkaError,
+    RebalanceInProgressError,
     StaleMemberEpochError,
     UnknownMemberIdError,
     UnreleasedInstanceIdError,
     UnsupportedAssignorError,
     UnsupportedVersionError,
 )
+
+from asyncbroker.classic_group import ClassicGroup, ClassicGroupMember, ClassicGroupState
 
 from asyncbroker.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -72,6 +85,7 @@ from asyncbroker.consumer_group import (
 )
 from asyncbroker.consumer_group_assignors import ASSIGNORS, AssignmentSpec, MemberSpec, assign
 from asyncbroker.coordinator_records import (
+    ClassicMemberMetadata,
     ConsumerGroupKey,
     ConsumerGroupMemberKey,
     ConsumerGroupMemberMetadataValue,
@@ -92,12 +106,12 @@ from asyncbroker.coordinator_records import (
     topic_assignments,
 )
 from asyncbroker.group_metadata_hash import group_metadata_hash
+from asyncbroker.group_metadata_manager import GroupMetadataManager, JoinGroupResult, SyncGroupResult
 from asyncbroker.offsets_topic import CoordinatorTopic
 from asyncbroker.topic_regex import compile_topic_regex
 
 if TYPE_CHECKING:
     from asyncbroker.config import KafkaConfig
-    from asyncbroker.coordinator_timer import CoordinatorTimer
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +151,7 @@ class DescribedConsumerMember(msgspec.Struct, frozen=True):
     subscribed_topic_regex: str | None
     assignment: Assignment
     target_assignment: Assignment
+    classic: bool  # joined with JoinGroup
 
 
 class DescribedConsumerGroup(msgspec.Struct, frozen=True):
@@ -158,8 +173,10 @@ class ConsumerGroupManager:
     """Every consumer-protocol group of this broker."""
 
     def __init__(self, config: KafkaConfig, offsets_topic: CoordinatorTopic, clock: Clock,
-                 timer: CoordinatorTimer[tuple[str, str, str]]) -> None:
+                 classic: GroupMetadataManager) -> None:
         self.offsets_topic = offsets_topic
+        self.classic = classic  # the classic groups: converted to and from (mixed groups)
+        timer = classic.timer
         self.clock = clock
         self.timer = timer
         self.groups: dict[str, ConsumerGroup] = {}
@@ -167,6 +184,7 @@ class ConsumerGroupManager:
         self.session_timeout_ms: int = config.group_consumer_session_timeout_ms
         self.assignors: list[str] = [a for a in config.group_consumer_assignors if a in ASSIGNORS]
         self.max_size: int = config.group_consumer_max_size
+        self.migration_policy: str = config.group_consumer_migration_policy.lower()
         self._config = config  # group.consumer.assignment.interval.ms is dynamic: read when used
         self._locks: dict[str, asyncio.Lock] = {}
         self.regex_refresh_interval_ms: int = config.group_consumer_regex_refresh_interval_ms
@@ -223,7 +241,7 @@ class ConsumerGroupManager:
                         instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
                         subscribed_topic_names: Sequence[str] | None, subscribed_topic_regex: str | None,
                         server_assignor: str | None, owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None,
-                        client_id: str, client_host: str, classic_group_exists: bool,
+                        client_id: str, client_host: str, classic_group: ClassicGroup | None,
                         authorized_topics: AuthorizedTopics | None = None) -> HeartbeatResult:
         """A heartbeat the caller has validated (validate_heartbeat): GroupCoordinator checks it
         before it may replace an empty classic group."""
@@ -233,32 +251,31 @@ class ConsumerGroupManager:
             return await self._heartbeat(
                 group_id, member_id or random_kafka_uuid(), member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                 subscribed_topic_names, subscribed_topic_regex, server_assignor, owned, client_id, client_host,
-                classic_group_exists, authorized_topics)
+                classic_group, authorized_topics)
 
     async def _heartbeat(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
                          rack_id: str | None, rebalance_timeout_ms: int, subscribed_topic_names: Sequence[str] | None,
                          subscribed_topic_regex: str | None, server_assignor: str | None,
                          owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None, client_id: str, client_host: str,
-                         classic_group_exists: bool, authorized_topics: AuthorizedTopics | None) -> HeartbeatResult:
+                         classic_group: ClassicGroup | None, authorized_topics: AuthorizedTopics | None) -> HeartbeatResult:
         group = self.groups.get(group_id)
         created = False
-        if group is None:
-            if classic_group_exists:
-                raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
-            if member_epoch != 0:
-                raise GroupIdNotFoundError(f"Consumer group {group_id} not found.")
-            group = ConsumerGroup(group_id)
-            group.group_epoch = 1  # Kafka 4.4 gives a new group's first member epoch 2
-            created = True
         records: list[Record] = []
-        replaced: ConsumerGroupMember | None = None
+        if group is None:
+            if classic_group is not None:
+                # A classic group with members: converted online (Kafka's upgrade), if it may be.
+                if member_epoch != 0:
+                    raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
+                group = self._upgrade(classic_group, records)
+                created = True
+            elif member_epoch != 0:
+                raise GroupIdNotFoundError(f"Consumer group {group_id} not found.")
+            else:
+                group = ConsumerGroup(group_id)
+                group.group_epoch = 1  # Kafka 4.4 gives a new group's first member epoch 2
+                created = True
         member, is_new = self._member_for(group, member_id, member_epoch, instance_id, owned)
-        if is_new and instance_id is not None and instance_id in group.static_members:
-            replaced = group.members[group.static_members[instance_id]]
-        if is_new and replaced is None and len(group.members) >= self.max_size:
-            raise GroupMaxSizeReachedError(
-                f"The consumer group has reached its maximum capacity of {self.max_size} members.")
-
+        replaced = self._replaced_static_member(group, instance_id, is_new)
         updated = msgspec.structs.replace(
             member,
             instance_id=instance_id if instance_id is not None else member.instance_id,
@@ -269,9 +286,40 @@ class ConsumerGroupManager:
                                     else member.subscribed_topic_names),
             subscribed_topic_regex=((subscribed_topic_regex or None) if subscribed_topic_regex is not None
                                     else member.subscribed_topic_regex),
-            client_id=client_id, client_host=client_host,
+            client_id=client_id, client_host=client_host, classic=None,
             assigned=dict(member.assigned), pending_revocation=dict(member.pending_revocation),
             assignment_epochs=dict(member.assignment_epochs))
+        updated = await self._update_member(group, member, updated, is_new=is_new, replaced=replaced, owned=owned,
+                                            install=created, new_group=created and classic_group is None,
+                                            records=records, authorized_topics=authorized_topics)
+        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and owned is not None and (
+            subscribed_topic_names is not None or subscribed_topic_regex is not None))
+        changed = updated.assigned != member.assigned
+        return HeartbeatResult(updated.member_id, updated.member_epoch, self.heartbeat_interval_ms,
+                               dict(updated.assigned) if full or changed else None)
+
+    def _replaced_static_member(self, group: ConsumerGroup, instance_id: str | None,
+                                is_new: bool) -> ConsumerGroupMember | None:
+        """The static member a new member takes the place of (same instance id), if any; a
+        member beyond the group's size limit is refused."""
+        replaced = None
+        if is_new and instance_id is not None and instance_id in group.static_members:
+            replaced = group.members[group.static_members[instance_id]]
+        if is_new and replaced is None and len(group.members) >= self.max_size:
+            raise GroupMaxSizeReachedError(
+                f"The consumer group has reached its maximum capacity of {self.max_size} members.")
+        return replaced
+
+    async def _update_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                             *, is_new: bool, replaced: ConsumerGroupMember | None,
+                             owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None, install: bool, new_group: bool,
+                             records: list[Record], authorized_topics: AuthorizedTopics | None) -> ConsumerGroupMember:
+        """The part of a heartbeat (or of a classic member's JoinGroup) after the member is
+        known and its request applied to a copy (`updated`): bump the group epoch if what the
+        group assigns changed, compute the target if due, move the member towards it, write
+        it all (after `records`), then make it the group's state. `install`: the group is not
+        in the map yet (new, or converted from a classic group)."""
+        group_id, member_id = group.group_id, updated.member_id
         if replaced is not None:
             # A static member back after leaving (-2): the new member id takes over its
             # assignment and epochs; the old one goes.
@@ -298,7 +346,7 @@ class ConsumerGroupManager:
             if topics != subscribed_topics:
                 bump = True  # a subscribed topic appeared, went or changed its partition count
             subscribed_topics = topics
-        if bump or created:
+        if bump or new_group:
             group_epoch += 1
             records.append(self._epoch_record(group_id, group_epoch, subscribed_topics))
 
@@ -311,7 +359,7 @@ class ConsumerGroupManager:
         assignment_timestamp = group.assignment_timestamp
         interval: int = self._config.effective("group.consumer.assignment.interval.ms")
         if group_epoch > group.assignment_epoch and (
-                now - group.assignment_timestamp >= interval or not group.members or created):
+                now - group.assignment_timestamp >= interval or not group.members or new_group):
             target, target_records = self._new_target(group, members_after, topics, group_epoch, now)
             target_epoch, assignment_timestamp = group_epoch, now
             records += target_records
@@ -322,7 +370,7 @@ class ConsumerGroupManager:
                         names_changed or regex_change != RegexChange.NO_CHANGE)
         before = updated.assignment_key()
         scratch.update_assignment(updated, member_epoch=nxt[0], previous_member_epoch=nxt[1], state=nxt[2],
-                                        assigned=nxt[3], pending_revocation=nxt[4])
+                                  assigned=nxt[3], pending_revocation=nxt[4])
         if is_new or updated.assignment_key() != before or replaced is not None:
             records.append(self._current_assignment_record(group_id, updated))
 
@@ -331,9 +379,8 @@ class ConsumerGroupManager:
         if records:
             await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
         # Written: now it is the group's state.
-        if created:
-            self.groups[group_id] = group
-            log.info("[GroupId %s] Created consumer group", group_id)
+        if install:
+            self._install(group)
         if replaced is not None:
             group.remove_member(replaced.member_id)
             self._cancel_timeouts(group_id, replaced.member_id)
@@ -346,7 +393,8 @@ class ConsumerGroupManager:
             group.resolved_regexes.pop(dropped_regex, None)
         if group_epoch != group.group_epoch:
             group.group_epoch = group_epoch
-            log.info("[GroupId %s] Bumped group epoch to %d.", group_id, group_epoch)
+            log.info("[GroupId %s] Bumped group epoch to %d with metadata hash %d.", group_id, group_epoch,
+                     group_metadata_hash(subscribed_topics))
         if target_epoch != group.assignment_epoch or replaced is not None:
             group.target = dict(target)
             group.assignment_epoch, group.assignment_timestamp = target_epoch, assignment_timestamp
@@ -355,17 +403,21 @@ class ConsumerGroupManager:
             # background assignment does; members pick it up at their next heartbeat.
             self._assign_later(group, group.assignment_timestamp + interval - now)
         if is_new:
-            log.info("[GroupId %s] Member %s joins the consumer group using the consumer protocol.", group_id,
-                     member_id)
+            log.info("[GroupId %s] Member %s joins the consumer group using the %s protocol.", group_id, member_id,
+                     "consumer" if updated.classic is None else "classic")
         self._schedule_timeouts(group, updated)
         if resolve:
             self._resolve_later(group.group_id, resolve, authorized_topics)
+        return updated
 
-        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and owned is not None and (
-            subscribed_topic_names is not None or subscribed_topic_regex is not None))
-        changed = updated.assigned != member.assigned
-        return HeartbeatResult(member_id, updated.member_epoch, self.heartbeat_interval_ms,
-                               dict(updated.assigned) if full or changed else None)
+    def _install(self, group: ConsumerGroup) -> None:
+        """Put a group whose records are written in the map (a classic one it replaces goes)."""
+        if self.classic.groups.get(group.group_id) is not None:
+            self.classic.remove_group(group.group_id)
+        self.groups[group.group_id] = group
+        for m in group.members.values():
+            self._schedule_timeouts(group, m)
+        log.info("[GroupId %s] Created consumer group", group.group_id)
 
     def _member_for(self, group: ConsumerGroup, member_id: str, member_epoch: int, instance_id: str | None,
                     owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None) -> tuple[ConsumerGroupMember, bool]:
@@ -450,38 +502,53 @@ class ConsumerGroupManager:
         return HeartbeatResult(member_id, member_epoch, 0, None)
 
     async def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember, why: str) -> None:
-        """Remove `member` (its three records tombstoned) and bump the group epoch; the group
-        left empty gets its (empty) target assignment at once, as Kafka writes it."""
+        await self._fence_members(group, [member], why)
+
+    async def _fence_members(self, group: ConsumerGroup, members: Sequence[ConsumerGroupMember], why: str) -> None:
+        """Remove `members` (each one's three records tombstoned) and bump the group epoch; the
+        group left empty gets its (empty) target assignment at once, as Kafka writes it. When
+        only classic members would be left, the group becomes a classic group instead
+        (Kafka's online downgrade)."""
+        if self._may_downgrade(group, members):
+            await self._downgrade(group, members, f"Downgrade group {group.group_id} from consumer to classic "
+                                                  f"for member leaving.")
+            return
         group_id = group.group_id
+        leaving = {m.member_id for m in members}
         epoch = group.group_epoch + 1
-        records = [*self._member_tombstones(group_id, member.member_id)]
-        regex = member.subscribed_topic_regex
-        dropped = regex if regex and group.regex_subscribers(regex) == 1 else None
-        if dropped is not None:  # its last user goes: so does its resolution
-            records.append(self._regex_tombstone(group_id, dropped))
-        remaining = [m for m in group.members.values() if m.member_id != member.member_id]
-        resolved = {r: v for r, v in group.resolved_regexes.items() if r != dropped}
+        records: list[Record] = []
+        for m in members:
+            records += self._member_tombstones(group_id, m.member_id)
+        # A regex goes with its last users (Kafka's maybeDeleteResolvedRegularExpressions).
+        dropped = {r for r in {m.subscribed_topic_regex for m in members if m.subscribed_topic_regex}
+                   if group.regex_subscribers(r) == sum(1 for m in members if m.subscribed_topic_regex == r)}
+        records += [self._regex_tombstone(group_id, r) for r in sorted(dropped)]
+        remaining = [m for m in group.members.values() if m.member_id not in leaving]
+        resolved = {r: v for r, v in group.resolved_regexes.items() if r not in dropped}
         topics = self._subscribed_topics(remaining, resolved)
         records.append(self._epoch_record(group_id, epoch, topics))
         now = self._now()
-        empty = len(group.members) == 1
+        empty = not remaining
         if empty:
             records.append(self._target_metadata_record(group_id, epoch, 0))
         await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
-        group.remove_member(member.member_id)
-        if dropped is not None:
-            group.resolved_regexes.pop(dropped, None)
+        for m in members:
+            group.remove_member(m.member_id)
+            self._cancel_timeouts(group_id, m.member_id)
+            log.info("[GroupId %s] Member %s %s.", group_id, m.member_id, why)
+        group.resolved_regexes = resolved
         group.group_epoch = epoch
         group.subscribed_topics = topics
         if empty:
             group.assignment_epoch, group.assignment_timestamp, group.target = epoch, now, {}
-        self._cancel_timeouts(group_id, member.member_id)
-        log.info("[GroupId %s] Member %s %s.", group_id, member.member_id, why)
 
     def _schedule_timeouts(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         group_id, member_id = group.group_id, member.member_id
-        self.timer.schedule(("consumer-session", group_id, member_id), self.session_timeout_ms,
+        session_ms = self.session_timeout_ms if member.classic is None else member.classic.session_timeout_ms
+        self.timer.schedule(("consumer-session", group_id, member_id), session_ms,
                             lambda: self._expire(group_id, member_id, "session"))
+        if member.classic is not None:
+            return  # a classic member answers revocations by rejoining: its join timeout covers it
         key = ("consumer-revocation", group_id, member_id)
         if member.state == MemberState.UNREVOKED_PARTITIONS:
             if key not in self.timer:
@@ -491,8 +558,8 @@ class ConsumerGroupManager:
             self.timer.cancel(key)
 
     def _cancel_timeouts(self, group_id: str, member_id: str) -> None:
-        self.timer.cancel(("consumer-session", group_id, member_id))
-        self.timer.cancel(("consumer-revocation", group_id, member_id))
+        for kind in ("consumer-session", "consumer-revocation", "consumer-join", "consumer-sync"):
+            self.timer.cancel((kind, group_id, member_id))
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` (a timer's) as a task held until done: the loop keeps only weak references."""
@@ -507,14 +574,337 @@ class ConsumerGroupManager:
                 member = group.members.get(member_id) if group is not None else None
                 if group is None or member is None:
                     return
-                why = ("has been fenced: its session timed out" if what == "session"
-                       else "has been fenced: it did not revoke its partitions within its rebalance timeout")
+                why = {
+                    "session": "has been fenced: its session timed out",
+                    "revocation": "has been fenced: it did not revoke its partitions within its rebalance timeout",
+                    "join": "has been fenced: the classic member failed to join within the rebalance timeout",
+                    "sync": "has been fenced: the member failed to sync within timeout",
+                }[what]
                 try:
                     await self._fence(group, member, why)
                 except Exception:  # noqa: BLE001 - the next heartbeat (or timeout) tries again
                     log.exception("[GroupId %s] Could not fence member %s", group_id, member_id)
 
         self._spawn(fence())
+
+    # ================================================================ classic members (mixed groups)
+
+    async def classic_join(self, *, group_id: str, member_id: str, group_instance_id: str | None, client_id: str,
+                           client_host: str, session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
+                           protocols: list[tuple[str, bytes]], require_known_member_id: bool) -> JoinGroupResult:
+        """JoinGroup from a classic consumer into a consumer-protocol group with members
+        (Kafka's classicGroupJoinToConsumerGroup): the member is one of the group's, its
+        subscription read from its first protocol's metadata; it is answered at once, as a
+        follower, with its member epoch as the generation. SyncGroup then gives it what the
+        broker assigned."""
+        async with self._lock(group_id):
+            group = self.groups[group_id]
+            if self.migration_policy == "disabled":
+                raise InconsistentGroupProtocolError(
+                    f"Cannot join the consumer group {group_id} with the classic protocol because the group "
+                    f"migration is disabled.")
+            is_unknown = not member_id
+            member_id = member_id or random_kafka_uuid()
+            replaced = None
+            if group_instance_id is not None and group_instance_id in group.static_members:
+                replaced = group.members[group.static_members[group_instance_id]]
+            if member_id not in group.members and replaced is None and len(group.members) >= self.max_size:
+                raise GroupMaxSizeReachedError(
+                    f"The consumer group has reached its maximum capacity of {self.max_size} members.")
+            if not group.supports_classic_protocols(protocol_type, [name for name, _ in protocols]):
+                raise InconsistentGroupProtocolError(f"Member {member_id}'s protocols are not supported.")
+            if require_known_member_id and is_unknown:
+                log.info("[GroupId %s] Dynamic member with unknown member id joins the consumer group. Created a new "
+                         "member id %s and requesting the member to rejoin with this id.", group_id, member_id)
+                return JoinGroupResult(error=ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id)
+            try:
+                subscription = decode_subscription(protocols[0][1])
+            except SchemaError:
+                raise InconsistentGroupProtocolError("Malformed embedded consumer protocol in subscription "
+                                                     "deserialization.") from None
+            if group_instance_id is None:
+                # Any member id is taken (the one MEMBER_ID_REQUIRED gave is not remembered).
+                existing = group.members.get(member_id)
+                member, is_new = (existing, False) if existing is not None else (ConsumerGroupMember(member_id), True)
+            elif replaced is not None and replaced.member_id == member_id:
+                member, is_new, replaced = replaced, False, None
+            elif replaced is not None:
+                if not is_unknown:
+                    raise FencedInstanceIdError(f"Static member {member_id} with instance id {group_instance_id} "
+                                                f"was fenced by member {replaced.member_id}.")
+                member = msgspec.structs.replace(replaced, member_id=member_id, member_epoch=0,
+                                                 previous_member_epoch=0, assigned={}, pending_revocation={},
+                                                 assignment_epochs={})
+                is_new = True
+            elif is_unknown:
+                member, is_new = ConsumerGroupMember(member_id), True
+            else:
+                raise UnknownMemberIdError(f"Member with instance id {group_instance_id} is not a member of group "
+                                           f"{group_id}.")
+            updated = msgspec.structs.replace(
+                member,
+                instance_id=group_instance_id if group_instance_id is not None else member.instance_id,
+                rack_id=subscription.rack_id if subscription.rack_id is not None else member.rack_id,
+                rebalance_timeout_ms=rebalance_timeout_ms if rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+                subscribed_topic_names=subscription.topics, subscribed_topic_regex=None,
+                client_id=client_id, client_host=client_host,
+                classic=ClassicMemberMetadata(session_timeout_ms, tuple(protocols)),
+                assigned=dict(member.assigned), pending_revocation=dict(member.pending_revocation),
+                assignment_epochs=dict(member.assignment_epochs))
+            owned = self._owned_by_name(subscription.owned_partitions)
+            updated = await self._update_member(group, member, updated, is_new=is_new, replaced=replaced, owned=owned,
+                                                install=False, new_group=False, records=[], authorized_topics=None)
+            self.timer.cancel(("consumer-join", group_id, member_id))
+            self.timer.schedule(("consumer-sync", group_id, member_id), max(updated.rebalance_timeout_ms, 0),
+                                lambda: self._expire(group_id, member_id, "sync"))
+            return JoinGroupResult(generation_id=updated.member_epoch, protocol_type="consumer",
+                                   protocol_name=protocols[0][0], leader="", member_id=member_id)
+
+    def _owned_by_name(self, owned: Sequence[tuple[str, Sequence[int]]]) -> list[tuple[uuid.UUID, Sequence[int]]]:
+        """A classic member's owned partitions (by topic name) by topic id; unknown topics dropped."""
+        out = []
+        for name, parts in owned:
+            meta = self.offsets_topic.topics.get(name)
+            if meta is not None:
+                out.append((meta.topic_id, parts))
+        return out
+
+    def _classic_member(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
+        """Kafka's validateConsumerGroupMember then throwIfMemberDoesNotUseClassicProtocol."""
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
+        else:
+            static_id = group.static_members.get(instance_id)
+            if static_id is None:
+                raise UnknownMemberIdError(f"Member with instance id {instance_id} is not a member of group "
+                                           f"{group.group_id}.")
+            if static_id != member_id:
+                raise FencedInstanceIdError(f"Static member {member_id} with instance id {instance_id} was fenced "
+                                            f"by member {static_id}.")
+            member = group.members[static_id]
+        if member.classic is None:
+            raise UnknownMemberIdError(f"Member {member.member_id} does not use the classic protocol.")
+        return member
+
+    @staticmethod
+    def _check_generation(member: ConsumerGroupMember, generation_id: int) -> None:
+        if member.member_epoch != generation_id:
+            raise IllegalGenerationError(f"The request generation id {generation_id} is not equal to the member "
+                                         f"epoch {member.member_epoch} of member {member.member_id}.")
+
+    async def classic_sync(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                           protocol_type: str | None, protocol_name: str | None) -> SyncGroupResult:
+        """SyncGroup from a classic member: what the broker assigned it, in its subscription's
+        version, unless the group moved on since its join (REBALANCE_IN_PROGRESS: rejoin)."""
+        async with self._lock(group_id):
+            group = self.groups[group_id]
+            member = self._classic_member(group, member_id, group_instance_id)
+            self._check_generation(member, generation_id)
+            assert member.classic is not None
+            name, metadata = member.classic.supported_protocols[0]
+            if protocol_type is not None and protocol_type != "consumer":
+                raise InconsistentGroupProtocolError(
+                    f"The protocol type {protocol_type} from member {member_id} request is not equal to the group "
+                    f"protocol type consumer.")
+            if protocol_name is not None and protocol_name != name:
+                raise InconsistentGroupProtocolError(
+                    f"The protocol name {protocol_name} from member {member_id} request is not equal to the protocol "
+                    f"name {name} returned in the join response.")
+            self._rebalance_check(group, member)
+            self.timer.cancel(("consumer-sync", group_id, member.member_id))
+            self._schedule_timeouts(group, member)
+            return SyncGroupResult(protocol_type=protocol_type, protocol_name=protocol_name,
+                                   assignment=self._classic_assignment(member.assigned, version_of(metadata)))
+
+    def _classic_assignment(self, assigned: Assignment, version: int) -> bytes:
+        """An assignment by topic id as a ConsumerProtocolAssignment (by topic name)."""
+        by_name: dict[str, list[int]] = {}
+        for topic_id, parts in assigned.items():
+            meta = self.offsets_topic.topics.by_id(topic_id)
+            if meta is not None:
+                by_name[meta.name] = sorted(parts)
+        return encode_assignment(by_name, version)
+
+    def _rebalance_check(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        if group.assignment_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
+            self._join_timeout(group, member)
+            raise RebalanceInProgressError(f"A new rebalance is triggered in group {group.group_id} and member "
+                                           f"{member.member_id} should rejoin to catch up.")
+
+    def _join_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """A classic member told to rejoin must within its rebalance timeout, or is fenced."""
+        key = ("consumer-join", group.group_id, member.member_id)
+        if key not in self.timer:
+            group_id, member_id = group.group_id, member.member_id
+            self.timer.schedule(key, max(member.rebalance_timeout_ms, 0),
+                                lambda: self._expire(group_id, member_id, "join"))
+
+    async def classic_heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
+                                group_instance_id: str | None) -> None:
+        """Heartbeat from a classic member: its session goes on; REBALANCE_IN_PROGRESS when it
+        must rejoin to move towards its target (a newer assignment, partitions to give up, or
+        partitions now free for it)."""
+        async with self._lock(group_id):
+            group = self.groups[group_id]
+            member = self._classic_member(group, member_id, group_instance_id)
+            self._check_generation(member, generation_id)
+            self._schedule_timeouts(group, member)
+            if (member.member_epoch < group.assignment_epoch
+                    or member.state == MemberState.UNREVOKED_PARTITIONS
+                    or (member.state == MemberState.UNRELEASED_PARTITIONS
+                        and not group.waiting_on_unreleased_partition(member))):
+                self._join_timeout(group, member)
+                raise RebalanceInProgressError(f"Group {group_id} is rebalancing.")
+
+    async def classic_leave(self, group_id: str, members: Sequence[tuple[str, str | None, str | None]]) -> list[int]:
+        """LeaveGroup into a consumer-protocol group: each named member (either protocol)
+        leaves; an error code per member."""
+        async with self._lock(group_id):
+            group = self.groups[group_id]
+            results: list[int] = []
+            leaving: list[ConsumerGroupMember] = []
+            for member_id, instance_id, reason in members:
+                try:
+                    if instance_id is None:
+                        member = group.members.get(member_id)
+                        if member is None:
+                            raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
+                        log.info("[GroupId %s] Dynamic member %s has left group through explicit `LeaveGroup` "
+                                 "request; client reason: %s", group_id, member_id, reason or "not provided")
+                    else:
+                        static_id = group.static_members.get(instance_id)
+                        if static_id is None:
+                            raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
+                        if member_id and static_id != member_id:
+                            raise FencedInstanceIdError(f"Static member {member_id} with instance id {instance_id} "
+                                                        f"was fenced by member {static_id}.")
+                        member = group.members[static_id]
+                        log.info("[GroupId %s] Static member %s with instance id %s has left group through explicit "
+                                 "`LeaveGroup` request; client reason: %s", group_id, member_id, instance_id,
+                                 reason or "not provided")
+                except KafkaError as exc:
+                    results.append(exc.error_code)
+                    continue
+                results.append(ErrorCode.NONE)
+                if member not in leaving:
+                    leaving.append(member)
+            if leaving:
+                await self._fence_members(group, leaving, "left the consumer group")
+            return results
+
+    # -- conversions -----------------------------------------------------------------------------
+
+    def _upgrade(self, classic: ClassicGroup, records: list[Record]) -> ConsumerGroup:
+        """The consumer-protocol group a classic group with members becomes when a consumer-
+        protocol member joins it (Kafka's convertToConsumerGroup), its records appended to
+        `records`: each member keeps its id, the generation as its epoch, and the partitions
+        the classic assignment gave it."""
+        group_id = classic.group_id
+        if self.migration_policy not in ("upgrade", "bidirectional"):
+            raise GroupIdNotFoundError(f"Cannot upgrade classic group {group_id} to consumer group because online "
+                                       f"upgrade is disabled.")
+        if classic.protocol_type != "consumer":
+            raise GroupIdNotFoundError(f"Cannot upgrade classic group {group_id} to consumer group because the group "
+                                       f"does not use the consumer embedded protocol.")
+        if len(classic.members) > self.max_size:
+            raise GroupIdNotFoundError(f"Cannot upgrade classic group {group_id} to consumer group because the group "
+                                       f"size exceeds the consumer group maximum size.")
+        generation = classic.generation_id
+        group = ConsumerGroup(group_id)
+        group.group_epoch = group.assignment_epoch = generation
+        for cm in classic.members.values():
+            try:
+                assigned: Assignment = {}
+                if cm.assignment:
+                    partitions, user_data = decode_assignment(cm.assignment)
+                    if user_data:
+                        raise GroupIdNotFoundError(
+                            f"Cannot upgrade classic group {group_id} to consumer group because an unsupported "
+                            f"custom assignor is in use. Please refer to the documentation or switch to a default "
+                            f"assignor before re-attempting the upgrade.")
+                    assigned = {tid: frozenset(parts) for tid, parts in self._owned_by_name(partitions) if parts}
+                subscription = decode_subscription(cm.metadata(classic.protocol_name or ""))
+            except SchemaError:
+                raise GroupIdNotFoundError(f"Cannot upgrade classic group {group_id} to consumer group because the "
+                                           f"embedded consumer protocol is malformed.") from None
+            member = ConsumerGroupMember(
+                cm.member_id, client_id=cm.client_id, client_host=cm.client_host, instance_id=cm.group_instance_id,
+                rack_id=subscription.rack_id, rebalance_timeout_ms=cm.rebalance_timeout_ms,
+                subscribed_topic_names=subscription.topics,
+                classic=ClassicMemberMetadata(cm.session_timeout_ms, tuple(cm.protocols)))
+            group.put_member(member)
+            group.update_assignment(member, member_epoch=generation, previous_member_epoch=generation,
+                                    state=MemberState.STABLE, assigned=assigned, pending_revocation={})
+            group.target[member.member_id] = assigned
+        group.subscribed_topics = self._subscribed_topics(group.members.values(), {})
+        records.append(self.classic.tombstone(group_id))
+        records += [self._member_record(group_id, m) for m in group.members.values()]
+        records.append(self._epoch_record(group_id, generation, group.subscribed_topics))
+        records += [self._target_member_record(group_id, mid, a) for mid, a in group.target.items()]
+        records.append(self._target_metadata_record(group_id, generation, 0))
+        records += [self._current_assignment_record(group_id, m) for m in group.members.values()]
+        self.classic.hand_over(group_id)
+        log.info("[GroupId %s] Converted the classic group to a consumer group.", group_id)
+        return group
+
+    def _may_downgrade(self, group: ConsumerGroup, leaving: Sequence[ConsumerGroupMember]) -> bool:
+        """Kafka's validateOnlineDowngradeWithFencedMembers: only classic members would stay."""
+        ids = {m.member_id for m in leaving}
+        remaining = [m for m in group.members.values() if m.member_id not in ids]
+        if not remaining or any(m.classic is None for m in remaining):
+            return False
+        if self.migration_policy not in ("downgrade", "bidirectional"):
+            log.info("Cannot downgrade consumer group %s to classic group because the online downgrade is disabled.",
+                     group.group_id)
+            return False
+        if len(remaining) > self.classic.max_group_size:
+            log.info("Cannot downgrade consumer group %s to classic group because its group size is greater than "
+                     "classic group max size.", group.group_id)
+            return False
+        return True
+
+    async def _downgrade(self, group: ConsumerGroup, leaving: Sequence[ConsumerGroupMember], reason: str) -> None:
+        """The classic group the remaining (classic) members form (Kafka's convertToClassicGroup):
+        the group epoch as its generation, each member's target as its assignment, then a
+        rebalance, so that they rejoin as a classic group."""
+        group_id = group.group_id
+        ids = {m.member_id for m in leaving}
+        now = self._now()
+        classic = ClassicGroup(group_id, ClassicGroupState.STABLE, now_ms=now)
+        classic.generation_id = group.group_epoch
+        classic.current_state_timestamp_ms = now
+        for m in group.members.values():
+            if m.member_id in ids or m.classic is None:
+                continue
+            classic.add(ClassicGroupMember(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                           m.rebalance_timeout_ms, m.classic.session_timeout_ms, "consumer",
+                                           list(m.classic.supported_protocols)))
+        classic.protocol_type = "consumer"
+        classic.protocol_name = classic.select_protocol()
+        for cm in classic.members.values():
+            version = version_of(cm.metadata(classic.protocol_name or "")) if cm.protocols else 0
+            cm.assignment = self._classic_assignment(group.target.get(cm.member_id, {}), version)
+        records = self._conversion_tombstones(group)
+        records.append(self.classic.group_record(classic))
+        await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
+        self.remove_group(group_id)
+        self.classic.adopt(classic, reason)
+        log.info("[GroupId %s] Converted the consumer group to a classic group.", group_id)
+
+    def _conversion_tombstones(self, group: ConsumerGroup) -> list[Record]:
+        """Every record of the group, tombstoned in Kafka's order (createGroupTombstoneRecords)."""
+        gid, ids = group.group_id, list(group.members)
+        key = encode_consumer_group_key
+        return [
+            *((key(ConsumerGroupMemberKey(_T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, gid, m)), None) for m in ids),
+            *((key(ConsumerGroupMemberKey(_T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, gid, m)), None) for m in ids),
+            (key(ConsumerGroupKey(_T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, gid)), None),
+            *((key(ConsumerGroupMemberKey(_T.CONSUMER_GROUP_MEMBER_METADATA, gid, m)), None) for m in ids),
+            *(self._regex_tombstone(gid, r) for r in group.resolved_regexes),
+            (key(ConsumerGroupKey(_T.CONSUMER_GROUP_METADATA, gid)), None),
+        ]
 
     # ================================================================ subscription regexes
 
@@ -739,7 +1129,7 @@ class ConsumerGroupManager:
                                                                  m.member_id)),
                 encode_member_metadata_value(ConsumerGroupMemberMetadataValue(
                     m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-                    m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor)))
+                    m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic)))
 
     @staticmethod
     def _target_member_record(group_id: str, member_id: str, assignment: Assignment) -> Record:
@@ -829,6 +1219,7 @@ class ConsumerGroupManager:
             member.subscribed_topic_names = value.subscribed_topic_names
             member.subscribed_topic_regex = value.subscribed_topic_regex
             member.rebalance_timeout_ms, member.server_assignor = value.rebalance_timeout_ms, value.server_assignor
+            member.classic = value.classic
             group.put_member(member)
         elif t == _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
             if value is None:
@@ -874,11 +1265,14 @@ class ConsumerGroupManager:
     def describe(self, group_id: str) -> DescribedConsumerGroup:
         group = self.groups.get(group_id)
         if group is None:
+            classic = self.classic.groups.get(group_id)
+            if classic is not None and not classic.is_in_state(ClassicGroupState.DEAD):
+                raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
             raise GroupIdNotFoundError(f"Group {group_id} not found.")
         members = tuple(DescribedConsumerMember(
             m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
             m.subscribed_topic_names, m.subscribed_topic_regex, _union(m.assigned, m.pending_revocation),
-            dict(group.target.get(m.member_id, {})))
+            dict(group.target.get(m.member_id, {})), m.classic is not None)
             for m in group.members.values())
         return DescribedConsumerGroup(group_id, group.state.value, group.group_epoch, group.assignment_epoch,
                                       self.preferred_assignor(group.members.values()), members)

@@ -35,7 +35,7 @@ from asyncbroker.classic_group import ClassicGroup, ClassicGroupState, OffsetAnd
 from asyncbroker.consumer_group_manager import ConsumerGroupManager
 from asyncbroker.coordinator_loader import CoordinatorLoader
 from asyncbroker.coordinator_timer import CoordinatorTimer
-from asyncbroker.group_metadata_manager import GroupMetadataManager, ListedGroup
+from asyncbroker.group_metadata_manager import GroupMetadataManager, JoinGroupResult, ListedGroup, SyncGroupResult
 from asyncbroker.offset_metadata_manager import OffsetMetadataManager, TopicPartitionKey
 from asyncbroker.offsets_topic import CoordinatorTopic, append_error_code
 
@@ -56,7 +56,7 @@ class GroupCoordinator:
                  transaction_coordinator: Callable[[], TransactionCoordinator]) -> None:
         self.offsets_topic = offsets_topic
         self.group_manager = GroupMetadataManager(config, offsets_topic, clock)
-        self.consumer_manager = ConsumerGroupManager(config, offsets_topic, clock, self.group_manager.timer)
+        self.consumer_manager = ConsumerGroupManager(config, offsets_topic, clock, self.group_manager)
         self.offset_manager = OffsetMetadataManager(self.group_manager, config, offsets_topic, clock,
                                                     transaction_coordinator, self.consumer_manager)
         self.loader = CoordinatorLoader(offsets_topic, self.group_manager, self.offset_manager, clock, run_blocking,
@@ -67,10 +67,6 @@ class GroupCoordinator:
         self._closed = False
         # The requests, answered by the manager that owns their state.
         groups, offsets = self.group_manager, self.offset_manager
-        self.join_group = groups.join_group
-        self.sync_group = groups.sync_group
-        self.heartbeat = groups.heartbeat
-        self.leave_group = groups.leave_group
         self.describe_group = groups.describe_group
         self.consumer_group_describe = self.consumer_manager.describe
         self.commit_offsets = offsets.commit_offsets
@@ -138,9 +134,8 @@ class GroupCoordinator:
     # ================================================================ across groups and offsets
 
     async def consumer_group_heartbeat(self, **request: Any) -> Any:
-        """ConsumerGroupHeartbeat; a group id held by a classic group with members is not
-        taken over (Kafka's online upgrade is not served here: KNOWN_DIFFERENCES KD-211), an
-        empty classic group is replaced."""
+        """ConsumerGroupHeartbeat; an empty classic group of that id is replaced, one with
+        members is converted (Kafka's online upgrade, in ConsumerGroupManager)."""
         group_id = request["group_id"]
         # A bad request changes nothing, the classic group it names included.
         self.consumer_manager.validate_heartbeat(**{k: v for k, v in request.items()
@@ -152,7 +147,42 @@ class GroupCoordinator:
             await self.offsets_topic.append(self.offsets_topic.partition_for(group_id),
                                             [self.group_manager.tombstone(group_id)])
             self.group_manager.remove_group(group_id)
-        return await self.consumer_manager.heartbeat(classic_group_exists=classic_in_use, **request)
+        return await self.consumer_manager.heartbeat(classic_group=classic if classic_in_use else None, **request)
+
+    # -- the classic protocol's requests: a consumer-protocol group's if it holds the id (mixed groups)
+
+    async def join_group(self, **request: Any) -> JoinGroupResult:
+        """JoinGroup; into a consumer-protocol group with members, as a classic member of it. An
+        empty consumer-protocol group gives way to a classic group (Kafka's
+        maybeDeleteEmptyConsumerGroup)."""
+        group_id = request["group_id"]
+        consumer = self.consumer_manager.groups.get(group_id)
+        if consumer is not None and consumer.members:
+            self.group_manager.check_session_timeout(request["session_timeout_ms"])
+            return await self.consumer_manager.classic_join(**{k: v for k, v in request.items()
+                                                                if k not in ("reason", "api_version")})
+        if consumer is not None:
+            await self.offsets_topic.append(self.offsets_topic.partition_for(group_id),
+                                            self.consumer_manager.tombstones(group_id))
+            self.consumer_manager.remove_group(group_id)
+            log.info("[GroupId %s] Converted the empty consumer group to a classic group.", group_id)
+        return await self.group_manager.join_group(**request)
+
+    async def sync_group(self, **request: Any) -> SyncGroupResult:
+        if request["group_id"] in self.consumer_manager.groups:
+            return await self.consumer_manager.classic_sync(**{k: v for k, v in request.items() if k != "assignments"})
+        return await self.group_manager.sync_group(**request)
+
+    async def heartbeat(self, **request: Any) -> None:
+        if request["group_id"] in self.consumer_manager.groups:
+            await self.consumer_manager.classic_heartbeat(**request)
+        else:
+            await self.group_manager.heartbeat(**request)
+
+    async def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None, str | None]]) -> list[int]:
+        if group_id in self.consumer_manager.groups:
+            return await self.consumer_manager.classic_leave(group_id, members)
+        return await self.group_manager.leave_group(group_id, members)
 
     def list_groups(self, states: Sequence[str] = (), types: Sequence[str] = ()) -> list[ListedGroup]:
         """Classic and consumer groups (ListGroups v5 filters on both)."""

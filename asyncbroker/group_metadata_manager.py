@@ -252,11 +252,7 @@ class GroupMetadataManager:
         api_version: int = 9,
     ) -> JoinGroupResult:
         require_group_id(group_id)
-        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
-            raise InvalidSessionTimeoutError(
-                f"The session timeout {session_timeout_ms} is not within [{self.min_session_timeout_ms}, "
-                f"{self.max_session_timeout_ms}]"
-            )
+        self.check_session_timeout(session_timeout_ms)
         is_unknown = member_id == UNKNOWN_MEMBER_ID
         group = self.groups.get(group_id)
         if group is None:
@@ -283,6 +279,14 @@ class GroupMetadataManager:
         else:
             self._join_known_member(group, args, fut)
         return await fut
+
+    def check_session_timeout(self, session_timeout_ms: int) -> None:
+        """A joining member's session timeout must lie within the group.*.session.timeout.ms bounds."""
+        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
+            raise InvalidSessionTimeoutError(
+                f"The session timeout {session_timeout_ms} is not within [{self.min_session_timeout_ms}, "
+                f"{self.max_session_timeout_ms}]"
+            )
 
     async def _join_unknown_member(self, group: ClassicGroup, a: JoinArgs, require_known_member_id: bool,
                                    fut: asyncio.Future[JoinGroupResult]) -> None:
@@ -748,6 +752,36 @@ class GroupMetadataManager:
         ]
         return DescribedGroup(group.group_id, group.state.value, group.protocol_type or "",
                               group.protocol_name or "" if stable else "", members)
+
+    # ================================================================ conversions (mixed groups)
+
+    def group_record(self, group: ClassicGroup) -> tuple[bytes, bytes]:
+        """The GroupMetadata record of a group built from a consumer-protocol group, each
+        member carrying its assignment."""
+        return self._group_record(group, {m.member_id: m.assignment for m in group.members.values()})
+
+    def adopt(self, group: ClassicGroup, rebalance_reason: str) -> None:
+        """Install a group converted from a consumer-protocol group (its record written):
+        every member's session runs from now, and the group rebalances at once, so that its
+        members rejoin as a classic group."""
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        self._prepare_rebalance(group, rebalance_reason)
+
+    def hand_over(self, group_id: str) -> ClassicGroup | None:
+        """Forget a group converted to a consumer-protocol group: its parked JoinGroup and
+        SyncGroup requests get REBALANCE_IN_PROGRESS (the members rejoin the new group), its
+        timers stop."""
+        group = self.groups.pop(group_id, None)
+        if group is None:
+            return None
+        for member in list(group.members.values()):
+            self._complete_join(group, member, JoinGroupResult(error=ErrorCode.REBALANCE_IN_PROGRESS,
+                                                               member_id=member.member_id))
+            self._complete_sync(member, SyncGroupResult(error=ErrorCode.REBALANCE_IN_PROGRESS))
+        self.timer.cancel_matching(lambda key: key[1] == group_id)
+        return group
 
     def tombstone(self, group_id: str) -> tuple[bytes, bytes | None]:
         """The record that removes a group's metadata from `__consumer_offsets`."""

@@ -432,8 +432,9 @@ _BROKER_KEYS = [
     _broker("group.consumer.max.assignment.interval.ms", I, 15000,
             "Largest assignment interval of consumer-protocol groups.", AtLeast(0)),
     _broker("group.consumer.migration.policy", S, "bidirectional",
-            "Accepted for compatibility: classic members cannot join consumer-protocol groups here.",
-            OneOf(("disabled", "upgrade", "downgrade", "bidirectional"), case_sensitive=False), inert=True),
+            "Which online conversions between classic and consumer-protocol groups are allowed; classic "
+            "members may join consumer-protocol groups unless it is disabled.",
+            OneOf(("disabled", "upgrade", "downgrade", "bidirectional"), case_sensitive=False)),
     _broker("offsets.retention.check.interval.ms", L, 600000, "Period of the expired-offsets cleanup.", AtLeast(1)),
     _broker("offset.metadata.max.bytes", I, 4096, "Largest metadata string of a committed offset."),
     _broker("producer.id.expiration.ms", I, 86400000,

@@ -18,7 +18,7 @@ API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 MIN_VERSION = 0
 MAX_VERSION = 1
 
-_CONSUMER_MEMBER = 1  # member_type (v1): the member uses the consumer protocol
+_CLASSIC_MEMBER, _CONSUMER_MEMBER = 0, 1  # member_type (v1): the protocol the member joined with
 
 
 def _error(b: ResponseBuilder, group_id: str, exc: BaseException | None, code: int = ErrorCode.NONE) -> Any:
@@ -58,7 +58,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                      member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
                      subscribed_topic_names=m.subscribed_topic_names, subscribed_topic_regex=m.subscribed_topic_regex or "",
                      assignment=assignment(m.assignment), target_assignment=assignment(m.target_assignment),
-                     member_type=_CONSUMER_MEMBER)
+                     member_type=_CLASSIC_MEMBER if m.classic else _CONSUMER_MEMBER)
             for m in d.members)
         operations = (ctx.authorized_operations(ResourceType.GROUP, group_id)
                       if request.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED)

@@ -10,6 +10,7 @@ state in between), against a broker subprocess on real files.
 from __future__ import annotations
 
 import datetime
+import struct
 import uuid
 from typing import Any
 
@@ -124,3 +125,60 @@ def test_a_deferred_assignment_is_computed_without_a_heartbeat() -> None:
             wait_until(lambda: describe(c)[:3] == ("Reconciling", 3, 3), timeout=10,
                        message="the target assignment computed after the interval")
             assert {m: target for m, (_, _, target) in describe(c)[3].items()} == {"m-a": [0, 1], "m-b": [2, 3]}
+
+
+def test_sigkill_with_a_classic_member_in_the_group() -> None:
+    """A mixed group (a classic consumer inside a consumer-protocol group) survives SIGKILL:
+    the classic member comes back a classic member (its session timeout and protocols are in
+    its member record), keeps its partitions and generation, syncs and heartbeats as before;
+    when the consumer-protocol member then leaves, the group turns classic."""
+    from kio.schema.heartbeat.v4 import request as classic_heartbeat_v4
+    from kio.schema.join_group.v9 import request as join_v9
+    from kio.schema.sync_group.v5 import request as sync_v5
+    from wire.consumer_protocol import decode_assignment
+
+    # ConsumerProtocolSubscription v1: the topic, no user data, no owned partitions.
+    subscription = struct.pack(">hih", 1, 1, len(TOPIC)) + TOPIC.encode() + struct.pack(">ii", -1, 0)
+
+    def classic_join(client: RawClient) -> Any:
+        answer = client.request(join_v9.JoinGroupRequest(
+            group_id=GROUP, session_timeout=datetime.timedelta(milliseconds=30000),
+            rebalance_timeout=datetime.timedelta(milliseconds=30000), member_id="c-1", group_instance_id=None,
+            protocol_type="consumer", protocols=(join_v9.JoinGroupRequestProtocol(name="range", metadata=subscription),),
+            reason=None))
+        assert answer.error_code.value == 0, answer
+        return answer
+
+    def classic_sync(client: RawClient, generation: int) -> list[int]:
+        answer = client.request(sync_v5.SyncGroupRequest(
+            group_id=GROUP, generation_id=generation, member_id="c-1", group_instance_id=None,
+            protocol_type="consumer", protocol_name="range", assignments=()))
+        assert answer.error_code.value == 0, answer
+        return sorted(p for _, parts in decode_assignment(bytes(answer.assignment))[0] for p in parts)
+
+    def classic_heartbeat(client: RawClient, generation: int) -> int:
+        return int(client.request(classic_heartbeat_v4.HeartbeatRequest(
+            group_id=GROUP, generation_id=generation, member_id="c-1", group_instance_id=None)).error_code.value)
+
+    with BrokerProcess(["group.consumer.assignment.interval.ms=0"]) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 4, 1)])[TOPIC].result(30)
+        with RawClient(broker.bootstrap) as c:
+            a = heartbeat(c, "m-a", 0, [], join=True)
+            joined = classic_join(c)
+            told = heartbeat(c, "m-a", a.member_epoch, owned(a))
+            a = heartbeat(c, "m-a", told.member_epoch, owned(told))
+            assert classic_heartbeat(c, joined.generation_id) == 27  # REBALANCE_IN_PROGRESS: its partitions are free
+            joined = classic_join(c)
+            assert classic_sync(c, joined.generation_id) == [0, 1]
+            before = describe(c)
+        assert before[0] == "Stable" and before[3]["c-1"][1] == [0, 1] and before[3]["m-a"][1] == [2, 3]
+
+        broker.restart(kill=True)
+
+        with RawClient(broker.bootstrap) as c:
+            assert describe(c) == before
+            assert classic_heartbeat(c, joined.generation_id) == 0
+            assert classic_sync(c, joined.generation_id) == [0, 1]
+            heartbeat(c, "m-a", -1)
+            assert classic_heartbeat(c, joined.generation_id) == 27  # a classic group now, rebalancing

@@ -32,3 +32,12 @@ def test_a_new_member_resumes_from_the_group_commits(targets: Targets) -> None:
     kafka, ours = targets.run("kip848.commit_resume", timeout_s=120)
     assert_same_facts(kafka, ours)
     assert ours == {"first_read": 6, "committed": 4, "metadata": "half-way", "resumed_at": 4, "position": 6}
+
+
+def test_a_group_migrating_between_protocols(targets: Targets) -> None:
+    """A classic and a consumer-protocol KafkaConsumer in one group, each protocol joining
+    the other's group (the online upgrade, a mixed group), then leaving (the downgrade)."""
+    kafka, ours = targets.run("kip848.mixed_group", timeout_s=240)
+    assert_same_facts(kafka, ours)
+    assert ours == {"classic first": {"shared": "2+2", "after_leave": 4},
+                    "consumer first": {"shared": "2+2", "after_leave": 4}}

@@ -4,6 +4,9 @@ the range assignor's assignments, revocation before assignment, fencing by epoch
 members, leaving, offsets committed and fetched with member epochs, and the group seen
 through ListGroups, DescribeGroups and DeleteGroups.
 
+Mixed groups: a classic consumer's JoinGroup, SyncGroup, Heartbeat and LeaveGroup inside a
+consumer-protocol group, the online upgrade and the online downgrade.
+
 Both brokers run with group.consumer.assignment.interval.ms=0 (ORACLE_SETTINGS), so a
 target assignment is computed in the heartbeat that needs it and epochs do not depend on
 timing. Member ids are the scenario's own (v1), or aliased where the broker makes them (v0).
@@ -188,23 +191,93 @@ def test_offsets_with_member_epochs(brokers) -> None:  # type: ignore[no-untyped
     brokers.compare(offsets_with_member_epochs)
 
 
-def classic_member_then_consumer_member(run: ScenarioRun) -> None:
-    """A consumer-protocol member joins a group id whose classic group has a member: Kafka
-    upgrades the group online; asyncbroker refuses (KD-211)."""
+def classic_join(run: ScenarioRun, label: str, conn: Any, member_id: str, topics_: list[str], *,
+                 alias: str | None = None, version: int = 9, owned: dict[str, list[int]] | None = None) -> Any:
+    """JoinGroup of a classic consumer (range, then cooperative-sticky) into group g; a member
+    id the broker makes is shown as `alias`."""
+    sub = group_steps.subscription([run.topic(t) for t in topics_], version=1,
+                                   owned={run.topic(t): p for t, p in (owned or {}).items()})
+    pending = group_steps.send_join(run, "g", version=version, conn=conn, member_id=member_id, record=False,
+                                    offered=(("range", sub), ("cooperative-sticky", sub)))
+    answer = pending.answer()
+    if alias is not None:
+        run.alias(answer.member_id, alias)
+    run.record(label, pending.request, answer)
+    return answer
+
+
+def classic_sync(run: ScenarioRun, label: str, conn: Any, joined: Any, assignments: Any = None) -> Any:
+    return group_steps.sync(run, "g", joined.generation_id, joined.member_id, version=5, conn=conn, label=label,
+                            assignments=assignments).answer()
+
+
+def classic_member_joins_a_consumer_group(run: ScenarioRun) -> None:
+    """A classic consumer joins a group of the consumer protocol (Kafka's mixed group): it is a
+    follower whose generation is its member epoch, its assignment comes from the broker in
+    SyncGroup, its heartbeats say when to rejoin; when the last consumer-protocol member
+    leaves, the group becomes a classic group and rebalances (the online downgrade)."""
+    topics(run)
+    a = join(run, "a joins (consumer protocol)", "m-a", ["t1"], assignor="range")
+    c = run.connect("classic")
+    classic_join(run, "classic member, no id yet", c, "", ["t1"], alias="<generated>")
+    # A classic member may bring an id of its own (the one MEMBER_ID_REQUIRED gave is not
+    # remembered); "c-1" sorts before "m-a", so the range assignor's split is the same on both.
+    j = classic_join(run, "classic member joins", c, "c-1", ["t1"])
+    describe(run, "mixed, reconciling", "g")
+    classic_sync(run, "classic sync: nothing free yet", c, j)
+    group_steps.heartbeat(run, "g", j.generation_id, j.member_id, conn=c, label="classic heartbeat, still waiting")
+    group_steps.heartbeat(run, "g", j.generation_id + 1, j.member_id, conn=c, label="classic heartbeat, bad generation")
+    a2 = hb(run, "a told to revoke", "m-a", a.member_epoch)
+    hb(run, "a has revoked", "m-a", a2.member_epoch, owned=owned_of(a2))
+    group_steps.heartbeat(run, "g", j.generation_id, j.member_id, conn=c, label="classic heartbeat: rejoin")
+    j2 = classic_join(run, "classic member rejoins", c, j.member_id, ["t1"])
+    classic_sync(run, "classic sync: its partitions", c, j2)
+    describe(run, "mixed, stable", "g")
+    group_steps.list_groups(run, label="listed as a consumer group")
+    group_steps.describe_groups(run, ["g"], label="DescribeGroups of a mixed group")
+    hb(run, "the last consumer-protocol member leaves", "m-a", -1)
+    group_steps.describe_groups(run, ["g"], label="a classic group now, rebalancing")
+    describe(run, "no longer a consumer group", "g")
+    group_steps.list_groups(run, label="listed as a classic group")
+    group_steps.heartbeat(run, "g", j2.generation_id, j2.member_id, conn=c, label="classic heartbeat after the downgrade")
+    j3 = classic_join(run, "classic member rejoins the classic group", c, j2.member_id, ["t1"])
+    classic_sync(run, "the leader syncs", c, j3,
+                 assignments={j3.member_id: group_steps.assignment({run.topic("t1"): [0, 1, 2]})})
+    group_steps.describe_groups(run, ["g"], label="classic and stable")
+
+
+def test_classic_member_joins_a_consumer_group(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(classic_member_joins_a_consumer_group)
+
+
+def consumer_member_upgrades_a_classic_group(run: ScenarioRun) -> None:
+    """A consumer-protocol member joins a classic group with a member (Kafka's online upgrade):
+    the group becomes a consumer group at the classic generation, the classic member keeps
+    its partitions until it rejoins and gives some up; a classic protocol error or leave
+    along the way."""
     topics(run)
     c = run.connect("classic")
-    offered = (("range", group_steps.subscription([run.topic("t1")])),)
-    joined = group_steps.join_new_member(run, "g", version=9, conn=c, offered=offered).answer()
-    group_steps.sync(run, "g", joined.generation_id, joined.member_id, version=5, conn=c,
-                     assignments={joined.member_id: group_steps.assignment({run.topic("t1"): [0, 1, 2]})}).answer()
-    join(run, "consumer member joins a classic group with a member", "m-a", ["t1"], assignor="range")
+    first = classic_join(run, "classic member, no id yet", c, "", ["t1"], alias="<classic>")
+    j = classic_join(run, "classic member forms a classic group", c, first.member_id, ["t1"])
+    classic_sync(run, "the leader assigns itself everything", c, j,
+                 assignments={j.member_id: group_steps.assignment({run.topic("t1"): [0, 1, 2]})})
+    a = join(run, "consumer-protocol member upgrades the group", "m-a", ["t1"], assignor="range")
+    describe(run, "upgraded", "g")
+    group_steps.list_groups(run, label="listed as a consumer group")
+    group_steps.heartbeat(run, "g", j.generation_id, j.member_id, conn=c, label="classic heartbeat: rejoin")
+    j2 = classic_join(run, "classic member rejoins, still owning all", c, j.member_id, ["t1"],
+                      owned={"t1": [0, 1, 2]})
+    j3 = classic_join(run, "classic member rejoins, having revoked", c, j2.member_id, ["t1"])
+    classic_sync(run, "classic member's share", c, j3)
+    a2 = hb(run, "a gets the freed partition", "m-a", a.member_epoch)
+    describe(run, "both stable", "g")
+    group_steps.leave(run, "g", [(j3.member_id, None)], conn=c, label="classic member leaves")
+    describe(run, "a alone", "g")
+    del a2
 
 
-def test_classic_group_with_members_is_not_upgraded(brokers) -> None:  # type: ignore[no-untyped-def]
-    step = "4:"
-    brokers.compare(classic_member_then_consumer_member, known={"KD-211": {
-        step + ".error_code", step + ".error_message", step + ".member_id", step + ".member_epoch",
-        step + ".heartbeat_interval", step + ".assignment"}})
+def test_consumer_member_upgrades_a_classic_group(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(consumer_member_upgrades_a_classic_group)
 
 
 def empty_classic_group_replaced(run: ScenarioRun) -> None:

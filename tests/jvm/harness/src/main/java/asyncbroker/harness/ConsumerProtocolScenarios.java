@@ -39,11 +39,16 @@ final class ConsumerProtocolScenarios {
         scenarios.put("kip848.regex", ConsumerProtocolScenarios::regex);
         scenarios.put("kip848.static_rejoin", ConsumerProtocolScenarios::staticRejoin);
         scenarios.put("kip848.commit_resume", ConsumerProtocolScenarios::commitResume);
+        scenarios.put("kip848.mixed_group", ConsumerProtocolScenarios::mixedGroup);
     }
 
     private static KafkaConsumer<byte[], byte[]> member(Args args, String group, String instanceId) {
+        return member(args, group, instanceId, "consumer");
+    }
+
+    private static KafkaConsumer<byte[], byte[]> member(Args args, String group, String instanceId, String protocol) {
         Map<String, Object> config = new HashMap<>();
-        config.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        config.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
         if (instanceId != null) {
             config.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, instanceId);
         }
@@ -177,6 +182,38 @@ final class ConsumerProtocolScenarios {
                         () -> b2.assignment().size() == 2, a, b2);
                 facts.put("rejoined_with_same_partitions", b2.assignment().equals(before));
                 facts.put("other_member_kept_its_partitions", a.assignment().equals(aHeld));
+            }
+        }
+        return facts;
+    }
+
+    /**
+     * A group migrating between protocols: a classic consumer alone, a consumer-protocol one
+     * joins (the broker converts the group) and they share the topic, the consumer-protocol
+     * one leaves (converted back) and the classic one takes everything; then the other way
+     * round, a classic consumer joining a consumer-protocol group.
+     */
+    static ObjectNode mixedGroup(Args args) throws Exception {
+        ObjectNode facts = Json.object();
+        String topic = args.name("kip848-mixed");
+        try (Admin admin = Clients.admin(args)) {
+            Clients.createTopic(admin, topic, 4, Map.of());
+        }
+        String[][] orders = {{"classic", "consumer"}, {"consumer", "classic"}};
+        for (String[] order : orders) {
+            String group = args.name("kip848-mixed-" + order[0] + "-first");
+            ObjectNode phase = facts.putObject(order[0] + " first");
+            try (KafkaConsumer<byte[], byte[]> first = member(args, group, null, order[0])) {
+                first.subscribe(List.of(topic));
+                pollUntil("the first member to hold all 4 partitions", () -> first.assignment().size() == 4, first);
+                try (KafkaConsumer<byte[], byte[]> second = member(args, group, null, order[1])) {
+                    second.subscribe(List.of(topic));
+                    pollUntil("a " + order[0] + " and a " + order[1] + " member with 2 partitions each",
+                            () -> disjointHalves(first.assignment(), second.assignment(), 4), first, second);
+                    phase.put("shared", first.assignment().size() + "+" + second.assignment().size());
+                }
+                pollUntil("the first member to take every partition back", () -> first.assignment().size() == 4, first);
+                phase.put("after_leave", first.assignment().size());
             }
         }
         return facts;
