@@ -10,7 +10,7 @@ member that will be back). Each heartbeat, under the group's lock:
 2. applies the member's new subscription; when what the group must assign changed, bumps the
    group epoch;
 3. recomputes the target assignment when the group epoch is ahead of it and
-   `group.consumer.assignment.interval.ms` has passed since the last one;
+   the group's assignment interval has passed since the last one;
 4. moves the member towards its target (consumer_group.reconcile);
 5. writes what changed to `__consumer_offsets` (coordinator_records.py) and only then
    applies it in memory and answers, so a restart replays exactly what members were told.
@@ -105,6 +105,7 @@ from asyncbroker.coordinator_records import (
     encode_target_assignment_metadata_value,
     topic_assignments,
 )
+from asyncbroker.group_configs import GroupConfigManager
 from asyncbroker.group_metadata_hash import group_metadata_hash
 from asyncbroker.group_metadata_manager import GroupMetadataManager, JoinGroupResult, SyncGroupResult
 from asyncbroker.offsets_topic import CoordinatorTopic
@@ -173,19 +174,19 @@ class ConsumerGroupManager:
     """Every consumer-protocol group of this broker."""
 
     def __init__(self, config: KafkaConfig, offsets_topic: CoordinatorTopic, clock: Clock,
-                 classic: GroupMetadataManager) -> None:
+                 classic: GroupMetadataManager, group_configs: GroupConfigManager) -> None:
         self.offsets_topic = offsets_topic
         self.classic = classic  # the classic groups: converted to and from (mixed groups)
         timer = classic.timer
         self.clock = clock
         self.timer = timer
         self.groups: dict[str, ConsumerGroup] = {}
-        self.heartbeat_interval_ms: int = config.group_consumer_heartbeat_interval_ms
-        self.session_timeout_ms: int = config.group_consumer_session_timeout_ms
+        # Each group's session timeout, heartbeat and assignment intervals: its group configs
+        # over the broker's group.consumer.* keys, read at each use (both may change at runtime).
+        self.group_configs = group_configs
         self.assignors: list[str] = [a for a in config.group_consumer_assignors if a in ASSIGNORS]
         self.max_size: int = config.group_consumer_max_size
         self.migration_policy: str = config.group_consumer_migration_policy.lower()
-        self._config = config  # group.consumer.assignment.interval.ms is dynamic: read when used
         self._locks: dict[str, asyncio.Lock] = {}
         self.regex_refresh_interval_ms: int = config.group_consumer_regex_refresh_interval_ms
         self._tasks: set[asyncio.Future[None]] = set()  # fencing, assignment and regex tasks under way
@@ -295,7 +296,8 @@ class ConsumerGroupManager:
         full = member_epoch == 0 or (rebalance_timeout_ms != -1 and owned is not None and (
             subscribed_topic_names is not None or subscribed_topic_regex is not None))
         changed = updated.assigned != member.assigned
-        return HeartbeatResult(updated.member_id, updated.member_epoch, self.heartbeat_interval_ms,
+        heartbeat_interval: int = self.group_configs.value(group_id, "consumer.heartbeat.interval.ms")
+        return HeartbeatResult(updated.member_id, updated.member_epoch, heartbeat_interval,
                                dict(updated.assigned) if full or changed else None)
 
     def _replaced_static_member(self, group: ConsumerGroup, instance_id: str | None,
@@ -357,7 +359,7 @@ class ConsumerGroupManager:
             records.append(self._target_member_record(group_id, member_id, target[member_id]))
         now = self._now()
         assignment_timestamp = group.assignment_timestamp
-        interval: int = self._config.effective("group.consumer.assignment.interval.ms")
+        interval = self._assignment_interval(group_id)
         if group_epoch > group.assignment_epoch and (
                 now - group.assignment_timestamp >= interval or not group.members or new_group):
             target, target_records = self._new_target(group, members_after, topics, group_epoch, now)
@@ -409,6 +411,10 @@ class ConsumerGroupManager:
         if resolve:
             self._resolve_later(group.group_id, resolve, authorized_topics)
         return updated
+
+    def _assignment_interval(self, group_id: str) -> int:
+        interval: int = self.group_configs.value(group_id, "consumer.assignment.interval.ms")
+        return interval
 
     def _install(self, group: ConsumerGroup) -> None:
         """Put a group whose records are written in the map (a classic one it replaces goes)."""
@@ -544,7 +550,8 @@ class ConsumerGroupManager:
 
     def _schedule_timeouts(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         group_id, member_id = group.group_id, member.member_id
-        session_ms = self.session_timeout_ms if member.classic is None else member.classic.session_timeout_ms
+        session_ms: int = (self.group_configs.value(group_id, "consumer.session.timeout.ms") if member.classic is None
+                           else member.classic.session_timeout_ms)
         self.timer.schedule(("consumer-session", group_id, member_id), session_ms,
                             lambda: self._expire(group_id, member_id, "session"))
         if member.classic is not None:
@@ -1014,7 +1021,7 @@ class ConsumerGroupManager:
         if bump:
             group.group_epoch = epoch
             log.info("[GroupId %s] Bumped group epoch to %d.", group_id, epoch)
-            interval: int = self._config.effective("group.consumer.assignment.interval.ms")
+            interval = self._assignment_interval(group_id)
             if self._now() - group.assignment_timestamp < interval:
                 self._assign_later(group, group.assignment_timestamp + interval - self._now())
 

@@ -35,6 +35,7 @@ from asyncbroker.classic_group import ClassicGroup, ClassicGroupState, OffsetAnd
 from asyncbroker.consumer_group_manager import ConsumerGroupManager
 from asyncbroker.coordinator_loader import CoordinatorLoader
 from asyncbroker.coordinator_timer import CoordinatorTimer
+from asyncbroker.group_configs import GroupConfigManager
 from asyncbroker.group_metadata_manager import GroupMetadataManager, JoinGroupResult, ListedGroup, SyncGroupResult
 from asyncbroker.offset_metadata_manager import OffsetMetadataManager, TopicPartitionKey
 from asyncbroker.offsets_topic import CoordinatorTopic, append_error_code
@@ -55,8 +56,10 @@ class GroupCoordinator:
                  run_blocking: Callable[..., Awaitable[Any]],
                  transaction_coordinator: Callable[[], TransactionCoordinator]) -> None:
         self.offsets_topic = offsets_topic
+        self.group_configs = GroupConfigManager(config, run_blocking)
         self.group_manager = GroupMetadataManager(config, offsets_topic, clock)
-        self.consumer_manager = ConsumerGroupManager(config, offsets_topic, clock, self.group_manager)
+        self.consumer_manager = ConsumerGroupManager(config, offsets_topic, clock, self.group_manager,
+                                                     self.group_configs)
         self.offset_manager = OffsetMetadataManager(self.group_manager, config, offsets_topic, clock,
                                                     transaction_coordinator, self.consumer_manager)
         self.loader = CoordinatorLoader(offsets_topic, self.group_manager, self.offset_manager, clock, run_blocking,

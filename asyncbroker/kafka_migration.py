@@ -56,6 +56,7 @@ from storage.partition_metadata import PartitionMetadataFile, uuid_from_base64
 from storage.topic_partition import TopicPartition
 from wire.metadata_records import (
     BROKER_RESOURCE,
+    GROUP_RESOURCE,
     TOPIC_RESOURCE,
     AccessControlEntryRecord,
     ClientQuotaRecord,
@@ -78,6 +79,7 @@ from asyncbroker.acl_binding import (
 )
 from asyncbroker.broker_config_changes import BROKER_CONFIGS_FILE
 from asyncbroker.client_quotas import CLIENT_QUOTAS_FILE, ClientQuotas
+from asyncbroker.group_configs import GROUP_CONFIGS_FILE
 from asyncbroker.scram_credentials import MECHANISMS, SCRAM_CREDENTIALS_FILE, ScramCredential, ScramCredentials
 from asyncbroker.standard_authorizer import ACLS_FILE, AclFileError, StandardAuthorizer
 
@@ -128,6 +130,7 @@ class MigrationPlan(msgspec.Struct, frozen=True):
     # (user, mechanism id, credential)
     scram_credentials: list[tuple[str, int, ScramCredential]] = msgspec.field(default_factory=list)
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = msgspec.field(default_factory=dict)
+    group_configs: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)  # group id -> key -> value
 
     def metadata_records(self) -> list[bytes]:
         records: list[TopicRecord | PartitionRecord | ConfigRecord | FeatureLevelRecord | ProducerIdsRecord
@@ -141,6 +144,8 @@ class MigrationPlan(msgspec.Struct, frozen=True):
             records += [ConfigRecord(TOPIC_RESOURCE, topic.name, k, v) for k, v in sorted(topic.configs.items())]
         for resource, layer in sorted(self.broker_configs.items()):
             records += [ConfigRecord(BROKER_RESOURCE, resource, k, v) for k, v in sorted(layer.items())]
+        for group, layer in sorted(self.group_configs.items()):
+            records += [ConfigRecord(GROUP_RESOURCE, group, k, v) for k, v in sorted(layer.items())]
         # Broker epoch -1: no broker asked for this block; Kafka's next block starts here.
         records.append(ProducerIdsRecord(self.node_id, -1, self.next_producer_id))
         records += [AccessControlEntryRecord(uuid.uuid4(), a.resource_type, a.resource_name, a.pattern_type,
@@ -264,7 +269,7 @@ def plan_migration(log_dirs: Sequence[str | Path], now_ms: int | None = None) ->
     # the migration's time * 1000 is above every id a producer could hold.
     return MigrationPlan(dirs, metas[0].cluster_id, node_id, topics,
                          {k: v for k, v in broker_configs.items() if v}, now * 1000, acls, scram,
-                         ClientQuotas(dirs).entries())
+                         ClientQuotas(dirs).entries(), _newest_json(dirs, GROUP_CONFIGS_FILE))
 
 
 def migrate_to_kafka(log_dirs: Sequence[str | Path]) -> MigrationPlan:
@@ -278,7 +283,8 @@ def migrate_to_kafka(log_dirs: Sequence[str | Path]) -> MigrationPlan:
              plan.cluster_id)
     # The metadata log is now the configs' one copy (asyncbroker reads it when these are absent).
     for d in plan.log_dirs:
-        for name in (TOPIC_CONFIGS_FILE, BROKER_CONFIGS_FILE, ACLS_FILE, SCRAM_CREDENTIALS_FILE, CLIENT_QUOTAS_FILE):
+        for name in (TOPIC_CONFIGS_FILE, BROKER_CONFIGS_FILE, ACLS_FILE, SCRAM_CREDENTIALS_FILE, CLIENT_QUOTAS_FILE,
+                     GROUP_CONFIGS_FILE):
             (d / name).unlink(missing_ok=True)
     return plan
 

@@ -46,6 +46,7 @@ from wire.errors import (
     UnknownTopicOrPartitionError,
 )
 
+from asyncbroker.alter_config_op import AlterConfigOp, apply_op
 from asyncbroker.broker_config_changes import changed_layers, write_dynamic_configs
 from asyncbroker.leader_epoch import become_leader
 from asyncbroker.config import (
@@ -65,15 +66,6 @@ ZERO_UUID = uuid.UUID(int=0)
 # Namespace for ids of topics whose directories carry no partition.metadata
 # (written by a very old Kafka): deriving the id from the name keeps it stable.
 _LEGACY_ID_NAMESPACE = uuid.UUID("6d2b3f0e-4c1a-4f57-9d1e-4a7f3f1b2c90")
-
-
-class AlterConfigOp(enum.IntEnum):
-    """IncrementalAlterConfigs operation types (Kafka's AlterConfigOp.OpType ids)."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
 
 
 class TopicMetadata(msgspec.Struct, frozen=True):
@@ -451,39 +443,8 @@ class TopicManager:
 
     def _apply_op(self, name: str, overrides: dict[str, str], key: str, op: int,
                   value: str | None) -> dict[str, str]:
-        try:
-            kind = AlterConfigOp(op)
-        except ValueError:
-            # Kafka fails on an unknown operation id as on a bug: UNKNOWN_SERVER_ERROR, no text.
-            raise UnknownServerError(f"Unknown alter config operation {op} for {key}") from None
-        definition = TOPIC_KEYS.get(key)
-        if definition is None:
-            if kind is AlterConfigOp.DELETE:
-                return dict(overrides)  # Kafka deletes a key it does not know without a word
-            raise InvalidConfigurationError(f"Unknown topic config name: {key}")
-        if kind is not AlterConfigOp.DELETE and value is None:
-            raise InvalidRequestError(f"Null value not supported for : {key}")
-        result = dict(overrides)
-        if kind is AlterConfigOp.SET:
-            result[key] = value  # type: ignore[assignment]
-        elif kind is AlterConfigOp.DELETE:
-            result.pop(key, None)
-        else:
-            if definition.type is not ConfigType.LIST:
-                raise InvalidConfigurationError(f"Can't {kind.name} to key {key} because its type is not LIST.")
-            current = result.get(key)
-            if current is None:
-                current = self.log_config(name).to_props()[key] if name in self._topics else ""
-            items = [item.strip() for item in current.split(",") if item.strip()]
-            given = [item.strip() for item in (value or "").split(",") if item.strip()]
-            if kind is AlterConfigOp.APPEND:
-                for item in given:  # each item once, even when given twice (Kafka's APPEND)
-                    if item not in items:
-                        items.append(item)
-            else:
-                items = [item for item in items if item not in given]
-            result[key] = ",".join(items)
-        return result
+        return apply_op(TOPIC_KEYS, "topic", overrides, key, op, value,
+                        lambda: str(self.log_config(name).to_props()[key]) if name in self._topics else "")
 
     def _apply_configs_blocking(self, meta: TopicMetadata, log_config: LogConfig) -> None:
         self.log_manager.set_topic_config(meta.name, meta.configs)

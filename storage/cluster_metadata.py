@@ -31,6 +31,7 @@ from storage.atomic_file import write_atomically
 from wire.errors import CorruptRecordError
 from wire.metadata_records import (
     BROKER_RESOURCE,
+    GROUP_RESOURCE,
     TOPIC_RESOURCE,
     AccessControlEntryRecord,
     ClientQuotaRecord,
@@ -65,6 +66,7 @@ class ClusterMetadataImage(msgspec.Struct):
     topic_configs: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
     # resource name ("" for the cluster-wide default, else a node id) -> key -> value
     broker_configs: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
+    group_configs: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)  # group id -> key -> value
     # The security state: ACLs by id, SCRAM credentials by (user, mechanism id), client quotas
     # by entity ((type, name or None) pairs, sorted) -> key -> value.
     acls: dict[uuid.UUID, AccessControlEntryRecord] = msgspec.field(default_factory=dict)
@@ -101,6 +103,8 @@ class ClusterMetadataImage(msgspec.Struct):
                 layer = self.topic_configs.setdefault(record.resource_name, {})
             elif record.resource_type == BROKER_RESOURCE:
                 layer = self.broker_configs.setdefault(record.resource_name, {})
+            elif record.resource_type == GROUP_RESOURCE:
+                layer = self.group_configs.setdefault(record.resource_name, {})
             else:
                 return
             if record.value is None:

@@ -56,6 +56,7 @@ class ConfigScope(enum.Enum):
 
     BROKER = "broker"
     TOPIC = "topic"
+    GROUP = "group"
 
 
 class ConfigException(InvalidConfigurationError):
@@ -277,6 +278,11 @@ def _broker(name: str, type_: ConfigType, default: Any, doc: str, validator: Val
 def _topic(name: str, type_: ConfigType, doc: str, validator: Validator | None = None, *,
            synonyms: tuple[str, ...] = (), default: Any = _DERIVED) -> None:
     _TABLE.append(ConfigKey(name, ConfigScope.TOPIC, type_, default, doc, validator, synonyms))
+
+
+def _group(name: str, type_: ConfigType, doc: str, validator: Validator | None = None, *,
+           synonyms: tuple[str, ...] = (), default: Any = _DERIVED, internal: bool = False) -> None:
+    _TABLE.append(ConfigKey(name, ConfigScope.GROUP, type_, default, doc, validator, synonyms, internal=internal))
 
 
 B, S, I, L, D, LS, P = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG,
@@ -586,6 +592,19 @@ _topic("unclean.leader.election.enable", B,
        "Allow an out-of-sync replica to become leader. Accepted and stored; a single node's replica is always in sync.",
        synonyms=("unclean.leader.election.enable",))
 
+# ---------------------------------------------------------------- group keys
+# A group's own settings (DescribeConfigs / IncrementalAlterConfigs on GROUP resources): each
+# defaults to the broker key it is named after, and must lie within that key's min/max bounds.
+
+_group("consumer.session.timeout.ms", I, "How long a member of this consumer-protocol group may go without "
+       "heartbeating before it is removed.", AtLeast(1), synonyms=("group.consumer.session.timeout.ms",))
+_group("consumer.heartbeat.interval.ms", I, "The heartbeat interval told to the members of this "
+       "consumer-protocol group.", AtLeast(1), synonyms=("group.consumer.heartbeat.interval.ms",))
+_group("consumer.assignment.interval.ms", I, "Least time between two target assignments of this "
+       "consumer-protocol group.", AtLeast(0), synonyms=("group.consumer.assignment.interval.ms",))
+_group("consumer.assignor.offload.enable", B, "Kafka computes assignments off its coordinator thread; "
+       "accepted, the assignors here are quick.", default=True, internal=True)
+
 BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in _TABLE if k.scope is ConfigScope.BROKER}
 """Kafka broker key -> its definition."""
 
@@ -622,6 +641,9 @@ def _with_derived_default(key: ConfigKey) -> ConfigKey:
 
 TOPIC_KEYS: dict[str, ConfigKey] = {k.name: _with_derived_default(k) for k in _TABLE if k.scope is ConfigScope.TOPIC}
 """Kafka topic key -> its definition, with the default its broker synonyms give it."""
+
+GROUP_KEYS: dict[str, ConfigKey] = {k.name: _with_derived_default(k) for k in _TABLE if k.scope is ConfigScope.GROUP}
+"""Kafka group config key -> its definition, with the default its broker key gives it."""
 
 BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
     name: key.synonyms for key in TOPIC_KEYS.values() if len(key.synonyms) > 1 for name in key.synonyms}

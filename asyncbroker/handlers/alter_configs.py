@@ -1,4 +1,4 @@
-"""AlterConfigs (API 33): replace a topic's or the broker's whole set of config overrides.
+"""AlterConfigs (API 33): replace a topic's, the broker's or a group's whole set of config overrides.
 
 The older form of IncrementalAlterConfigs, still sent by older AdminClients and
 kafka-configs.sh's --add-config on old paths: each resource's configs become
@@ -26,7 +26,7 @@ from asyncbroker.config import ConfigResourceType
 from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
-from asyncbroker.topics import AlterConfigOp
+from asyncbroker.alter_config_op import AlterConfigOp
 
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
@@ -57,6 +57,11 @@ async def _alter(broker: Broker, resource: Any, validate_only: bool) -> None:
         check_broker_changes(resource.resource_name, broker.node_id, ops, validate_only)
         if not validate_only:
             await broker.topics.alter_broker_configs(resource.resource_name, ops)
+        return
+    if resource.resource_type == ConfigResourceType.GROUP:
+        if len({name for name, _ in configs}) != len(configs):
+            raise InvalidRequestError("Error due to duplicate config keys")
+        await broker.group_coordinator.group_configs.alter(resource.resource_name, dict(configs), validate_only)
         return
     if resource.resource_type == ConfigResourceType.BROKER_LOGGER:
         check_broker_id(resource.resource_name, broker.node_id, ALTER_MISMATCH, ALTER_NOT_AN_INT)

@@ -1,4 +1,5 @@
-"""DescribeConfigs (API 32): topic configs, this broker's configs, the cluster-wide defaults.
+"""DescribeConfigs (API 32): topic configs, this broker's configs, the cluster-wide defaults,
+group configs (asyncbroker/group_configs.py).
 
 A topic key reports its override as DYNAMIC_TOPIC_CONFIG, else the layers of
 the broker key that supplies its default (the cluster-wide dynamic default,
@@ -55,6 +56,8 @@ def describe_resource(broker: Broker, resource_type: int, name: str, keys: tuple
             return broker.config.describe_cluster_defaults(keys)
         check_broker_id(name, broker.node_id, DESCRIBE_MISMATCH, DESCRIBE_NOT_AN_INT)
         return broker.config.describe(keys)
+    if resource_type == ConfigResourceType.GROUP:
+        return broker.group_coordinator.group_configs.describe(name, keys)
     if resource_type == ConfigResourceType.BROKER_LOGGER:
         check_broker_id(name, broker.node_id, LOGGER_MISMATCH, DESCRIBE_NOT_AN_INT)
         raise InvalidRequestError("BROKER_LOGGER resources are not served by asyncbroker")

@@ -1,4 +1,4 @@
-"""IncrementalAlterConfigs (API 44): SET / DELETE / APPEND / SUBTRACT topic and broker configs.
+"""IncrementalAlterConfigs (API 44): SET / DELETE / APPEND / SUBTRACT topic, broker and group configs.
 
 Topic changes apply without a restart (TopicManager calls `update_config` on
 every partition's Log) and persist in storage's override store. Broker changes
@@ -51,6 +51,9 @@ async def _alter(broker: Broker, resource: Any, validate_only: bool) -> None:
         check_broker_changes(resource.resource_name, broker.node_id, ops, validate_only)
         if not validate_only:
             await broker.topics.alter_broker_configs(resource.resource_name, ops)
+        return
+    if resource.resource_type == ConfigResourceType.GROUP:
+        await broker.group_coordinator.group_configs.incremental_alter(resource.resource_name, ops, validate_only)
         return
     if resource.resource_type == ConfigResourceType.BROKER_LOGGER:
         check_broker_id(resource.resource_name, broker.node_id, ALTER_MISMATCH, ALTER_NOT_AN_INT)

@@ -6,7 +6,7 @@ tests/oracle/test_admin_topics.py.
     kafka-console-producer.sh  ConsoleProducer, keys and headers parsed from the lines
     kafka-console-consumer.sh  ConsoleConsumer, keys, headers and offsets printed
     kafka-consumer-groups.sh   ConsumerGroupCommand: --list, --describe, --reset-offsets, --delete
-    kafka-configs.sh           ConfigCommand: topic and broker configs, --alter and --describe
+    kafka-configs.sh           ConfigCommand: topic, broker and group configs, --alter and --describe
     kafka-delete-records.sh    DeleteRecordsCommand
     kafka-get-offsets.sh       GetOffsetShell
     kafka-log-dirs.sh          LogDirsCommand
@@ -241,6 +241,25 @@ def test_configs_tool_on_the_broker(target: Target) -> None:
         target.tool(CONFIGS, *default, "--alter", "--delete-config", "log.retention.bytes")
     assert _config_lines(target.tool(CONFIGS, *broker, "--describe")) == {}
     assert set(_config_lines(target.tool(CONFIGS, *default, "--describe"))) == {"min.insync.replicas"}
+
+
+def test_configs_tool_on_a_group(target: Target) -> None:
+    """kafka-configs.sh sets a group's own session timeout (a group config, KIP-848) before the
+    group exists, describes it over the broker key it overrides, refuses one outside the
+    broker's bounds, and removes it."""
+    group = ("--entity-type", "groups", "--entity-name", f"cli-{uuid.uuid4().hex[:10]}")
+    out = target.tool(CONFIGS, *group, "--alter", "--add-config", "consumer.session.timeout.ms=50000")
+    assert out.strip().startswith("Completed updating config for group cli-"), out
+    described = _config_lines(target.tool(CONFIGS, *group, "--describe"))
+    assert described == {"consumer.session.timeout.ms": (
+        "50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000, "
+        "DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}")}, described
+    refused = run_tool(CONFIGS, ["--bootstrap-server", target.bootstrap, *group, "--alter", "--add-config",
+                                 "consumer.session.timeout.ms=1000"])
+    assert refused.returncode != 0
+    assert "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive." in refused.stderr + refused.stdout
+    target.tool(CONFIGS, *group, "--alter", "--delete-config", "consumer.session.timeout.ms")
+    assert _config_lines(target.tool(CONFIGS, *group, "--describe")) == {}
 
 
 # -- delete-records, get-offsets, log-dirs -----------------------------------------------------

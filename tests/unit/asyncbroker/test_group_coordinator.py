@@ -435,3 +435,41 @@ async def test_consumer_protocol_group_offsets_expire_and_the_empty_group_goes(t
     finally:
         (await coordinator_of(broker)).close()
         await broker.shutdown()
+
+
+async def test_a_group_config_sets_its_members_session_timeout(tmp_path: Path) -> None:
+    """consumer.session.timeout.ms of one group (its group config) over the broker's 45 s: its
+    member is fenced when that runs out, a member of another group is not."""
+    clock = MockClock()
+    broker = await start_broker(tmp_path, clock=clock)
+    try:
+        await broker.topics.create_topic("t", 1, 1)
+        c = await coordinator_of(broker)
+        await c.group_configs.incremental_alter("short", [("consumer.session.timeout.ms", 0, "50000")], False)
+        await c.group_configs.incremental_alter("short", [("consumer.heartbeat.interval.ms", 0, "6000")], False)
+        for group in ("short", "default"):
+            joined = await c.consumer_group_heartbeat(
+                api_version=1, group_id=group, member_id="m-a", member_epoch=0, instance_id=None, rack_id=None,
+                rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), subscribed_topic_regex=None,
+                server_assignor=None, owned=(), client_id="client", client_host="/127.0.0.1")
+            assert joined.heartbeat_interval_ms == (6000 if group == "short" else 5000)
+
+        async def fenced(group: str) -> bool:
+            """Whether the group's member is gone once the fencing task (a write) has run."""
+            deadline = asyncio.get_running_loop().time() + 5
+            while "m-a" in c.consumer_manager.groups[group].members:
+                if asyncio.get_running_loop().time() > deadline:
+                    return False
+                await asyncio.sleep(0.01)  # a condition polled with a deadline
+            return True
+
+        clock.advance(46_000)  # past the broker's 45 s, short of the group's 50 s
+        c.timer.poll()
+        assert await fenced("default")
+        assert "m-a" in c.consumer_manager.groups["short"].members
+        clock.advance(5_000)
+        c.timer.poll()
+        assert await fenced("short")
+    finally:
+        (await coordinator_of(broker)).close()
+        await broker.shutdown()

@@ -11,7 +11,8 @@ import pytest
 
 from asyncbroker.config import ConfigSource, KafkaConfig
 from storage.config_def import ConfigType
-from asyncbroker.topics import ZERO_UUID, AlterConfigOp, TopicDeletionDisabledError, TopicManager
+from asyncbroker.alter_config_op import AlterConfigOp
+from asyncbroker.topics import ZERO_UUID, TopicDeletionDisabledError, TopicManager
 from storage.log_manager import LogManager
 from storage.partition_metadata import PartitionMetadataFile
 from storage.topic_partition import TopicPartition
