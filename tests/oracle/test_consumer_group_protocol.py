@@ -375,3 +375,47 @@ def regex_refreshed_after_the_minimum_interval(run: ScenarioRun) -> None:
 
 def test_regex_refreshed_after_the_minimum_interval(brokers) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(regex_refreshed_after_the_minimum_interval)
+
+
+def topics_change_under_a_group(run: ScenarioRun) -> None:
+    """The group's subscribed topics change without any member asking: partitions are added
+    to one, then the other is deleted. Each time the next heartbeat bumps the group epoch; the
+    member is given the new partitions, gives up the deleted topic's first, and its committed
+    offsets of the deleted topic go."""
+    topics(run)
+    joined = join(run, "a joins", "m-a", ["t1", "t2"], assignor="range")
+    held = owned_of(joined)
+    a = hb(run, "a holds both", "m-a", joined.member_epoch, owned=held)
+    run.call(8, 9, _label="commit both", group_id=run.group("g"), generation_id_or_member_epoch=a.member_epoch,
+             member_id="m-a", group_instance_id=None, retention_time=-1, topics=tuple(
+                 entity(8, 9, "OffsetCommitRequestTopic", name=run.topic(t), topic_id=run.topic_id(t), partitions=(
+                     entity(8, 9, "OffsetCommitRequestPartition", partition_index=0, committed_offset=1,
+                            committed_leader_epoch=-1, committed_metadata=""),)) for t in ("t1", "t2")))
+
+    def first_change(label: str, epoch: int, owned: Any) -> Any:
+        """Heartbeats (unrecorded, each the same) until the answer changes, which is recorded:
+        Kafka's coordinator learns a topic change from its metadata log a moment after the
+        request that made it returned."""
+        def changed() -> Any:
+            answer = hb(run, label, "m-a", epoch, owned=owned, _record=False)
+            return answer if answer.assignment is not None else None
+        answer = run.wait_until(changed, label, timeout=30)
+        run.note(label, {"member_epoch": answer.member_epoch, "assignment": {
+            run.normalise.topic_ids.get(tp.topic_id, "?"): sorted(tp.partitions)
+            for tp in answer.assignment.topic_partitions}})
+        return answer
+
+    admin_steps.create_partitions(run, [("t1", 4, None)], label="t1 grows to 4 partitions")
+    grown = first_change("a is given t1's new partition", a.member_epoch, held)
+    held = owned_of(grown)
+    admin_steps.delete_topics(run, ["t2"], label="t2 deleted")
+    revoke = first_change("a must give t2 up", grown.member_epoch, held)
+    hb(run, "a gave t2 up", "m-a", revoke.member_epoch, owned=owned_of(revoke))
+    describe(run, "after the topic changes", "g")
+    run.call(9, 9, _label="offsets after t2 went", groups=[entity(9, 9, "OffsetFetchRequestGroup",
+             group_id=run.group("g"), member_id=None, member_epoch=-1, topics=None)], require_stable=False)
+    hb(run, "a leaves", "m-a", -1)
+
+
+def test_topics_change_under_a_group(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(topics_change_under_a_group)
