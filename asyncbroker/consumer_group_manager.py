@@ -480,30 +480,19 @@ class ConsumerGroupManager:
         group = self.groups.get(group_id)
         if group is None:
             raise GroupIdNotFoundError(f"Group {group_id} not found.")
-        if instance_id is None:
-            member = group.members.get(member_id)
-            if member is None:
-                raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
-        else:
-            existing_id = group.static_members.get(instance_id)
-            if existing_id is None:
-                raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
-            if existing_id != member_id:
-                raise FencedInstanceIdError(f"Static member {member_id} with instance id {instance_id} was fenced "
-                                            f"by member {existing_id}.")
-            member = group.members[existing_id]
-            if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                leaving = msgspec.structs.replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                                                  pending_revocation={})
-                await self.offsets_topic.append(self.offsets_topic.partition_for(group_id),
-                                                [self._current_assignment_record(group_id, leaving)])
-                group.update_assignment(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                                        previous_member_epoch=member.previous_member_epoch, state=member.state,
-                                        assigned=member.assigned, pending_revocation={})
-                self.timer.cancel(("consumer-revocation", group_id, member.member_id))
-                log.info("[GroupId %s] Static Member %s with instance id %s temporarily left the consumer group.",
-                         group_id, member_id, instance_id)
-                return HeartbeatResult(member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, 0, None)
+        member = _member_by_identity(group, member_id, instance_id, f"Instance id {instance_id} is unknown.")
+        if instance_id is not None and member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            leaving = msgspec.structs.replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                              pending_revocation={})
+            await self.offsets_topic.append(self.offsets_topic.partition_for(group_id),
+                                            [self._current_assignment_record(group_id, leaving)])
+            group.update_assignment(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                    previous_member_epoch=member.previous_member_epoch, state=member.state,
+                                    assigned=member.assigned, pending_revocation={})
+            self.timer.cancel(("consumer-revocation", group_id, member.member_id))
+            log.info("[GroupId %s] Static Member %s with instance id %s temporarily left the consumer group.",
+                     group_id, member_id, instance_id)
+            return HeartbeatResult(member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, 0, None)
         await self._fence(group, member, "left the consumer group")
         return HeartbeatResult(member_id, member_epoch, 0, None)
 
@@ -678,19 +667,8 @@ class ConsumerGroupManager:
 
     def _classic_member(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
         """Kafka's validateConsumerGroupMember then throwIfMemberDoesNotUseClassicProtocol."""
-        if instance_id is None:
-            member = group.members.get(member_id)
-            if member is None:
-                raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
-        else:
-            static_id = group.static_members.get(instance_id)
-            if static_id is None:
-                raise UnknownMemberIdError(f"Member with instance id {instance_id} is not a member of group "
-                                           f"{group.group_id}.")
-            if static_id != member_id:
-                raise FencedInstanceIdError(f"Static member {member_id} with instance id {instance_id} was fenced "
-                                            f"by member {static_id}.")
-            member = group.members[static_id]
+        member = _member_by_identity(group, member_id, instance_id, f"Member with instance id {instance_id} is not "
+                                                                    f"a member of group {group.group_id}.")
         if member.classic is None:
             raise UnknownMemberIdError(f"Member {member.member_id} does not use the classic protocol.")
         return member
@@ -774,26 +752,14 @@ class ConsumerGroupManager:
             leaving: list[ConsumerGroupMember] = []
             for member_id, instance_id, reason in members:
                 try:
-                    if instance_id is None:
-                        member = group.members.get(member_id)
-                        if member is None:
-                            raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
-                        log.info("[GroupId %s] Dynamic member %s has left group through explicit `LeaveGroup` "
-                                 "request; client reason: %s", group_id, member_id, reason or "not provided")
-                    else:
-                        static_id = group.static_members.get(instance_id)
-                        if static_id is None:
-                            raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
-                        if member_id and static_id != member_id:
-                            raise FencedInstanceIdError(f"Static member {member_id} with instance id {instance_id} "
-                                                        f"was fenced by member {static_id}.")
-                        member = group.members[static_id]
-                        log.info("[GroupId %s] Static member %s with instance id %s has left group through explicit "
-                                 "`LeaveGroup` request; client reason: %s", group_id, member_id, instance_id,
-                                 reason or "not provided")
+                    member = _member_by_identity(group, member_id, instance_id,
+                                                 f"Instance id {instance_id} is unknown.", any_member_id=True)
                 except KafkaError as exc:
                     results.append(exc.error_code)
                     continue
+                log.info("[GroupId %s] %s has left group through explicit `LeaveGroup` request; client reason: %s",
+                         group_id, f"Dynamic member {member_id}" if instance_id is None else
+                         f"Static member {member_id} with instance id {instance_id}", reason or "not provided")
                 results.append(ErrorCode.NONE)
                 if member not in leaving:
                     leaving.append(member)
@@ -1309,6 +1275,25 @@ class ConsumerGroupManager:
 
     def is_consumer_group(self, group_id: str) -> bool:
         return group_id in self.groups
+
+
+def _member_by_identity(group: ConsumerGroup, member_id: str, instance_id: str | None, unknown_instance: str, *,
+                        any_member_id: bool = False) -> ConsumerGroupMember:
+    """The member a request names: by member id, or by instance id, whose owner must be that
+    member id (FENCED_INSTANCE_ID otherwise; LeaveGroup may leave the member id empty:
+    `any_member_id`)."""
+    if instance_id is None:
+        member = group.members.get(member_id)
+        if member is None:
+            raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
+        return member
+    static_id = group.static_members.get(instance_id)
+    if static_id is None:
+        raise UnknownMemberIdError(unknown_instance)
+    if static_id != member_id and not (any_member_id and not member_id):
+        raise FencedInstanceIdError(f"Static member {member_id} with instance id {instance_id} was fenced by member "
+                                    f"{static_id}.")
+    return group.members[static_id]
 
 
 def _check_member_epoch(member: ConsumerGroupMember, member_epoch: int) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
+
 import pytest
 
 import test_consumer_group_protocol as scenarios
@@ -41,7 +43,27 @@ ENCODERS = {
     _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: "encode_target_assignment_metadata_value",
     _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: "encode_target_assignment_member_value",
     _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: "encode_current_member_assignment_value",
+    _T.CONSUMER_GROUP_REGULAR_EXPRESSION: "encode_regular_expression_value",
 }
+
+
+def replayed(records: list[tuple[bytes, bytes | None]]) -> tuple[ConsumerGroupManager, list[tuple[Any, Any]]]:
+    """Kafka's records decoded (each value encoded back to its very bytes) and replayed into a
+    manager; the manager and the (key, value) pairs."""
+    import asyncbroker.coordinator_records as formats
+
+    manager = ConsumerGroupManager.__new__(ConsumerGroupManager)
+    manager.groups = {}
+    decoded = []
+    for key_bytes, value_bytes in records:
+        key = decode_consumer_group_key(key_bytes)
+        assert key is not None
+        value = None if value_bytes is None else _CONSUMER_VALUE_DECODERS[key.record_type](value_bytes)
+        if value is not None:
+            assert getattr(formats, ENCODERS[key.record_type])(value) == value_bytes, (key, value)
+        manager.replay(key, value)
+        decoded.append((key, value))
+    return manager, decoded
 
 
 def group_records(log_dir: Path, group_id: str) -> list[tuple[bytes, bytes | None]]:
@@ -63,23 +85,11 @@ def group_records(log_dir: Path, group_id: str) -> list[tuple[bytes, bytes | Non
 
 
 def test_records_kafka_wrote_read_and_written_back(brokers) -> None:  # type: ignore[no-untyped-def]
-    import asyncbroker.coordinator_records as formats
-
     run = run_scenario(scenarios.two_members, "kafka", brokers.kafka.bootstrap)
     group_id = run.group("g")
     records = group_records(Path(brokers.kafka.log_dir), group_id)
-    types = {decode_consumer_group_key(k).record_type for k, _ in records}  # type: ignore[union-attr]
-    assert types == set(ENCODERS)
-    manager = ConsumerGroupManager.__new__(ConsumerGroupManager)
-    manager.groups = {}
-    for key_bytes, value_bytes in records:
-        key = decode_consumer_group_key(key_bytes)
-        assert key is not None
-        value = None if value_bytes is None else _CONSUMER_VALUE_DECODERS[key.record_type](value_bytes)
-        if value is not None:
-            again = getattr(formats, ENCODERS[key.record_type])(value)
-            assert again == value_bytes, (key, value)
-        manager.replay(key, value)
+    manager, decoded = replayed(records)
+    assert {key.record_type for key, _ in decoded} == set(ENCODERS) - {_T.CONSUMER_GROUP_REGULAR_EXPRESSION}
     # The scenario ends with the group emptied ("empty" described), then deleted.
     described = [s.response for s in run.transcript if s.label == "empty"][0]["groups"]
     empty = next(g for g in described if g["group_id"] == "g")
@@ -129,28 +139,18 @@ def test_regex_records_kafka_wrote_read_and_written_back(brokers) -> None:  # ty
     """ConsumerGroupRegularExpression (type 16): Kafka's bytes decode and encode back to the
     same bytes, and replaying them leaves what Kafka resolved, then forgot with each regex's
     last user."""
-    from asyncbroker.coordinator_records import encode_regular_expression_value
-
     run = run_scenario(scenarios.regex_subscriptions, "kafka", brokers.kafka.bootstrap)
     group_id = run.group("g")
-    records = [(k, v) for k, v in group_records(Path(brokers.kafka.log_dir), group_id)
-               if decode_consumer_group_key(k).record_type == _T.CONSUMER_GROUP_REGULAR_EXPRESSION]  # type: ignore[union-attr]
-    values = [v for _, v in records if v is not None]
-    assert values and any(v is None for _, v in records)
+    manager, decoded = replayed(group_records(Path(brokers.kafka.log_dir), group_id))
+    regexes = [(key, value) for key, value in decoded if key.record_type == _T.CONSUMER_GROUP_REGULAR_EXPRESSION]
+    assert any(v is not None for _, v in regexes) and any(v is None for _, v in regexes)
     both = f"{run.topic('t1')}|__consumer_offsets"
-    manager = ConsumerGroupManager.__new__(ConsumerGroupManager)
-    manager.groups = {}
-    for key_bytes, value_bytes in records:
-        key = decode_consumer_group_key(key_bytes)
-        assert key is not None
-        value = None if value_bytes is None else _CONSUMER_VALUE_DECODERS[key.record_type](value_bytes)
+    for key, value in regexes:
         # a's second regex is never resolved (within 10 s of the first): only its tombstone is
         # written, when a leaves.
-        assert key.regex == both or (key.regex == run.topic("t2") and value is None)  # type: ignore[union-attr]
+        assert key.regex == both or (key.regex == run.topic("t2") and value is None)
         if value is not None:
             assert sorted(value.topics) == sorted([run.topic("t1"), "__consumer_offsets"])
-            assert encode_regular_expression_value(value) == value_bytes
-        manager.replay(key, value)
     assert manager.groups[group_id].resolved_regexes == {}
 
 
