@@ -647,6 +647,13 @@ class ConsumerGroupManager:
                 classic=ClassicMemberMetadata(session_timeout_ms, tuple(protocols)),
                 assigned=dict(member.assigned), pending_revocation=dict(member.pending_revocation),
                 assignment_epochs=dict(member.assignment_epochs))
+            if replaced is not None and self._may_downgrade(group, [replaced], joining=True):
+                # The last consumer-protocol member was this static member: the classic
+                # consumer taking its place makes the group classic again (Kafka's
+                # validateOnlineDowngradeWithReplacedMember).
+                joined = await self._downgrade_replacing(group, replaced, updated)
+                return JoinGroupResult(generation_id=joined.member_epoch, protocol_type="consumer",
+                                       protocol_name=protocols[0][0], leader="", member_id=member_id)
             owned = self._owned_by_name(subscription.owned_partitions)
             updated = await self._update_member(group, member, updated, is_new=is_new, replaced=replaced, owned=owned,
                                                 install=False, new_group=False, records=[], authorized_topics=None)
@@ -822,35 +829,45 @@ class ConsumerGroupManager:
         log.info("[GroupId %s] Converted the classic group to a consumer group.", group_id)
         return group
 
-    def _may_downgrade(self, group: ConsumerGroup, leaving: Sequence[ConsumerGroupMember]) -> bool:
-        """Kafka's validateOnlineDowngradeWithFencedMembers: only classic members would stay."""
+    def _may_downgrade(self, group: ConsumerGroup, leaving: Sequence[ConsumerGroupMember], *,
+                       joining: bool = False) -> bool:
+        """Kafka's validateOnlineDowngradeWith{Fenced,Replaced}Member(s): only classic members
+        would stay (`joining`: a classic member takes the place of the one leaving)."""
         ids = {m.member_id for m in leaving}
         remaining = [m for m in group.members.values() if m.member_id not in ids]
-        if not remaining or any(m.classic is None for m in remaining):
+        if joining and all(m.classic is not None for m in leaving):
+            return False  # a classic member replacing a classic one changes nothing
+        if (not remaining and not joining) or any(m.classic is None for m in remaining):
             return False
         if self.migration_policy not in ("downgrade", "bidirectional"):
             log.info("Cannot downgrade consumer group %s to classic group because the online downgrade is disabled.",
                      group.group_id)
             return False
-        if len(remaining) > self.classic.max_group_size:
+        if len(remaining) + joining > self.classic.max_group_size:
             log.info("Cannot downgrade consumer group %s to classic group because its group size is greater than "
                      "classic group max size.", group.group_id)
             return False
         return True
 
-    async def _downgrade(self, group: ConsumerGroup, leaving: Sequence[ConsumerGroupMember], reason: str) -> None:
+    async def _downgrade(self, group: ConsumerGroup, leaving: Sequence[ConsumerGroupMember], reason: str | None,
+                         joining: ConsumerGroupMember | None = None) -> None:
         """The classic group the remaining (classic) members form (Kafka's convertToClassicGroup):
-        the group epoch as its generation, each member's target as its assignment, then a
-        rebalance, so that they rejoin as a classic group."""
+        the group epoch as its generation, each member's target as its assignment (`joining`
+        takes the place, and the target, of the one member leaving), then a rebalance unless
+        `reason` is None, so that they rejoin as a classic group."""
         group_id = group.group_id
         ids = {m.member_id for m in leaving}
+        targets = dict(group.target)
+        members = [m for m in group.members.values() if m.member_id not in ids]
+        if joining is not None:
+            targets[joining.member_id] = joining.assigned
+            members.append(joining)
         now = self._now()
         classic = ClassicGroup(group_id, ClassicGroupState.STABLE, now_ms=now)
         classic.generation_id = group.group_epoch
         classic.current_state_timestamp_ms = now
-        for m in group.members.values():
-            if m.member_id in ids or m.classic is None:
-                continue
+        for m in members:
+            assert m.classic is not None  # checked by _may_downgrade: only classic members stay
             classic.add(ClassicGroupMember(m.member_id, m.instance_id, m.client_id, m.client_host,
                                            m.rebalance_timeout_ms, m.classic.session_timeout_ms, "consumer",
                                            list(m.classic.supported_protocols)))
@@ -858,17 +875,36 @@ class ConsumerGroupManager:
         classic.protocol_name = classic.select_protocol()
         for cm in classic.members.values():
             version = version_of(cm.metadata(classic.protocol_name or "")) if cm.protocols else 0
-            cm.assignment = self._classic_assignment(group.target.get(cm.member_id, {}), version)
-        records = self._conversion_tombstones(group)
+            cm.assignment = self._classic_assignment(targets.get(cm.member_id, {}), version)
+        records = self._conversion_tombstones(group, joining.member_id if joining is not None else None)
         records.append(self.classic.group_record(classic))
         await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
         self.remove_group(group_id)
         self.classic.adopt(classic, reason)
         log.info("[GroupId %s] Converted the consumer group to a classic group.", group_id)
 
-    def _conversion_tombstones(self, group: ConsumerGroup) -> list[Record]:
-        """Every record of the group, tombstoned in Kafka's order (createGroupTombstoneRecords)."""
-        gid, ids = group.group_id, list(group.members)
+    async def _downgrade_replacing(self, group: ConsumerGroup, replaced: ConsumerGroupMember,
+                                   joining: ConsumerGroupMember) -> ConsumerGroupMember:
+        """A classic static member takes the place of the last consumer-protocol member: it
+        inherits that member's target at the assignment epoch (no rebalance), unless the group
+        was still to be reassigned or the subscription changed (then the classic group
+        rebalances and the member rejoins from generation 0)."""
+        rebalance = (group.assignment_epoch < group.group_epoch
+                     or joining.subscribed_topic_names != replaced.subscribed_topic_names)
+        if rebalance:
+            joining.member_epoch, joining.assigned = 0, {}
+        else:
+            ids = self._topic_ids(joining.subscribed_topic_names)
+            joining.member_epoch = group.assignment_epoch
+            joining.assigned = {t: p for t, p in group.target.get(replaced.member_id, {}).items() if t in ids}
+        await self._downgrade(group, [replaced], f"Downgrade group {group.group_id} from consumer to classic with "
+                                                 f"stale assignment." if rebalance else None, joining)
+        return joining
+
+    def _conversion_tombstones(self, group: ConsumerGroup, joining_id: str | None = None) -> list[Record]:
+        """Every record of the group, tombstoned in Kafka's order (createGroupTombstoneRecords),
+        and those of a member joining in place of another."""
+        gid, ids = group.group_id, list(group.members) + ([joining_id] if joining_id else [])
         key = encode_consumer_group_key
         return [
             *((key(ConsumerGroupMemberKey(_T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, gid, m)), None) for m in ids),

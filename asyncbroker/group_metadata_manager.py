@@ -760,14 +760,15 @@ class GroupMetadataManager:
         member carrying its assignment."""
         return self._group_record(group, {m.member_id: m.assignment for m in group.members.values()})
 
-    def adopt(self, group: ClassicGroup, rebalance_reason: str) -> None:
+    def adopt(self, group: ClassicGroup, rebalance_reason: str | None) -> None:
         """Install a group converted from a consumer-protocol group (its record written):
-        every member's session runs from now, and the group rebalances at once, so that its
-        members rejoin as a classic group."""
+        every member's session runs from now, and the group rebalances at once (unless no
+        reason is given), so that its members rejoin as a classic group."""
         self.groups[group.group_id] = group
         for member in group.members.values():
             self._schedule_heartbeat(group, member, member.session_timeout_ms)
-        self._prepare_rebalance(group, rebalance_reason)
+        if rebalance_reason is not None:
+            self._prepare_rebalance(group, rebalance_reason)
 
     def hand_over(self, group_id: str) -> ClassicGroup | None:
         """Forget a group converted to a consumer-protocol group: its parked JoinGroup and

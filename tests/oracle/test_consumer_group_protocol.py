@@ -280,6 +280,34 @@ def test_consumer_member_upgrades_a_classic_group(brokers) -> None:  # type: ign
     brokers.compare(consumer_member_upgrades_a_classic_group)
 
 
+
+def classic_static_member_replaces_the_last_consumer_member(run: ScenarioRun) -> None:
+    """The group's one consumer-protocol member is static and steps away (-2); a classic
+    consumer with its instance id takes its place: the group turns classic at once, keeping
+    the partitions where they were (no rebalance)."""
+    topics(run)
+    a = join(run, "static consumer-protocol member", "m-a", ["t1"], instance="i-1", assignor="range")
+    c = run.connect("classic")
+    j = classic_join(run, "classic member joins", c, "c-1", ["t1"])
+    a2 = hb(run, "a told to revoke", "m-a", a.member_epoch, instance="i-1")
+    hb(run, "a has revoked", "m-a", a2.member_epoch, owned=owned_of(a2), instance="i-1")
+    hb(run, "a steps away for now", "m-a", -2, instance="i-1")
+    sub = group_steps.subscription([run.topic("t1")], version=1)
+    pending = group_steps.send_join(run, "g", version=9, conn=run.connect("classic-static"), member_id="",
+                                    instance_id="i-1", record=False, offered=(("range", sub),))
+    answer = pending.answer()
+    run.alias(answer.member_id, "<classic static>")
+    run.record("a classic consumer takes instance i-1", pending.request, answer)
+    group_steps.list_groups(run, label="now a classic group")
+    group_steps.describe_groups(run, ["g"], label="classic, stable")
+    describe(run, "no longer a consumer group", "g")
+    del j
+
+
+def test_classic_static_member_replaces_the_last_consumer_member(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(classic_static_member_replaces_the_last_consumer_member)
+
+
 def empty_classic_group_replaced(run: ScenarioRun) -> None:
     """An empty classic group (committed offsets, no members) becomes a consumer group when a
     consumer-protocol member joins, keeping its offsets."""
