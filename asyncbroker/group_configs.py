@@ -10,8 +10,8 @@ its metadata log instead, read on the first start. The consumer-protocol groups 
 session timeout, heartbeat interval and assignment interval here, at each use, so a change
 applies at the members' next heartbeat.
 
-Only the consumer-protocol keys are served: share and streams groups are not built here
-(KNOWN_DIFFERENCES.md KD-212).
+The consumer-protocol and share group keys are served: streams groups and dead-letter queues
+are not built here (KNOWN_DIFFERENCES.md KD-212).
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ _BOUNDS: dict[str, tuple[str, str]] = {
                                        "group.consumer.max.heartbeat.interval.ms"),
     "consumer.assignment.interval.ms": ("group.consumer.min.assignment.interval.ms",
                                         "group.consumer.max.assignment.interval.ms"),
+    **{f"share.{key}": (f"group.share.min.{key}", f"group.share.max.{key}")
+       for key in ("heartbeat.interval.ms", "session.timeout.ms", "record.lock.duration.ms", "delivery.count.limit",
+                   "partition.max.record.locks", "assignment.interval.ms")},
 }
 
 
@@ -57,10 +60,11 @@ class GroupConfigManager:
 
     def value(self, group_id: str, key: str) -> Any:
         """The value in force for `group_id`: its override, else the broker key's."""
+        definition = GROUP_KEYS[key]
         raw = self.overrides.get(group_id, {}).get(key)
         if raw is not None:
-            return parse_value(GROUP_KEYS[key], raw)
-        return self.config.effective(GROUP_KEYS[key].synonyms[0])
+            return parse_value(definition, raw)
+        return self.config.effective(definition.synonyms[0]) if definition.synonyms else definition.default
 
     def describe(self, group_id: str, keys: Collection[str] | None) -> list[ConfigEntry]:
         """DescribeConfigs for a GROUP resource: every (listed) key with its source and the
@@ -76,7 +80,10 @@ class GroupConfigManager:
             synonyms: list[ConfigSynonym] = []
             if key in overrides:
                 synonyms.append(ConfigSynonym(key, overrides[key], ConfigSource.GROUP_CONFIG))
-            synonyms += self.config.synonyms(definition.synonyms[0])
+            if definition.synonyms:
+                synonyms += self.config.synonyms(definition.synonyms[0])
+            else:  # a key of its own (share.auto.offset.reset): its default, named after itself
+                synonyms.append(ConfigSynonym(key, format_value(definition.default), ConfigSource.DEFAULT_CONFIG))
             entries.append(ConfigEntry(
                 name=key, value=overrides[key] if key in overrides else format_value(self.value(group_id, key)),
                 source=synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG, read_only=False,

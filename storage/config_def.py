@@ -201,6 +201,25 @@ class OneOf(msgspec.Struct, frozen=True):
         return None if (value if self.case_sensitive else value.lower()) in allowed else reason
 
 
+_ISO_DURATION = re.compile(r"-?P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE)
+
+
+class ShareAutoOffsetReset(msgspec.Struct, frozen=True):
+    """share.auto.offset.reset: earliest, latest or by_duration:<PnDTnHnMn.nS> (not negative)."""
+
+    def __call__(self, value: Any) -> str | None:
+        text = str(value).strip().lower()
+        if text in ("earliest", "latest"):
+            return None
+        if text.startswith("by_duration:"):
+            duration = text[len("by_duration:"):]
+            m = _ISO_DURATION.fullmatch(duration)
+            if m is not None and duration not in ("p", "pt") and not duration.startswith("-") and any(m.groups()):
+                return None
+        return (f"Invalid value `{value}` for configuration share.auto.offset.reset. The value must be either "
+                "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
+
+
 class GzipLevel(msgspec.Struct, frozen=True):
     """compression.gzip.level: 1..9, or -1 for the codec's default."""
 
@@ -441,6 +460,51 @@ _BROKER_KEYS = [
             "Which online conversions between classic and consumer-protocol groups are allowed; classic "
             "members may join consumer-protocol groups unless it is disabled.",
             OneOf(("disabled", "upgrade", "downgrade", "bidirectional"), case_sensitive=False)),
+    # -- share groups (KIP-932)
+    _broker("group.share.session.timeout.ms", I, 45000,
+            "A share group member not heard from for this long is removed.", AtLeast(1)),
+    _broker("group.share.min.session.timeout.ms", I, 45000, "Smallest session timeout of share groups.", AtLeast(1)),
+    _broker("group.share.max.session.timeout.ms", I, 60000, "Largest session timeout of share groups.", AtLeast(1)),
+    _broker("group.share.heartbeat.interval.ms", I, 5000,
+            "Heartbeat interval given to members of share groups.", AtLeast(1)),
+    _broker("group.share.min.heartbeat.interval.ms", I, 5000, "Smallest heartbeat interval of share groups.",
+            AtLeast(1)),
+    _broker("group.share.max.heartbeat.interval.ms", I, 15000, "Largest heartbeat interval of share groups.",
+            AtLeast(1)),
+    _broker("group.share.max.size", I, 200, "Most members a share group may have.", Between(1, 1000)),
+    _broker("group.share.assignors", LS, ["simple"], "The server-side assignor of share groups.", OneOf(("simple",))),
+    _broker("group.share.assignment.interval.ms", I, 1000,
+            "Least time between two target assignments of a share group.", AtLeast(0), dynamic=True),
+    _broker("group.share.min.assignment.interval.ms", I, 0, "Smallest assignment interval of share groups.",
+            AtLeast(0)),
+    _broker("group.share.max.assignment.interval.ms", I, 15000, "Largest assignment interval of share groups.",
+            AtLeast(0)),
+    _broker("group.share.assignor.offload.enable", B, True, "Kafka assigns off its coordinator thread; accepted.",
+            dynamic=True, internal=True),
+    _broker("group.share.initialize.retry.interval.ms", I, 30000,
+            "How soon a failed initialization of a share group's partitions is retried.", AtLeast(1), internal=True),
+    _broker("group.share.delivery.count.limit", I, 5,
+            "Deliveries of a record to a share group before it is archived.", Between(2, 10)),
+    _broker("group.share.min.delivery.count.limit", I, 2,
+            "Smallest delivery count limit a share group may be given.", Between(2, 5)),
+    _broker("group.share.max.delivery.count.limit", I, 10,
+            "Largest delivery count limit a share group may be given.", Between(5, 25)),
+    _broker("group.share.record.lock.duration.ms", I, 30000,
+            "How long a share group member holds the records it acquired before they are released.",
+            Between(1000, 3600000)),
+    _broker("group.share.min.record.lock.duration.ms", I, 15000,
+            "Smallest record lock duration a share group may be given.", Between(1000, 30000)),
+    _broker("group.share.max.record.lock.duration.ms", I, 60000,
+            "Largest record lock duration a share group may be given.", Between(30000, 3600000)),
+    _broker("group.share.partition.max.record.locks", I, 2000,
+            "Most records of one partition a share group may have acquired at once.", Between(100, 10000)),
+    _broker("group.share.min.partition.max.record.locks", I, 100,
+            "Smallest record lock limit a share group may be given.", Between(100, 2000)),
+    _broker("group.share.max.partition.max.record.locks", I, 4000,
+            "Largest record lock limit a share group may be given.", Between(2000, 10000)),
+    _broker("group.share.max.share.sessions", I, 2000, "Most share sessions this broker keeps.", AtLeast(1)),
+    _broker("share.fetch.purgatory.purge.interval.requests", I, 1000,
+            "Accepted for compatibility: share fetches wait on the partitions they read.", inert=True),
     _broker("offsets.retention.check.interval.ms", L, 600000, "Period of the expired-offsets cleanup.", AtLeast(1)),
     _broker("offset.metadata.max.bytes", I, 4096, "Largest metadata string of a committed offset."),
     _broker("producer.id.expiration.ms", I, 86400000,
@@ -604,6 +668,27 @@ _group("consumer.assignment.interval.ms", I, "Least time between two target assi
        "consumer-protocol group.", AtLeast(0), synonyms=("group.consumer.assignment.interval.ms",))
 _group("consumer.assignor.offload.enable", B, "Kafka computes assignments off its coordinator thread; "
        "accepted, the assignors here are quick.", default=True, internal=True)
+_group("share.session.timeout.ms", I, "How long a member of this share group may go without heartbeating "
+       "before it is removed.", AtLeast(1), synonyms=("group.share.session.timeout.ms",))
+_group("share.heartbeat.interval.ms", I, "The heartbeat interval told to the members of this share group.",
+       AtLeast(1), synonyms=("group.share.heartbeat.interval.ms",))
+_group("share.assignment.interval.ms", I, "Least time between two target assignments of this share group.",
+       AtLeast(0), synonyms=("group.share.assignment.interval.ms",))
+_group("share.assignor.offload.enable", B, "Accepted, as consumer.assignor.offload.enable.", default=True,
+       internal=True)
+_group("share.record.lock.duration.ms", I, "How long a member of this share group holds the records it "
+       "acquired before they are released.", AtLeast(1000), synonyms=("group.share.record.lock.duration.ms",))
+_group("share.delivery.count.limit", I, "Deliveries of a record to this share group before it is archived.",
+       AtLeast(2), synonyms=("group.share.delivery.count.limit",))
+_group("share.partition.max.record.locks", I, "Most records of one partition this share group may have acquired "
+       "at once.", AtLeast(100), synonyms=("group.share.partition.max.record.locks",))
+_group("share.auto.offset.reset", S, "Where this share group starts reading a partition it has not read "
+       "before: earliest, latest, or by_duration:<ISO-8601 duration> back from now.", ShareAutoOffsetReset(),
+       default="latest")
+_group("share.isolation.level", S, "Whether this share group reads transactional records before they commit "
+       "(read_uncommitted) or not.", OneOf(("read_committed", "read_uncommitted")), default="read_uncommitted")
+_group("share.renew.acknowledge.enable", B, "Whether members may renew the lock of records they hold.",
+       default=True)
 
 BROKER_KEYS: dict[str, ConfigKey] = {k.name: k for k in _TABLE if k.scope is ConfigScope.BROKER}
 """Kafka broker key -> its definition."""

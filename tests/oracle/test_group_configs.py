@@ -78,16 +78,47 @@ def test_group_configs(brokers) -> None:  # type: ignore[no-untyped-def]
         "KD-204": {"1:.results[0].configs[consumer.session.timeout.ms].documentation"}})
 
 
-def share_and_streams_keys(run: ScenarioRun) -> None:
+def streams_keys(run: ScenarioRun) -> None:
     g = name(run, "g")
     describe_configs(run, [(GROUP, g, None)], label="every key")
-    incremental_alter_configs(run, [(GROUP, g, [("share.auto.offset.reset", SET, "earliest")])],
-                              label="a share group key")
+    incremental_alter_configs(run, [(GROUP, g, [("streams.num.standby.replicas", SET, "1")])],
+                              label="a streams group key")
 
 
-def test_share_and_streams_group_keys_are_not_served(brokers) -> None:  # type: ignore[no-untyped-def]
-    brokers.compare(share_and_streams_keys, known={"KD-212": {
+def test_streams_group_keys_are_not_served(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(streams_keys, known={"KD-212": {
         "0:.results[0].configs[names]", "1:.responses[0].error_code", "1:.responses[0].error_message"}})
+
+
+SHARE_KEYS = ("share.assignment.interval.ms", "share.auto.offset.reset", "share.delivery.count.limit",
+              "share.heartbeat.interval.ms", "share.isolation.level", "share.partition.max.record.locks",
+              "share.record.lock.duration.ms", "share.renew.acknowledge.enable", "share.session.timeout.ms")
+
+
+def share_group_keys(run: ScenarioRun) -> None:
+    """The share group keys (KIP-932): described over their group.share.* broker keys, each
+    within its broker bounds, share.auto.offset.reset and share.isolation.level checked."""
+    g = name(run, "g")
+    describe_configs(run, [(GROUP, g, SHARE_KEYS)], label="share keys")
+    for label, ops in (
+        ("reset to earliest", [("share.auto.offset.reset", SET, "earliest")]),
+        ("reset by duration", [("share.auto.offset.reset", SET, "by_duration:PT1H")]),
+        ("reset sideways", [("share.auto.offset.reset", SET, "sideways")]),
+        ("isolation", [("share.isolation.level", SET, "read_committed")]),
+        ("isolation unknown", [("share.isolation.level", SET, "dirty")]),
+        ("lock duration below its minimum", [("share.record.lock.duration.ms", SET, "5000")]),
+        ("lock duration", [("share.record.lock.duration.ms", SET, "20000")]),
+        ("delivery count limit above its maximum", [("share.delivery.count.limit", SET, "11")]),
+        ("record locks below their minimum", [("share.partition.max.record.locks", SET, "50")]),
+        ("heartbeat interval", [("share.heartbeat.interval.ms", SET, "6000")]),
+    ):
+        incremental_alter_configs(run, [(GROUP, g, ops)], label=label)
+    wait_for_group_config(run, "g", "share.heartbeat.interval.ms", "6000")
+    describe_configs(run, [(GROUP, g, SHARE_KEYS)], label="share keys set")
+
+
+def test_share_group_keys(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(share_group_keys)
 
 
 def heartbeat_interval_follows_the_group_config(run: ScenarioRun) -> None:
