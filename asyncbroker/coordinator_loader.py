@@ -19,6 +19,7 @@ from typing import Any
 from storage.clock import Clock
 
 from asyncbroker.coordinator_records import (
+    SHARE_GROUP_RECORD_TYPES,
     CoordinatorRecordType,
     GroupMetadataKey,
     GroupMetadataValue,
@@ -32,6 +33,10 @@ from asyncbroker.coordinator_records import (
     decode_member_metadata_value,
     decode_offset_commit_value,
     decode_regular_expression_value,
+    decode_share_current_member_assignment_value,
+    decode_share_group_metadata_value,
+    decode_share_member_metadata_value,
+    decode_share_state_partition_metadata_value,
     decode_target_assignment_member_value,
     decode_target_assignment_metadata_value,
 )
@@ -39,6 +44,7 @@ from asyncbroker.consumer_group_manager import ConsumerGroupManager
 from asyncbroker.group_metadata_manager import GroupMetadataManager
 from asyncbroker.offset_metadata_manager import OffsetMetadataManager
 from asyncbroker.offsets_topic import CoordinatorTopic, StoredRecord
+from asyncbroker.share_group_manager import ShareGroupManager
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +56,12 @@ _CONSUMER_VALUE_DECODERS: dict[int, Callable[[bytes], Any]] = {
     _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: decode_target_assignment_member_value,
     _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: decode_current_member_assignment_value,
     _T.CONSUMER_GROUP_REGULAR_EXPRESSION: decode_regular_expression_value,
+    _T.SHARE_GROUP_MEMBER_METADATA: decode_share_member_metadata_value,
+    _T.SHARE_GROUP_METADATA: decode_share_group_metadata_value,
+    _T.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA: decode_target_assignment_metadata_value,
+    _T.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER: decode_target_assignment_member_value,
+    _T.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT: decode_share_current_member_assignment_value,
+    _T.SHARE_GROUP_STATE_PARTITION_METADATA: decode_share_state_partition_metadata_value,
 }
 
 
@@ -58,8 +70,10 @@ class CoordinatorLoader:
 
     def __init__(self, offsets_topic: CoordinatorTopic, group_manager: GroupMetadataManager,
                  offset_manager: OffsetMetadataManager, clock: Clock,
-                 run_blocking: Callable[..., Awaitable[Any]], consumer_manager: ConsumerGroupManager) -> None:
+                 run_blocking: Callable[..., Awaitable[Any]], consumer_manager: ConsumerGroupManager,
+                 share_manager: ShareGroupManager) -> None:
         self.consumer_manager = consumer_manager
+        self.share_manager = share_manager
         self.offsets_topic = offsets_topic
         self.group_manager = group_manager
         self.offset_manager = offset_manager
@@ -93,8 +107,11 @@ class CoordinatorLoader:
                     consumer_key = decode_consumer_group_key(key_bytes)
                     if consumer_key is not None:
                         decode = _CONSUMER_VALUE_DECODERS[consumer_key.record_type]
-                        self.consumer_manager.replay(consumer_key,
-                                                     None if value_bytes is None else decode(value_bytes))
+                        value = None if value_bytes is None else decode(value_bytes)
+                        if consumer_key.record_type in SHARE_GROUP_RECORD_TYPES:
+                            self.share_manager.replay(consumer_key, value)  # type: ignore[arg-type]
+                        else:
+                            self.consumer_manager.replay(consumer_key, value)
             except RecordFormatError as exc:
                 log.warning("Skipping unreadable record at offset %d of %s-%d: %s", offset,
                             self.offsets_topic.name, partition, exc)
@@ -103,6 +120,7 @@ class CoordinatorLoader:
             if group_id not in self.consumer_manager.groups:
                 self.group_manager.replay(group_id, value, now)
         self.consumer_manager.after_load()
+        self.share_manager.after_load()
         offsets = 0
         for group_id in self.offset_manager.groups_with_offsets():
             if group_id not in self.consumer_manager.groups:

@@ -44,6 +44,19 @@ and flexible (compact strings and arrays, tagged fields), keys not flexible:
    16 ConsumerGroupRegularExpression (group, regex) -> topics []string,
         version int64, timestamp int64: what a subscription regex last resolved to
 
+A share group (KIP-932) is six more, laid out the same way:
+
+   10 ShareGroupMemberMetadata (group, member) -> rackId?, clientId, clientHost,
+        subscribedTopicNames []string
+   11 ShareGroupMetadata (group) -> epoch int32, metadataHash int64
+   12 ShareGroupTargetAssignmentMetadata (group) -> as type 6
+   13 ShareGroupTargetAssignmentMember (group, member) -> as type 7
+   14 ShareGroupCurrentMemberAssignment (group, member) -> memberEpoch int32,
+        previousMemberEpoch int32, state int8, assignedPartitions [topicId, partitions]
+   15 ShareGroupStatePartitionMetadata (group) -> initializingTopics and
+        initializedTopics [topicId, topicName, partitions []int32], deletingTopics
+        [topicId, topicName]: which partitions' share state is set up
+
 Kafka 4.4 wrote these bytes (read back from its log in tests/oracle). A member record
 without tag 0 (older records of this broker) is read as a consumer-protocol member;
 Kafka would read it as a classic member with no protocols, so tag 0 is always written.
@@ -81,6 +94,12 @@ class CoordinatorRecordType(enum.IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+    SHARE_GROUP_MEMBER_METADATA = 10
+    SHARE_GROUP_METADATA = 11
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
+    SHARE_GROUP_STATE_PARTITION_METADATA = 15
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16
 
 
@@ -380,14 +399,14 @@ def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
 
 
 class ConsumerGroupKey(msgspec.Struct, frozen=True):
-    """Key of a group-wide consumer-group record (types 3 and 6)."""
+    """Key of a group-wide record of a consumer-protocol or share group (types 3, 6, 11, 12, 15)."""
 
     record_type: int
     group: str
 
 
 class ConsumerGroupMemberKey(msgspec.Struct, frozen=True):
-    """Key of a per-member consumer-group record (types 5, 7 and 8)."""
+    """Key of a per-member record of a consumer-protocol or share group (types 5, 7, 8, 10, 13, 14)."""
 
     record_type: int
     group: str
@@ -579,16 +598,24 @@ def decode_consumer_group_key(data: bytes) -> ConsumerGroupKey | ConsumerGroupMe
     """The key of a consumer-protocol record; None for other record types."""
     r = _Reader(data)
     record_type = r.i16()
-    if record_type in (CoordinatorRecordType.CONSUMER_GROUP_METADATA,
-                       CoordinatorRecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA):
+    if record_type in _GROUP_KEYED:
         return ConsumerGroupKey(record_type, r.string())
-    if record_type in (CoordinatorRecordType.CONSUMER_GROUP_MEMBER_METADATA,
-                       CoordinatorRecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
-                       CoordinatorRecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT):
+    if record_type in _MEMBER_KEYED:
         return ConsumerGroupMemberKey(record_type, r.string(), r.string())
     if record_type == CoordinatorRecordType.CONSUMER_GROUP_REGULAR_EXPRESSION:
         return ConsumerGroupRegexKey(record_type, r.string(), r.string())
     return None
+
+
+_T = CoordinatorRecordType
+_GROUP_KEYED = frozenset({_T.CONSUMER_GROUP_METADATA, _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+                          _T.SHARE_GROUP_METADATA, _T.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+                          _T.SHARE_GROUP_STATE_PARTITION_METADATA})
+_MEMBER_KEYED = frozenset({_T.CONSUMER_GROUP_MEMBER_METADATA, _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                           _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, _T.SHARE_GROUP_MEMBER_METADATA,
+                           _T.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, _T.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT})
+SHARE_GROUP_RECORD_TYPES = frozenset(range(10, 16))
+"""The record types of share groups (ShareGroupManager replays them)."""
 
 
 def _flexible_value(data: bytes, name: str) -> _Reader:
@@ -689,3 +716,138 @@ def topic_assignments(partitions: Mapping[uuid.UUID, "frozenset[int] | set[int]"
         out.append(TopicAssignment(topic_id, ordered,
                                    None if epochs is None else tuple(epochs.get((topic_id, p), 0) for p in ordered)))
     return tuple(out)
+
+
+# ------------------------------------------------------------------ share groups
+
+
+class ShareGroupMemberMetadataValue(msgspec.Struct, frozen=True):
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+
+
+class ShareGroupMetadataValue(msgspec.Struct, frozen=True):
+    epoch: int
+    metadata_hash: int = 0
+
+
+class ShareGroupCurrentMemberAssignmentValue(msgspec.Struct, frozen=True):
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: tuple[TopicAssignment, ...]
+
+
+class ShareTopicPartitions(msgspec.Struct, frozen=True):
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: tuple[int, ...] = ()
+
+
+class ShareGroupStatePartitionMetadataValue(msgspec.Struct, frozen=True):
+    initializing_topics: tuple[ShareTopicPartitions, ...]
+    initialized_topics: tuple[ShareTopicPartitions, ...]
+    deleting_topics: tuple[ShareTopicPartitions, ...] = ()  # partitions left empty
+
+
+def encode_share_member_metadata_value(value: ShareGroupMemberMetadataValue) -> bytes:
+    w = _Writer(flexible=True)
+    w.i16(0)
+    w.compact_string(value.rack_id)
+    w.compact_string(value.client_id)
+    w.compact_string(value.client_host)
+    w.uvarint(len(value.subscribed_topic_names) + 1)
+    for name in value.subscribed_topic_names:
+        w.compact_string(name)
+    w.tagged([])
+    return bytes(w.out)
+
+
+def decode_share_member_metadata_value(data: bytes) -> ShareGroupMemberMetadataValue:
+    r = _flexible_value(data, "ShareGroupMemberMetadataValue")
+    rack_id = r.nullable_string()
+    client_id = r.string()
+    client_host = r.string()
+    names = tuple(r.string() for _ in range(r.array_length()))
+    r.skip_tagged_fields()
+    return ShareGroupMemberMetadataValue(rack_id, client_id, client_host, names)
+
+
+def encode_share_group_metadata_value(value: ShareGroupMetadataValue) -> bytes:
+    w = _Writer(flexible=True)
+    w.i16(0)
+    w.i32(value.epoch)
+    w.i64(value.metadata_hash)
+    w.tagged([])
+    return bytes(w.out)
+
+
+def decode_share_group_metadata_value(data: bytes) -> ShareGroupMetadataValue:
+    r = _flexible_value(data, "ShareGroupMetadataValue")
+    epoch = r.i32()
+    metadata_hash = r.i64()
+    r.skip_tagged_fields()
+    return ShareGroupMetadataValue(epoch, metadata_hash)
+
+
+def encode_share_current_member_assignment_value(value: ShareGroupCurrentMemberAssignmentValue) -> bytes:
+    w = _Writer(flexible=True)
+    w.i16(0)
+    w.i32(value.member_epoch)
+    w.i32(value.previous_member_epoch)
+    w.i8(value.state)
+    _write_topic_assignments(w, value.assigned_partitions, with_epochs=False)
+    w.tagged([])
+    return bytes(w.out)
+
+
+def decode_share_current_member_assignment_value(data: bytes) -> ShareGroupCurrentMemberAssignmentValue:
+    r = _flexible_value(data, "ShareGroupCurrentMemberAssignmentValue")
+    member_epoch = r.i32()
+    previous = r.i32()
+    state = struct.unpack(">b", r._take(1))[0]
+    assigned = _read_topic_assignments(r)
+    r.skip_tagged_fields()
+    return ShareGroupCurrentMemberAssignmentValue(member_epoch, previous, state, assigned)
+
+
+def _write_share_topics(w: _Writer, topics: Sequence[ShareTopicPartitions], *, with_partitions: bool) -> None:
+    w.uvarint(len(topics) + 1)
+    for t in topics:
+        w.uuid(t.topic_id)
+        w.compact_string(t.topic_name)
+        if with_partitions:
+            w.compact_i32s(t.partitions)
+        w.tagged([])
+
+
+def _read_share_topics(r: _Reader, *, with_partitions: bool) -> tuple[ShareTopicPartitions, ...]:
+    out = []
+    for _ in range(r.array_length()):
+        topic_id = uuid.UUID(bytes=bytes(r._take(16)))
+        name = r.string()
+        partitions = _compact_i32s(r) if with_partitions else ()
+        r.skip_tagged_fields()
+        out.append(ShareTopicPartitions(topic_id, name, partitions))
+    return tuple(out)
+
+
+def encode_share_state_partition_metadata_value(value: ShareGroupStatePartitionMetadataValue) -> bytes:
+    w = _Writer(flexible=True)
+    w.i16(0)
+    _write_share_topics(w, value.initializing_topics, with_partitions=True)
+    _write_share_topics(w, value.initialized_topics, with_partitions=True)
+    _write_share_topics(w, value.deleting_topics, with_partitions=False)
+    w.tagged([])
+    return bytes(w.out)
+
+
+def decode_share_state_partition_metadata_value(data: bytes) -> ShareGroupStatePartitionMetadataValue:
+    r = _flexible_value(data, "ShareGroupStatePartitionMetadataValue")
+    initializing = _read_share_topics(r, with_partitions=True)
+    initialized = _read_share_topics(r, with_partitions=True)
+    deleting = _read_share_topics(r, with_partitions=False)
+    r.skip_tagged_fields()
+    return ShareGroupStatePartitionMetadataValue(initializing, initialized, deleting)

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from storage.clock import Clock
-from wire.errors import CoordinatorNotAvailableError, ErrorCode
+from wire.errors import CoordinatorNotAvailableError, ErrorCode, GroupIdNotFoundError
 
 from asyncbroker.classic_group import ClassicGroup, ClassicGroupState, OffsetAndMetadata
 from asyncbroker.consumer_group_manager import ConsumerGroupManager
@@ -39,6 +39,7 @@ from asyncbroker.group_configs import GroupConfigManager
 from asyncbroker.group_metadata_manager import GroupMetadataManager, JoinGroupResult, ListedGroup, SyncGroupResult
 from asyncbroker.offset_metadata_manager import OffsetMetadataManager, TopicPartitionKey
 from asyncbroker.offsets_topic import CoordinatorTopic, append_error_code
+from asyncbroker.share_group_manager import ShareGroupManager
 
 if TYPE_CHECKING:
     from asyncbroker.config import KafkaConfig
@@ -60,10 +61,12 @@ class GroupCoordinator:
         self.group_manager = GroupMetadataManager(config, offsets_topic, clock)
         self.consumer_manager = ConsumerGroupManager(config, offsets_topic, clock, self.group_manager,
                                                      self.group_configs)
+        self.share_manager = ShareGroupManager(config, offsets_topic, clock, self.group_manager.timer,
+                                               self.group_configs)
         self.offset_manager = OffsetMetadataManager(self.group_manager, config, offsets_topic, clock,
                                                     transaction_coordinator, self.consumer_manager)
         self.loader = CoordinatorLoader(offsets_topic, self.group_manager, self.offset_manager, clock, run_blocking,
-                                        self.consumer_manager)
+                                        self.consumer_manager, self.share_manager)
         self.offsets_retention_check_interval_ms: int = config.offsets_retention_check_interval_ms
         self._loaded: asyncio.Future[None] | None = None
         self._expiry_task: asyncio.Task[None] | None = None
@@ -71,7 +74,6 @@ class GroupCoordinator:
         # The requests, answered by the manager that owns their state.
         groups, offsets = self.group_manager, self.offset_manager
         self.describe_group = groups.describe_group
-        self.consumer_group_describe = self.consumer_manager.describe
         self.commit_offsets = offsets.commit_offsets
         self.fetch_offsets = offsets.fetch_offsets
         self.commit_transactional_offsets = offsets.commit_transactional_offsets
@@ -150,7 +152,30 @@ class GroupCoordinator:
             await self.offsets_topic.append(self.offsets_topic.partition_for(group_id),
                                             [self.group_manager.tombstone(group_id)])
             self.group_manager.remove_group(group_id)
+        if group_id in self.share_manager.groups:
+            raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
         return await self.consumer_manager.heartbeat(classic_group=classic if classic_in_use else None, **request)
+
+    def consumer_group_describe(self, group_id: str) -> Any:
+        if group_id in self.share_manager.groups:
+            raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
+        return self.consumer_manager.describe(group_id)
+
+    def share_group_describe(self, group_id: str) -> Any:
+        classic = self.group_manager.groups.get(group_id)
+        if group_id in self.consumer_manager.groups or (classic is not None and not classic.is_in_state(_S.DEAD)):
+            raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
+        return self.share_manager.describe(group_id)
+
+    async def share_group_heartbeat(self, **request: Any) -> Any:
+        """ShareGroupHeartbeat (KIP-932); an id held by a classic or consumer-protocol group is
+        not a share group's."""
+        self.share_manager.validate_heartbeat(**{k: v for k, v in request.items()
+                                                 if k not in ("client_id", "client_host")})
+        group_id = request["group_id"]
+        classic = self.group_manager.groups.get(group_id)
+        other = group_id in self.consumer_manager.groups or (classic is not None and not classic.is_in_state(_S.DEAD))
+        return await self.share_manager.heartbeat(other_group_exists=other, **request)
 
     # -- the classic protocol's requests: a consumer-protocol group's if it holds the id (mixed groups)
 
@@ -159,6 +184,8 @@ class GroupCoordinator:
         empty consumer-protocol group gives way to a classic group (Kafka's
         maybeDeleteEmptyConsumerGroup)."""
         group_id = request["group_id"]
+        if group_id in self.share_manager.groups:
+            return JoinGroupResult(error=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id="")
         consumer = self.consumer_manager.groups.get(group_id)
         if consumer is not None and consumer.members:
             self.group_manager.check_session_timeout(request["session_timeout_ms"])
@@ -199,6 +226,12 @@ class GroupCoordinator:
                 if wanted_states and state.lower() not in wanted_states:
                     continue
                 listed.append(ListedGroup(group_id, "consumer", state, "consumer"))
+        if not wanted_types or "share" in wanted_types:
+            for group_id, share in self.share_manager.groups.items():
+                state = share.state.value
+                if wanted_states and state.lower() not in wanted_states:
+                    continue
+                listed.append(ListedGroup(group_id, "share", state, "share"))
         return listed
 
     async def delete_groups(self, group_ids: Sequence[str]) -> dict[str, int]:
@@ -206,6 +239,14 @@ class GroupCoordinator:
         results: dict[str, int] = {}
         by_partition: dict[int, list[tuple[str, list[tuple[bytes, bytes | None]]]]] = {}
         for group_id in group_ids:
+            share = self.share_manager.groups.get(group_id)
+            if share is not None:
+                if share.members:
+                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+                    continue
+                by_partition.setdefault(self.offsets_topic.partition_for(group_id), []).append(
+                    (group_id, self.share_manager.tombstones(group_id)))
+                continue
             consumer = self.consumer_manager.groups.get(group_id)
             if consumer is not None:
                 if consumer.members:
@@ -235,6 +276,7 @@ class GroupCoordinator:
             for group_id, _ in items:
                 self.offset_manager.remove_group(group_id)
                 self.consumer_manager.remove_group(group_id)
+                self.share_manager.remove_group(group_id)
                 results[group_id] = ErrorCode.NONE
                 log.info("Deleted group %s", group_id)
         return results

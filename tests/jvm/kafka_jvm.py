@@ -91,6 +91,7 @@ ORACLE_SETTINGS: dict[str, str] = {
     # A consumer-protocol group's target assignment is computed in the heartbeat that needs
     # it (Kafka's default waits up to 1 s): the scenarios' epochs do not depend on timing.
     "group.consumer.assignment.interval.ms": "0",
+    "group.share.assignment.interval.ms": "0",
     "log.cleaner.backoff.ms": "200",
     "log.retention.check.interval.ms": "500",
     "log.initial.task.delay.ms": "0",

@@ -421,7 +421,8 @@ def _sort_consumer_group_describe(answer: dict[str, Any]) -> None:
         for member in group["members"]:
             member["subscribed_topic_names"].sort()  # a set in Kafka
             _sort_assignment(member["assignment"])
-            _sort_assignment(member["target_assignment"])
+            if "target_assignment" in member:  # ShareGroupDescribe has none
+                _sort_assignment(member["target_assignment"])
 
 
 # API key -> how to put the unordered collections of its answer in a canonical order.
@@ -430,6 +431,7 @@ UNORDERED: dict[int, Callable[[dict[str, Any]], None]] = {
     21: _sort_delete_records, 32: _sort_describe_configs, 35: _sort_describe_log_dirs, 37: _sort_create_partitions,
     29: _sort_describe_acls, 31: _sort_delete_acls, 49: _sort_alter_client_quotas, 50: _sort_scram_results, 51: _sort_scram_results,
     68: _sort_consumer_group_heartbeat, 69: _sort_consumer_group_describe,
+    76: _sort_consumer_group_heartbeat, 77: _sort_consumer_group_describe,
 }
 
 
