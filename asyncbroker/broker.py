@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # the parts are imported where they are built (startup), to k
 
     from asyncbroker.group_coordinator import GroupCoordinator
     from asyncbroker.offsets_topic import CoordinatorTopic
+    from asyncbroker.share_partition_manager import SharePartitionManager
     from asyncbroker.producer_id_expiration import ProducerIdExpiration
     from asyncbroker.replica_manager import ReplicaManager
     from asyncbroker.scram_credentials import ScramCredentials
@@ -115,6 +116,7 @@ class Broker:
         self.log_jobs: LogJobs  # retention, flush, checkpoints, delete-logs
         self.replica_manager: ReplicaManager
         self.group_coordinator: GroupCoordinator
+        self.share_partitions: SharePartitionManager
         self.producer_id_expiration: ProducerIdExpiration
         self.transaction_coordinator: TransactionCoordinator
         self._started = False
@@ -318,6 +320,12 @@ class Broker:
             self.config, self._coordinator_topic(*offsets_topic_configs(self.config)), clock=self.clock,
             run_blocking=self.run_blocking, transaction_coordinator=lambda: self.transaction_coordinator)
         self.group_coordinator.start_loading()
+        # Share groups' records: handed out by ShareFetch, released when a member leaves.
+        from asyncbroker.share_partition_manager import SharePartitionManager
+
+        self.share_partitions = SharePartitionManager(self.replica_manager, self.topics,
+                                                      self.group_coordinator.group_configs, self.clock)
+        self.group_coordinator.share_manager.on_member_removed = self.share_partitions.release_member
         self.producer_id_expiration = ProducerIdExpiration(
             log_manager=self.log_manager, clock=self.clock, run_blocking=self.run_blocking,
             expiration_ms=self.config.producer_id_expiration_ms,

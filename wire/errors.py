@@ -640,3 +640,15 @@ class UnsupportedApiError(FramingError):
 
 class RequestDecodeError(FramingError):
     """A request body could not be decoded by its schema."""
+
+
+class ShareSessionNotFoundError(KafkaError):
+    """A ShareFetch or ShareAcknowledge names a share session this broker does not have."""
+
+    error_code = ErrorCode.SHARE_SESSION_NOT_FOUND
+
+
+class InvalidShareSessionEpochError(KafkaError):
+    """A share session request whose epoch is not the one expected."""
+
+    error_code = ErrorCode.INVALID_SHARE_SESSION_EPOCH

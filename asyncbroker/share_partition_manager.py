@@ -1,0 +1,289 @@
+"""SharePartitionManager: ShareFetch and ShareAcknowledge (KIP-932), over the share partitions
+and share sessions of this broker.
+
+A member of a share group fetches through a share session, kept per (group, member): epoch 0
+opens it with the partitions the member was assigned, each later request carries the next
+epoch and the partitions added or forgotten, and -1 closes it (releasing what the member
+still holds). A fetch first applies the acknowledgements it carries, then, for each partition
+of the session, reads the log from where the share partition may hand records out next,
+acquires records for the member (share_partition.py) and answers those batches with the
+ranges acquired and their delivery counts. A share partition's start offset is decided on its
+first fetch by the group's share.auto.offset.reset.
+
+Locks that run out release their records on a timer; a member leaving its group releases its
+records at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from storage.clock import Clock
+from storage.topic_partition import TopicPartition
+from wire.errors import (
+    ErrorCode,
+    InvalidRequestError,
+    InvalidShareSessionEpochError,
+    ShareSessionNotFoundError,
+)
+from wire.records import iter_batch_headers
+
+from asyncbroker.group_configs import GroupConfigManager
+from asyncbroker.replica_manager import OffsetQuery, PartitionRead
+from asyncbroker.share_partition import Acquired, InvalidRecordStateError, SharePartition
+
+if TYPE_CHECKING:
+    from asyncbroker.replica_manager import ReplicaManager
+    from asyncbroker.topics import TopicManager
+
+log = logging.getLogger(__name__)
+
+FINAL_EPOCH = -1
+TopicIdPartition = tuple[uuid.UUID, int]
+AckBatch = tuple[int, int, Sequence[int]]  # first offset, last offset, acknowledge types
+
+_DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE)
+
+
+class ShareSession(msgspec.Struct):
+    epoch: int  # the epoch the next request must carry
+    partitions: list[TopicIdPartition]
+
+
+class PartitionAnswer(msgspec.Struct):
+    """One partition of a ShareFetch answer."""
+
+    topic_id: uuid.UUID
+    index: int
+    error: int = ErrorCode.NONE
+    acknowledge_error: int = ErrorCode.NONE
+    acknowledge_message: str | None = None
+    records: bytes = b""
+    acquired: list[Acquired] = msgspec.field(default_factory=list)
+
+
+def _next_epoch(epoch: int) -> int:
+    return 1 if epoch >= 2**31 - 1 else epoch + 1
+
+
+def _duration_ms(text: str) -> int:
+    m = _DURATION.fullmatch(text)
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups()) if m else (0.0,) * 4
+    return int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
+
+
+class SharePartitionManager:
+    def __init__(self, replica_manager: ReplicaManager, topics: TopicManager, group_configs: GroupConfigManager,
+                 clock: Clock) -> None:
+        self.replica_manager = replica_manager
+        self.topics = topics
+        self.group_configs = group_configs
+        self.clock = clock
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
+        self._timers: dict[tuple[str, uuid.UUID, int], asyncio.TimerHandle] = {}
+        self._changed = asyncio.Event()  # records released: fetches waiting may acquire them
+
+    # ------------------------------------------------------------ sessions
+
+    def _session(self, group_id: str, member_id: str, epoch: int, wanted: Sequence[TopicIdPartition],
+                 forgotten: Sequence[TopicIdPartition], acks_present: bool) -> tuple[ShareSession, bool]:
+        """The session a request names (Kafka's newContext): (session, whether it is new)."""
+        key = (group_id, member_id)
+        if epoch == 0:
+            if acks_present:
+                raise InvalidRequestError("Acknowledge data present in initial fetch request", wire_message=None)
+            session = self.sessions[key] = ShareSession(1, list(dict.fromkeys(wanted)))
+            return session, True
+        found = self.sessions.get(key)
+        if found is None:
+            raise ShareSessionNotFoundError(f"No share session for member {member_id} of group {group_id}")
+        session = found
+        if epoch == FINAL_EPOCH:
+            return session, False
+        if session.epoch != epoch:
+            raise InvalidShareSessionEpochError(f"expected share session epoch {session.epoch}, got {epoch}")
+        gone = set(forgotten)
+        session.partitions = [tp for tp in dict.fromkeys([*session.partitions, *wanted]) if tp not in gone]
+        session.epoch = _next_epoch(session.epoch)
+        return session, False
+
+    def release_member(self, group_id: str, member_id: str) -> None:
+        """A member gone from its group: its session ends, its records may go to others."""
+        self.sessions.pop((group_id, member_id), None)
+        for (group, _, _), sp in self.partitions.items():
+            if group == group_id:
+                sp.release_member(member_id)
+        self._changed.set()
+
+    # ------------------------------------------------------------ ShareFetch
+
+    async def fetch(self, *, group_id: str, member_id: str, epoch: int, wanted: Sequence[TopicIdPartition],
+                    forgotten: Sequence[TopicIdPartition], acks: dict[TopicIdPartition, list[AckBatch]],
+                    max_wait_ms: int, min_bytes: int, max_bytes: int, max_records: int) -> list[PartitionAnswer]:
+        session, new = self._session(group_id, member_id, epoch, wanted, forgotten, bool(acks))
+        answers = {tp: PartitionAnswer(tp[0], tp[1]) for tp in acks}
+        for tp, batches in acks.items():
+            self._acknowledge(group_id, member_id, tp, batches, answers[tp])
+        if epoch == FINAL_EPOCH:
+            self.sessions.pop((group_id, member_id), None)
+            self.release_member_records(group_id, member_id)
+            return list(answers.values())
+        lock_ms: int = self.group_configs.value(group_id, "share.record.lock.duration.ms")
+        deadline = asyncio.get_running_loop().time() + max_wait_ms / 1000
+        while True:
+            acquired_any = await self._acquire_all(group_id, member_id, session.partitions, answers, max_bytes,
+                                                   max_records, lock_ms, min_bytes, deadline)
+            remaining = deadline - asyncio.get_running_loop().time()
+            if acquired_any or remaining <= 0:
+                break
+            self._changed.clear()
+            try:  # released records (a lock ran out, a member left or released) may be ours now
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                break
+        shown = [a for tp, a in answers.items()
+                 if new or a.acquired or a.error or a.acknowledge_error or tp in acks]
+        return shown
+
+    def release_member_records(self, group_id: str, member_id: str) -> None:
+        for (group, _, _), sp in self.partitions.items():
+            if group == group_id:
+                sp.release_member(member_id)
+        self._changed.set()
+
+    async def _acquire_all(self, group_id: str, member_id: str, partitions: Sequence[TopicIdPartition],
+                           answers: dict[TopicIdPartition, PartitionAnswer], max_bytes: int, max_records: int,
+                           lock_ms: int, min_bytes: int, deadline: float) -> bool:
+        reads: list[tuple[TopicIdPartition, SharePartition, PartitionRead]] = []
+        for tp in partitions:
+            answer = answers.setdefault(tp, PartitionAnswer(tp[0], tp[1]))
+            meta = self.topics.by_id(tp[0])
+            if meta is None or not 0 <= tp[1] < meta.partitions:
+                answer.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            sp = await self._share_partition(group_id, meta.name, tp)
+            reads.append((tp, sp, PartitionRead(meta.name, tp[0], tp[1], sp.next_fetch_offset(), max_bytes)))
+        if not reads:
+            return False
+        wait_ms = max(0, int((deadline - asyncio.get_running_loop().time()) * 1000))
+        read_committed = self.group_configs.value(group_id, "share.isolation.level") == "read_committed"
+        done = await self.replica_manager.fetch_messages([r for _, _, r in reads], replica_id=-1, max_wait_ms=wait_ms,
+                                                         min_bytes=min_bytes, max_bytes=max_bytes,
+                                                         read_committed=read_committed, use_file_regions=False)
+        by_key = {(r.topic_id, r.index): r for r in done}
+        now = self.clock.milliseconds()
+        budget = max_records
+        acquired_any = False
+        for tp, sp, _ in reads:
+            read = by_key[tp]
+            answer = answers[tp]
+            if read.error:
+                answer.error = read.error
+                continue
+            data = bytes(read.records)
+            spans = [(h.base_offset, h.last_offset, pos, pos + h.batch_length + 12)
+                     for h, pos in iter_batch_headers(data) if not h.is_control]
+            if budget <= 0 or not spans:
+                continue
+            got = sp.acquire(member_id, [(b, last) for b, last, _, _ in spans], budget, now, lock_ms)
+            if not got:
+                continue
+            acquired_any = True
+            budget -= sum(a.last - a.first + 1 for a in got)
+            answer.acquired.extend(got)
+            # The batches holding what was acquired, whole (the client keeps the acquired offsets).
+            answer.records += b"".join(data[start:end] for base, last, start, end in spans
+                                       if any(a.first <= last and base <= a.last for a in got))
+            self._schedule_expiry(group_id, tp, sp)
+        return acquired_any
+
+    async def _share_partition(self, group_id: str, topic: str, tp: TopicIdPartition) -> SharePartition:
+        key = (group_id, tp[0], tp[1])
+        sp = self.partitions.get(key)
+        if sp is None:
+            start = await self._start_offset(group_id, TopicPartition(topic, tp[1]))
+            sp = self.partitions.get(key)  # a concurrent fetch may have made it meanwhile
+            if sp is None:
+                sp = self.partitions[key] = SharePartition(
+                    start, delivery_count_limit=self.group_configs.value(group_id, "share.delivery.count.limit"),
+                    max_in_flight=self.group_configs.value(group_id, "share.partition.max.record.locks"))
+                log.info("[GroupId %s] Share partition %s-%d starts at offset %d", group_id, topic, tp[1], start)
+        return sp
+
+    async def _start_offset(self, group_id: str, tp: TopicPartition) -> int:
+        """Where a share group starts reading a partition new to it: share.auto.offset.reset."""
+        reset = str(self.group_configs.value(group_id, "share.auto.offset.reset")).lower()
+        if reset.startswith("by_duration:"):
+            timestamp = self.clock.milliseconds() - _duration_ms(reset[len("by_duration:"):].upper())
+        else:
+            timestamp = -2 if reset == "earliest" else -1
+        found = await self.replica_manager.fetch_offsets({tp: OffsetQuery(timestamp)}, version=9,
+                                                         read_committed=False)
+        offset = found[tp].offset
+        if offset < 0:  # no record at or after that time: the end
+            offset = (await self.replica_manager.fetch_offsets({tp: OffsetQuery(-1)}, version=9,
+                                                               read_committed=False))[tp].offset
+        return max(offset, 0)
+
+    # ------------------------------------------------------------ acknowledging
+
+    async def acknowledge(self, *, group_id: str, member_id: str, epoch: int,
+                          acks: dict[TopicIdPartition, list[AckBatch]]) -> list[PartitionAnswer]:
+        """ShareAcknowledge: the acknowledgements of an open session (-1 closes it)."""
+        if epoch == 0:
+            raise InvalidShareSessionEpochError("ShareAcknowledge cannot open a share session")
+        self._session(group_id, member_id, epoch, (), (), False)
+        answers = {tp: PartitionAnswer(tp[0], tp[1]) for tp in acks}
+        for tp, batches in acks.items():
+            self._acknowledge(group_id, member_id, tp, batches, answers[tp])
+        if epoch == FINAL_EPOCH:
+            self.sessions.pop((group_id, member_id), None)
+            self.release_member_records(group_id, member_id)
+        return list(answers.values())
+
+    def _acknowledge(self, group_id: str, member_id: str, tp: TopicIdPartition, batches: list[AckBatch],
+                     answer: PartitionAnswer) -> None:
+        sp = self.partitions.get((group_id, tp[0], tp[1]))
+        try:
+            if sp is None:
+                raise InvalidRecordStateError("No records of this partition are held")
+            for first, last, types in batches:
+                sp.acknowledge(member_id, first, last, types)
+        except InvalidRecordStateError as exc:
+            answer.acknowledge_error, answer.acknowledge_message = ErrorCode.INVALID_RECORD_STATE, str(exc)
+            return
+        self._changed.set()
+
+    # ------------------------------------------------------------ lock expiry
+
+    def _schedule_expiry(self, group_id: str, tp: TopicIdPartition, sp: SharePartition) -> None:
+        key = (group_id, tp[0], tp[1])
+        deadline = sp.next_lock_deadline()
+        old = self._timers.pop(key, None)
+        if old is not None:
+            old.cancel()
+        if deadline is None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, (deadline - self.clock.milliseconds()) / 1000)
+
+        def expire() -> None:
+            self._timers.pop(key, None)
+            if sp.expire_locks(self.clock.milliseconds()):
+                self._changed.set()
+            self._schedule_expiry(group_id, tp, sp)
+
+        self._timers[key] = loop.call_later(delay, expire)
+
+    def close(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()

@@ -1,0 +1,108 @@
+"""ShareFetch and ShareAcknowledge (KIP-932) end to end on one broker, with raw requests: a
+share group member acquires records, accepts some, releases one (delivered again to the
+other member with its delivery count raised), rejects one; a lock that runs out hands
+records back; the share session's epochs are checked."""
+
+from __future__ import annotations
+
+import datetime
+import time
+import uuid
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.incremental_alter_configs.v1 import request as alter_v1
+from kio.schema.share_acknowledge.v1 import request as ack_v1
+from kio.schema.share_fetch.v1 import request as fetch_v1
+from kio.schema.share_group_heartbeat.v1 import request as heartbeat_v1
+
+from asyncbroker.testing import BrokerProcess
+from raw_client import RawClient
+
+pytestmark = pytest.mark.timeout(120)
+
+GROUP, TOPIC = "share-g", "share-t"
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+
+def join(c: RawClient, member: str) -> Any:
+    """Heartbeats until the member is assigned the topic's partition; its topic id."""
+    deadline = time.monotonic() + 20
+    epoch = 0
+    while time.monotonic() < deadline:
+        answer = c.request(heartbeat_v1.ShareGroupHeartbeatRequest(
+            group_id=GROUP, member_id=member, member_epoch=epoch, rack_id=None,
+            subscribed_topic_names=(TOPIC,) if epoch == 0 else None))
+        assert answer.error_code.value == 0, answer
+        epoch = answer.member_epoch
+        if answer.assignment is not None and answer.assignment.topic_partitions:
+            return answer.assignment.topic_partitions[0].topic_id
+        time.sleep(0.05)  # polling a condition with a deadline
+    raise AssertionError("never assigned")
+
+
+def fetch(c: RawClient, member: str, epoch: int, topic_id: uuid.UUID, acks: tuple[tuple[int, int, int], ...] = (),
+          wait_ms: int = 2000) -> Any:
+    return c.request(fetch_v1.ShareFetchRequest(
+        group_id=GROUP, member_id=member, share_session_epoch=epoch, max_wait=datetime.timedelta(milliseconds=wait_ms),
+        min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500,
+        topics=(fetch_v1.FetchTopic(topic_id=topic_id, partitions=(fetch_v1.FetchPartition(
+            partition_index=0, acknowledgement_batches=tuple(
+                fetch_v1.AcknowledgementBatch(first_offset=f, last_offset=l, acknowledge_types=(t,))
+                for f, l, t in acks)),)),),
+        forgotten_topics_data=()))
+
+
+def acquired(answer: Any) -> list[tuple[int, int, int]]:
+    assert answer.error_code.value == 0, answer
+    return [(a.first_offset, a.last_offset, a.delivery_count)
+            for t in answer.responses for p in t.partitions for a in p.acquired_records]
+
+
+def test_records_are_shared_acknowledged_and_redelivered() -> None:
+    with BrokerProcess(["group.share.record.lock.duration.ms=15000", "group.share.min.record.lock.duration.ms=1000"]) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+        for i in range(4):
+            producer.produce(TOPIC, f"v{i}".encode())
+            producer.flush(10)  # one batch per record
+        with RawClient(broker.bootstrap) as c:
+            set_group_config(c, "share.auto.offset.reset", "earliest")
+            set_group_config(c, "share.record.lock.duration.ms", "1000")
+            topic_id = join(c, "m-a")
+            first = fetch(c, "m-a", 0, topic_id)
+            assert acquired(first) == [(0, 0, 1), (1, 1, 1), (2, 2, 1), (3, 3, 1)]
+            assert first.acquisition_lock_timeout.total_seconds() == 1
+            # accept 0-1, release 2, reject 3: 2 is to be delivered again
+            second = fetch(c, "m-a", 1, topic_id, acks=((0, 1, ACCEPT), (2, 2, RELEASE), (3, 3, REJECT)))
+            assert acquired(second) == [(2, 2, 2)]
+            stale = fetch(c, "m-a", 1, topic_id)
+            assert stale.error_code.value == 123  # INVALID_SHARE_SESSION_EPOCH
+            # m-a holds 2 past its lock: it goes back, and the other member gets it
+            join(c, "m-b")
+            other = fetch(c, "m-b", 0, topic_id, wait_ms=5000)
+            assert acquired(other) == [(2, 2, 3)]
+            done = c.request(ack_v1.ShareAcknowledgeRequest(
+                group_id=GROUP, member_id="m-b", share_session_epoch=1, topics=(ack_v1.AcknowledgeTopic(
+                    topic_id=topic_id, partitions=(ack_v1.AcknowledgePartition(
+                        partition_index=0, acknowledgement_batches=(ack_v1.AcknowledgementBatch(
+                            first_offset=2, last_offset=2, acknowledge_types=(ACCEPT,)),)),)),)))
+            assert done.error_code.value == 0 and done.responses[0].partitions[0].error_code.value == 0, done
+            again = c.request(ack_v1.ShareAcknowledgeRequest(
+                group_id=GROUP, member_id="m-b", share_session_epoch=2, topics=(ack_v1.AcknowledgeTopic(
+                    topic_id=topic_id, partitions=(ack_v1.AcknowledgePartition(
+                        partition_index=0, acknowledgement_batches=(ack_v1.AcknowledgementBatch(
+                            first_offset=2, last_offset=2, acknowledge_types=(ACCEPT,)),)),)),)))
+            assert again.responses[0].partitions[0].error_code.value == 121  # INVALID_RECORD_STATE: done with
+            empty = fetch(c, "m-b", 3, topic_id, wait_ms=200)
+            assert acquired(empty) == []
+
+
+def set_group_config(c: RawClient, key: str, value: str) -> None:
+    answer = c.request(alter_v1.IncrementalAlterConfigsRequest(resources=(alter_v1.AlterConfigsResource(
+        resource_type=32, resource_name=GROUP, configs=(alter_v1.AlterableConfig(
+            name=key, config_operation=0, value=value),)),), validate_only=False))
+    assert answer.responses[0].error_code.value == 0, answer
