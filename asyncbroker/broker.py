@@ -321,10 +321,17 @@ class Broker:
             run_blocking=self.run_blocking, transaction_coordinator=lambda: self.transaction_coordinator)
         self.group_coordinator.start_loading()
         # Share groups' records: handed out by ShareFetch, released when a member leaves.
+        from asyncbroker.share_coordinator import SHARE_GROUP_STATE_TOPIC, ShareCoordinator
         from asyncbroker.share_partition_manager import SharePartitionManager
 
+        state_topic = self._coordinator_topic(SHARE_GROUP_STATE_TOPIC,
+                                              self.config.share_coordinator_state_topic_num_partitions, {
+                                                  "cleanup.policy": "delete", "compression.type": "producer",
+                                                  "retention.ms": "-1", "segment.bytes":
+                                                  str(self.config.share_coordinator_state_topic_segment_bytes)})
         self.share_partitions = SharePartitionManager(self.replica_manager, self.topics,
-                                                      self.group_coordinator.group_configs, self.clock)
+                                                      self.group_coordinator.group_configs, self.clock,
+                                                      ShareCoordinator(state_topic))
         self.group_coordinator.share_manager.on_member_removed = self.share_partitions.release_member
         self.producer_id_expiration = ProducerIdExpiration(
             log_manager=self.log_manager, clock=self.clock, run_blocking=self.run_blocking,

@@ -81,6 +81,25 @@ class SharePartition:
         self.max_in_flight = max_in_flight
         self.runs: list[InFlight] = []  # sorted, contiguous from start_offset to end_offset - 1
 
+    @classmethod
+    def from_state(cls, start_offset: int, batches: Sequence[tuple[int, int, int, int]], *,
+                   delivery_count_limit: int, max_in_flight: int) -> SharePartition:
+        """A share partition as its durable state left it ((first, last, state, delivery count)
+        batches; offsets between them, never handed out, are available)."""
+        sp = cls(start_offset, delivery_count_limit=delivery_count_limit, max_in_flight=max_in_flight)
+        for first, last, state, count in sorted(batches):
+            if last < sp.end_offset:
+                continue
+            first = max(first, sp.end_offset)
+            if first > sp.end_offset:
+                sp.runs.append(InFlight(sp.end_offset, first - 1, RecordState.AVAILABLE, 0))
+            settled = RecordState(state) if state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED) \
+                else RecordState.AVAILABLE
+            sp.runs.append(InFlight(first, last, settled, count))
+            sp.end_offset = last + 1
+        sp._merge_and_advance()
+        return sp
+
     # ------------------------------------------------------------ reading
 
     def acquired_count(self) -> int:

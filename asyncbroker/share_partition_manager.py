@@ -20,7 +20,7 @@ import asyncio
 import logging
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -37,6 +37,7 @@ from wire.records import iter_batch_headers
 
 from asyncbroker.group_configs import GroupConfigManager
 from asyncbroker.replica_manager import OffsetQuery, PartitionRead
+from asyncbroker.share_coordinator import ShareCoordinator, persisted_batches
 from asyncbroker.share_partition import Acquired, InvalidRecordStateError, SharePartition
 
 if TYPE_CHECKING:
@@ -81,7 +82,9 @@ def _duration_ms(text: str) -> int:
 
 class SharePartitionManager:
     def __init__(self, replica_manager: ReplicaManager, topics: TopicManager, group_configs: GroupConfigManager,
-                 clock: Clock) -> None:
+                 clock: Clock, coordinator: ShareCoordinator) -> None:
+        self.coordinator = coordinator
+        self._persisting: set[asyncio.Future[None]] = set()
         self.replica_manager = replica_manager
         self.topics = topics
         self.group_configs = group_configs
@@ -118,10 +121,7 @@ class SharePartitionManager:
     def release_member(self, group_id: str, member_id: str) -> None:
         """A member gone from its group: its session ends, its records may go to others."""
         self.sessions.pop((group_id, member_id), None)
-        for (group, _, _), sp in self.partitions.items():
-            if group == group_id:
-                sp.release_member(member_id)
-        self._changed.set()
+        self.release_member_records(group_id, member_id)
 
     # ------------------------------------------------------------ ShareFetch
 
@@ -135,33 +135,73 @@ class SharePartitionManager:
         if epoch == FINAL_EPOCH:
             self.sessions.pop((group_id, member_id), None)
             self.release_member_records(group_id, member_id)
+        await self._persist(group_id, acks)
+        if epoch == FINAL_EPOCH:
             return list(answers.values())
         lock_ms: int = self.group_configs.value(group_id, "share.record.lock.duration.ms")
-        deadline = asyncio.get_running_loop().time() + max_wait_ms / 1000
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
         while True:
+            self._changed.clear()
             acquired_any = await self._acquire_all(group_id, member_id, session.partitions, answers, max_bytes,
-                                                   max_records, lock_ms, min_bytes, deadline)
-            remaining = deadline - asyncio.get_running_loop().time()
+                                                   max_records, lock_ms)
+            remaining = deadline - loop.time()
             if acquired_any or remaining <= 0:
                 break
-            self._changed.clear()
-            try:  # released records (a lock ran out, a member left or released) may be ours now
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                break
+            # Nothing to hand out yet: wait for new records, or for records released (a lock
+            # ran out, a member left, released or acknowledged), whichever comes first.
+            await self._wait_for_records(group_id, session.partitions, remaining)
         shown = [a for tp, a in answers.items()
                  if new or a.acquired or a.error or a.acknowledge_error or tp in acks]
         return shown
 
+    async def _wait_for_records(self, group_id: str, partitions: Sequence[TopicIdPartition], timeout: float) -> None:
+        names = [(meta.name, index) for topic_id, index in partitions
+                 if (meta := self.topics.by_id(topic_id)) is not None]
+        waiter = self.replica_manager.fetch_waiters.watch([TopicPartition(n, i) for n, i in names], 1)
+        appended = asyncio.ensure_future(waiter.wait(timeout))
+        released = asyncio.ensure_future(self._changed.wait())
+        try:
+            await asyncio.wait({appended, released}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            appended.cancel()
+            released.cancel()
+            self.replica_manager.fetch_waiters.unwatch(waiter)
+
     def release_member_records(self, group_id: str, member_id: str) -> None:
-        for (group, _, _), sp in self.partitions.items():
+        released = []
+        for (group, topic_id, index), sp in self.partitions.items():
             if group == group_id:
                 sp.release_member(member_id)
+                released.append((topic_id, index))
         self._changed.set()
+        self._persist_later(group_id, released)
+
+    # ------------------------------------------------------------ durable state
+
+    async def _persist(self, group_id: str, partitions: Iterable[TopicIdPartition]) -> None:
+        """Snapshot the state of these share partitions (before the request is answered)."""
+        now = self.clock.milliseconds()
+        for topic_id, index in partitions:
+            sp = self.partitions.get((group_id, topic_id, index))
+            if sp is not None:
+                await self.coordinator.write(group_id, topic_id, index, sp.start_offset, persisted_batches(sp.states()),
+                                             now)
+
+    def _persist_later(self, group_id: str, partitions: Iterable[TopicIdPartition]) -> None:
+        """Snapshot in the background (records released by a timer or a member leaving)."""
+        async def write() -> None:
+            try:
+                await self._persist(group_id, list(partitions))
+            except Exception:  # noqa: BLE001 - the next change writes the state again
+                log.exception("[GroupId %s] Could not write share partition state", group_id)
+        task = asyncio.ensure_future(write())
+        self._persisting.add(task)
+        task.add_done_callback(self._persisting.discard)
 
     async def _acquire_all(self, group_id: str, member_id: str, partitions: Sequence[TopicIdPartition],
                            answers: dict[TopicIdPartition, PartitionAnswer], max_bytes: int, max_records: int,
-                           lock_ms: int, min_bytes: int, deadline: float) -> bool:
+                           lock_ms: int) -> bool:
         reads: list[tuple[TopicIdPartition, SharePartition, PartitionRead]] = []
         for tp in partitions:
             answer = answers.setdefault(tp, PartitionAnswer(tp[0], tp[1]))
@@ -173,10 +213,9 @@ class SharePartitionManager:
             reads.append((tp, sp, PartitionRead(meta.name, tp[0], tp[1], sp.next_fetch_offset(), max_bytes)))
         if not reads:
             return False
-        wait_ms = max(0, int((deadline - asyncio.get_running_loop().time()) * 1000))
         read_committed = self.group_configs.value(group_id, "share.isolation.level") == "read_committed"
-        done = await self.replica_manager.fetch_messages([r for _, _, r in reads], replica_id=-1, max_wait_ms=wait_ms,
-                                                         min_bytes=min_bytes, max_bytes=max_bytes,
+        done = await self.replica_manager.fetch_messages([r for _, _, r in reads], replica_id=-1, max_wait_ms=0,
+                                                         min_bytes=0, max_bytes=max_bytes,
                                                          read_committed=read_committed, use_file_regions=False)
         by_key = {(r.topic_id, r.index): r for r in done}
         now = self.clock.milliseconds()
@@ -209,13 +248,18 @@ class SharePartitionManager:
         key = (group_id, tp[0], tp[1])
         sp = self.partitions.get(key)
         if sp is None:
-            start = await self._start_offset(group_id, TopicPartition(topic, tp[1]))
+            await self.coordinator.load()
+            stored = self.coordinator.states.get(key)
+            start = stored.start_offset if stored is not None and stored.start_offset >= 0 else \
+                await self._start_offset(group_id, TopicPartition(topic, tp[1]))
             sp = self.partitions.get(key)  # a concurrent fetch may have made it meanwhile
             if sp is None:
-                sp = self.partitions[key] = SharePartition(
-                    start, delivery_count_limit=self.group_configs.value(group_id, "share.delivery.count.limit"),
-                    max_in_flight=self.group_configs.value(group_id, "share.partition.max.record.locks"))
-                log.info("[GroupId %s] Share partition %s-%d starts at offset %d", group_id, topic, tp[1], start)
+                limits = dict(delivery_count_limit=self.group_configs.value(group_id, "share.delivery.count.limit"),
+                              max_in_flight=self.group_configs.value(group_id, "share.partition.max.record.locks"))
+                sp = self.partitions[key] = SharePartition.from_state(
+                    start, stored.batches if stored is not None else [], **limits)
+                log.info("[GroupId %s] Share partition %s-%d starts at offset %d%s", group_id, topic, tp[1],
+                         sp.start_offset, " (its stored state)" if stored is not None else "")
         return sp
 
     async def _start_offset(self, group_id: str, tp: TopicPartition) -> int:
@@ -247,6 +291,7 @@ class SharePartitionManager:
         if epoch == FINAL_EPOCH:
             self.sessions.pop((group_id, member_id), None)
             self.release_member_records(group_id, member_id)
+        await self._persist(group_id, acks)
         return list(answers.values())
 
     def _acknowledge(self, group_id: str, member_id: str, tp: TopicIdPartition, batches: list[AckBatch],
@@ -279,6 +324,7 @@ class SharePartitionManager:
             self._timers.pop(key, None)
             if sp.expire_locks(self.clock.milliseconds()):
                 self._changed.set()
+                self._persist_later(group_id, [tp])
             self._schedule_expiry(group_id, tp, sp)
 
         self._timers[key] = loop.call_later(delay, expire)

@@ -4,9 +4,10 @@ The list is the handler registry itself, so a client is never offered an API we 
 implement. From v3 the answer carries the feature levels (KIP-584) that change what
 clients do, and only those that are built here: transaction.version 2 (KIP-890
 transactions v2: EndTxn v5 bumps the epoch, Produce v12 adds partitions), which Java and
-librdkafka clients read to choose their transaction protocol, and group.version 1 (the
-KIP-848 consumer group protocol). Kafka's other levels (metadata.version of KRaft, share
-and streams groups) are left out until those are served (tests/oracle/KNOWN_DIFFERENCES.md,
+librdkafka clients read to choose their transaction protocol, group.version 1 (the
+KIP-848 consumer group protocol) and share.version 1 (KIP-932 share groups, whose
+ShareFetch and ShareAcknowledge v1 are served). Kafka's other levels (metadata.version of
+KRaft, streams groups) are left out until those are served (tests/oracle/KNOWN_DIFFERENCES.md,
 KD-203).
 """
 
@@ -27,7 +28,8 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 
 # name -> (lowest supported, highest supported, finalized level)
-FEATURES = {"group.version": (0, 1, 1), "transaction.version": (0, 2, FINALIZED_TRANSACTION_VERSION)}
+FEATURES = {"group.version": (0, 1, 1), "share.version": (0, 1, 1),
+            "transaction.version": (0, 2, FINALIZED_TRANSACTION_VERSION)}
 FINALIZED_FEATURES_EPOCH = 0
 """Levels never change on this node: one epoch for its whole life."""
 

@@ -32,7 +32,7 @@ def partition_data(b: ResponseBuilder, ctx: RequestContext, answer: Any, *, fetc
                         error_message=answer.acknowledge_message, current_leader=leader)
     common = dict(partition_index=answer.index, error_code=answer.error, error_message=None, current_leader=leader)
     return b.entity("PartitionData", **common, acknowledge_error_code=answer.acknowledge_error,
-                    acknowledge_error_message=answer.acknowledge_message, records=answer.records or None,
+                    acknowledge_error_message=answer.acknowledge_message, records=answer.records,
                     acquired_records=tuple(b.entity("AcquiredRecords", first_offset=a.first, last_offset=a.last,
                                                     delivery_count=a.delivery_count) for a in answer.acquired))
 

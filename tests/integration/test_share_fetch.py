@@ -106,3 +106,27 @@ def set_group_config(c: RawClient, key: str, value: str) -> None:
         resource_type=32, resource_name=GROUP, configs=(alter_v1.AlterableConfig(
             name=key, config_operation=0, value=value),)),), validate_only=False))
     assert answer.responses[0].error_code.value == 0, answer
+
+
+def test_sigkill_keeps_what_members_acknowledged() -> None:
+    """SIGKILL after a member accepted one record, released one and still holds one: after the
+    restart the accepted record is never delivered again, and the other two are, each with
+    its delivery counted."""
+    with BrokerProcess([]) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+        for i in range(3):
+            producer.produce(TOPIC, f"v{i}".encode())
+            producer.flush(10)
+        with RawClient(broker.bootstrap) as c:
+            set_group_config(c, "share.auto.offset.reset", "earliest")
+            topic_id = join(c, "m-a")
+            assert acquired(fetch(c, "m-a", 0, topic_id)) == [(0, 0, 1), (1, 1, 1), (2, 2, 1)]
+            acked = fetch(c, "m-a", 1, topic_id, acks=((0, 0, ACCEPT), (1, 1, RELEASE)), wait_ms=0)
+            assert acquired(acked) == [(1, 1, 2)]  # released, then acquired again at once
+        broker.restart(kill=True)
+        with RawClient(broker.bootstrap) as c:
+            topic_id = join(c, "m-a")
+            # Acquisitions are not stored: both come back as they were at the last acknowledgement.
+            assert acquired(fetch(c, "m-a", 0, topic_id)) == [(1, 2, 2)]

@@ -39,6 +39,7 @@ public final class Main {
         GroupAdminScenarios.register(SCENARIOS);
         TransactionScenarios.register(SCENARIOS);
         ConsumerProtocolScenarios.register(SCENARIOS);
+        ShareConsumerScenarios.register(SCENARIOS);
     }
 
     private Main() {

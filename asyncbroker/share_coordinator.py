@@ -1,0 +1,184 @@
+"""ShareCoordinator: the durable state of share partitions (KIP-932), in `__share_group_state`.
+
+Each share partition (group, topic id, partition) keeps its start offset and the states and
+delivery counts of its records past it. Kafka's share coordinator keeps them as records of
+`__share_group_state` (50 partitions; a key's partition is the hash of "group:topicId:partition"):
+
+    key    int16 type (0 ShareSnapshot, 1 ShareUpdate), groupId string, topicId uuid,
+           partition int32
+    value  version 0, flexible: snapshotEpoch int32, [stateEpoch int32,] leaderEpoch int32,
+           startOffset int64, [createTimestamp int64, writeTimestamp int64,] stateBatches
+           [firstOffset int64, lastOffset int64, deliveryState int8, deliveryCount int16];
+           tagged 0: deliveryCompleteCount int32 (-1: not given)
+           (the bracketed fields are the snapshot's, not the update's)
+
+A snapshot is the whole state; an update overlays its batches on the state before it. This
+broker writes a snapshot after every change it must not lose (acknowledgements, and records
+released), so a restart resumes where members left off; it reads both kinds, so a log dir Kafka
+wrote resumes too. Records acquired and not yet acknowledged are not written: after a restart
+they are available again, as after Kafka's.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import uuid
+from collections.abc import Sequence
+
+import msgspec
+
+from storage.partition_metadata import uuid_to_base64
+from wire.records import read_uvarint, write_uvarint
+
+from asyncbroker.offsets_topic import CoordinatorTopic, java_string_hash
+from asyncbroker.share_partition import RecordState
+
+log = logging.getLogger(__name__)
+
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
+SNAPSHOT, UPDATE = 0, 1
+StateBatch = tuple[int, int, int, int]  # first offset, last offset, state, delivery count
+
+_I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+
+
+class ShareState(msgspec.Struct):
+    start_offset: int
+    batches: list[StateBatch]
+    state_epoch: int = 0
+    snapshot_epoch: int = 0
+    create_timestamp: int = 0
+
+
+def state_partition_for(group_id: str, topic_id: uuid.UUID, partition: int, num_partitions: int) -> int:
+    """Kafka's Utils.abs(asCoordinatorKey().hashCode()) % partitions."""
+    h = java_string_hash(f"{group_id}:{uuid_to_base64(topic_id)}:{partition}")
+    return (0 if h == -(2**31) else abs(h)) % num_partitions
+
+
+def encode_key(record_type: int, group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
+    raw = group_id.encode()
+    return _I16.pack(record_type) + _I16.pack(len(raw)) + raw + topic_id.bytes + _I32.pack(partition)
+
+
+def decode_key(data: bytes) -> tuple[int, str, uuid.UUID, int] | None:
+    if len(data) < 4:
+        return None
+    record_type = _I16.unpack_from(data, 0)[0]
+    if record_type not in (SNAPSHOT, UPDATE):
+        return None
+    n = _I16.unpack_from(data, 2)[0]
+    group = data[4:4 + n].decode()
+    topic_id = uuid.UUID(bytes=data[4 + n:20 + n])
+    return record_type, group, topic_id, _I32.unpack_from(data, 20 + n)[0]
+
+
+def encode_snapshot(state: ShareState, write_timestamp: int) -> bytes:
+    out = bytearray(_I16.pack(0))
+    out += _I32.pack(state.snapshot_epoch) + _I32.pack(state.state_epoch) + _I32.pack(0)
+    out += _I64.pack(state.start_offset) + _I64.pack(state.create_timestamp) + _I64.pack(write_timestamp)
+    write_uvarint(out, len(state.batches) + 1)
+    for first, last, st, count in state.batches:
+        out += _I64.pack(first) + _I64.pack(last) + struct.pack(">bh", st, count)
+        write_uvarint(out, 0)
+    write_uvarint(out, 0)
+    return bytes(out)
+
+
+def decode_value(record_type: int, data: bytes) -> ShareState:
+    pos = 2  # version 0
+    snapshot_epoch = _I32.unpack_from(data, pos)[0]
+    pos += 4
+    state_epoch = 0
+    if record_type == SNAPSHOT:
+        state_epoch = _I32.unpack_from(data, pos)[0]
+        pos += 4
+    pos += 4  # leader epoch
+    start = _I64.unpack_from(data, pos)[0]
+    pos += 8
+    created = 0
+    if record_type == SNAPSHOT:
+        created = _I64.unpack_from(data, pos)[0]
+        pos += 16  # create and write timestamps
+    count, pos = read_uvarint(data, pos, len(data), 5)
+    batches = []
+    for _ in range(count - 1):
+        first, last = _I64.unpack_from(data, pos)[0], _I64.unpack_from(data, pos + 8)[0]
+        st, deliveries = struct.unpack_from(">bh", data, pos + 16)
+        pos += 19
+        tags, pos = read_uvarint(data, pos, len(data), 5)
+        for _ in range(tags):
+            _, pos = read_uvarint(data, pos, len(data), 5)
+            size, pos = read_uvarint(data, pos, len(data), 5)
+            pos += size
+        batches.append((first, last, st, deliveries))
+    return ShareState(start, batches, state_epoch, snapshot_epoch, created)
+
+
+def _overlay(base: ShareState, update: ShareState) -> ShareState:
+    """An update's batches over the state before it (Kafka's PersisterStateBatchCombiner):
+    offsets an update names take its state; the start offset moves if it gives one."""
+    start = update.start_offset if update.start_offset >= 0 else base.start_offset
+    offsets: dict[int, tuple[int, int]] = {}
+    for first, last, st, n in [*base.batches, *update.batches]:
+        for o in range(max(first, start), last + 1):
+            offsets[o] = (st, n)
+    batches: list[StateBatch] = []
+    for o in sorted(offsets):
+        st, n = offsets[o]
+        if batches and batches[-1][1] + 1 == o and batches[-1][2:] == (st, n):
+            batches[-1] = (batches[-1][0], o, st, n)
+        else:
+            batches.append((o, o, st, n))
+    return ShareState(start, batches, base.state_epoch, update.snapshot_epoch, base.create_timestamp)
+
+
+class ShareCoordinator:
+    """Reads and writes share partitions' state in `__share_group_state`."""
+
+    def __init__(self, topic: CoordinatorTopic) -> None:
+        self.topic = topic
+        self.states: dict[tuple[str, uuid.UUID, int], ShareState] = {}
+        self._loaded = False
+
+    async def load(self) -> None:
+        """Every share partition's state, from the log (once)."""
+        if self._loaded:
+            return
+        self._loaded = True
+        if not self.topic.exists():
+            return
+        for _partition, _offset, key_bytes, value_bytes, _pid, control in await self.topic.read_all():
+            if control is not None or key_bytes is None:
+                continue
+            key = decode_key(key_bytes)
+            if key is None:
+                continue
+            record_type, group, topic_id, partition = key
+            k = (group, topic_id, partition)
+            if value_bytes is None:
+                self.states.pop(k, None)
+                continue
+            value = decode_value(record_type, value_bytes)
+            before = self.states.get(k)
+            self.states[k] = value if record_type == SNAPSHOT or before is None else _overlay(before, value)
+        log.info("Loaded the state of %d share partition(s) from %s", len(self.states), SHARE_GROUP_STATE_TOPIC)
+
+    async def write(self, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int,
+                    batches: Sequence[StateBatch], now: int) -> None:
+        """A snapshot of one share partition's state (written before the caller answers)."""
+        await self.topic.ensure_created()
+        k = (group_id, topic_id, partition)
+        before = self.states.get(k)
+        state = ShareState(start_offset, list(batches), 0, (before.snapshot_epoch + 1) if before else 0,
+                           before.create_timestamp if before else now)
+        num = self.topic.num_partitions
+        await self.topic.append(state_partition_for(group_id, topic_id, partition, num),
+                                [(encode_key(SNAPSHOT, group_id, topic_id, partition), encode_snapshot(state, now))])
+        self.states[k] = state
+
+
+def persisted_batches(states: Sequence[tuple[int, int, RecordState, int]]) -> list[StateBatch]:
+    """A share partition's runs as state batches (acquired records are written as available)."""
+    return [(first, last, int(st), n) for first, last, st, n in states]
