@@ -12,8 +12,13 @@ with) and its end offset (the next offset never yet handed out) each offset is i
 
 A member acquires AVAILABLE records (each acquisition counts a delivery), then
 acknowledges each: ACCEPT, RELEASE (AVAILABLE again, unless its deliveries are used up),
-REJECT. A lock that runs out (share.record.lock.duration.ms) releases the records as RELEASE
-does; so does the member leaving. The SPSO moves past every leading ACKNOWLEDGED or
+REJECT, or RENEW (share.version 2: the records stay with it, locked for another
+share.record.lock.duration.ms from now, their delivery not counted again). A lock that runs
+out releases the records as RELEASE does; so does the member leaving.
+
+Acquisition is batch-optimized (ShareAcquireMode 0: new records by whole log batches, so a
+member may get more than it asked for) or record-limited (1: at most the records asked for,
+a batch split where the limit falls; the rest of that batch stays AVAILABLE, in flight). The SPSO moves past every leading ACKNOWLEDGED or
 ARCHIVED record. At most share.partition.max.record.locks records are in flight.
 
 The states are kept as runs of offsets (InFlight), split only where acknowledgements differ,
@@ -29,7 +34,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-__all__ = ["AcknowledgeType", "Acquired", "InFlight", "RecordState", "SharePartition"]
+__all__ = ["AcknowledgeType", "Acquired", "InFlight", "RecordState", "RenewDisabledError", "SharePartition",
+           "ShareAcquireMode"]
 
 
 class RecordState(enum.IntEnum):
@@ -48,6 +54,14 @@ class AcknowledgeType(enum.IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4  # share.version 2 (ShareFetch/ShareAcknowledge v2 with is_renew_ack)
+
+
+class ShareAcquireMode(enum.IntEnum):
+    """ShareFetch v2's share_acquire_mode (kafka-clients' ShareAcquireMode ids)."""
+
+    BATCH_OPTIMIZED = 0
+    RECORD_LIMIT = 1
 
 
 class InFlight(msgspec.Struct):
@@ -71,6 +85,14 @@ class Acquired(msgspec.Struct, frozen=True):
 
 class InvalidRecordStateError(ValueError):
     """An acknowledgement for records the member does not hold (INVALID_RECORD_STATE)."""
+
+
+class RenewDisabledError(InvalidRecordStateError):
+    """A RENEW while the group's share.renew.acknowledge.enable is false (INVALID_RECORD_STATE,
+    Kafka's message)."""
+
+    def __init__(self) -> None:
+        super().__init__("Renewing acquisition locks is not enabled for the group.")
 
 
 class SharePartition:
@@ -126,10 +148,16 @@ class SharePartition:
     # ------------------------------------------------------------ acquiring
 
     def acquire(self, member: str, batches: Sequence[tuple[int, int]], max_records: int, now: int,
-                lock_ms: int) -> list[Acquired]:
+                lock_ms: int, mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED,
+                batch_size: int | None = None) -> list[Acquired]:
         """Acquire for `member` from the log batches read at next_fetch_offset() ((base offset,
-        last offset) each, in order): AVAILABLE records already in flight first, then new ones
-        (whole batches, as Kafka), up to `max_records` and the in-flight limit."""
+        last offset) each, in order): AVAILABLE records already in flight first, then new ones,
+        up to `max_records` and the in-flight limit.
+
+        New records are handed out as one range, as Kafka's SharePartition does: to the end of
+        the batch the limit falls in (BATCH_OPTIMIZED; cut at batch boundaries into ranges of
+        at least `batch_size` offsets when longer), or exactly to the limit (RECORD_LIMIT: the
+        rest of that batch stays in flight, AVAILABLE, no delivery counted)."""
         budget = min(max_records, self.max_in_flight - self.acquired_count())
         out: list[Acquired] = []
         if budget <= 0 or not batches:
@@ -146,32 +174,59 @@ class SharePartition:
             run.delivery_count += 1
             out.append(Acquired(run.first, run.last, run.delivery_count))
             budget -= run.last - run.first + 1
-        for base, last in batches:
-            if budget <= 0:
-                break
-            if last < self.end_offset:
-                continue
-            first = max(base, self.end_offset)
-            if first > self.end_offset:  # offsets the log no longer has (compacted away): done with
-                self.runs.append(InFlight(self.end_offset, first - 1, RecordState.ARCHIVED, 0))
-            self.runs.append(InFlight(first, last, RecordState.ACQUIRED, 1, member, now + lock_ms))
-            self.end_offset = last + 1
-            out.append(Acquired(first, last, 1))
-            budget -= last - first + 1
+        new = [(max(base, self.end_offset), last) for base, last in batches if last >= self.end_offset]
+        if budget > 0 and new:
+            out += self._acquire_new(member, new, budget, now + lock_ms, mode,
+                                     budget if batch_size is None else batch_size)
         self._merge_and_advance()
         return sorted(out, key=lambda a: a.first)
 
+    def _acquire_new(self, member: str, batches: Sequence[tuple[int, int]], budget: int, deadline: int,
+                     mode: ShareAcquireMode, batch_size: int) -> list[Acquired]:
+        first = batches[0][0]
+        if first > self.end_offset:  # offsets the log no longer has (compacted away): done with
+            self.runs.append(InFlight(self.end_offset, first - 1, RecordState.ARCHIVED, 0))
+        wanted = first + budget - 1
+        # The end of the batch holding the last offset wanted (or of the last batch read).
+        batch_end = next((last for base, last in batches if base <= wanted <= last), min(wanted, batches[-1][1]))
+        taken = batch_end if mode == ShareAcquireMode.BATCH_OPTIMIZED else min(batch_end, wanted)
+        starts = [first]
+        if mode == ShareAcquireMode.BATCH_OPTIMIZED and taken - first + 1 > batch_size:
+            for base, _ in batches:
+                if base > taken:
+                    break
+                if base - starts[-1] >= batch_size:
+                    starts.append(base)
+        ends = [s - 1 for s in starts[1:]] + [taken]
+        for range_first, range_last in zip(starts, ends):
+            self.runs.append(InFlight(range_first, range_last, RecordState.ACQUIRED, 1, member, deadline))
+        if taken < batch_end:  # the batch's rest: in flight, not yet delivered
+            self.runs.append(InFlight(taken + 1, batch_end, RecordState.AVAILABLE, 0))
+        self.end_offset = batch_end + 1
+        return [Acquired(f, last, 1) for f, last in zip(starts, ends)]
+
     # ------------------------------------------------------------ acknowledging
 
-    def acknowledge(self, member: str, first: int, last: int, types: Sequence[int]) -> None:
-        """One acknowledgement batch: one type for the whole range, or one per offset."""
+    def acknowledge(self, member: str, first: int, last: int, types: Sequence[int], *, now: int = 0,
+                    lock_ms: int = 0, renew_enabled: bool = True) -> None:
+        """One acknowledgement batch: one type for the whole range, or one per offset. RENEW
+        keeps the records with `member`, locked until now + lock_ms. Nothing changes unless
+        every record of the batch may be acknowledged; offsets before the start offset are
+        done with and passed over."""
         if last < first or (len(types) != 1 and len(types) != last - first + 1) or \
                 any(t not in AcknowledgeType._value2member_map_ for t in types):
             raise InvalidRecordStateError(f"Acknowledgement batch {first}-{last} does not match its types")
+        if last < self.start_offset:  # all done with already: nothing to do, no error (as Kafka)
+            return
+        if first < self.start_offset:
+            types = types if len(types) == 1 else types[self.start_offset - first:]
+            first = self.start_offset
         for offset in range(first, last + 1):
             run = self._run_of(offset)
             if run is None or run.state != RecordState.ACQUIRED or run.member != member:
                 raise InvalidRecordStateError(f"The record at offset {offset} is not acquired by member {member}.")
+        if not renew_enabled and AcknowledgeType.RENEW in types:
+            raise RenewDisabledError()
         segments = [(first, last, types[0])] if len(types) == 1 else \
             [(o, o, t) for o, t in zip(range(first, last + 1), types)]
         for seg_first, seg_last, kind in segments:
@@ -184,6 +239,8 @@ class SharePartition:
                     self._settle(piece, RecordState.ACKNOWLEDGED)
                 elif kind == AcknowledgeType.RELEASE:
                     self._release(piece)
+                elif kind == AcknowledgeType.RENEW:
+                    piece.lock_deadline = now + lock_ms
                 else:  # REJECT, or GAP (no record there)
                     self._settle(piece, RecordState.ARCHIVED)
                 offset = piece.last + 1

@@ -12,6 +12,12 @@ first fetch by the group's share.auto.offset.reset.
 
 Locks that run out release their records on a timer; a member leaving its group releases its
 records at once.
+
+share.version 2 (ShareFetch and ShareAcknowledge v2): a RENEW acknowledgement extends the lock
+of records the member holds; it is only accepted in a request marked is_renew_ack, and a
+ShareFetch so marked applies its acknowledgements and answers at once, acquiring nothing
+(Kafka's handleShareFetchRequest). ShareFetch v2 also chooses how records are acquired
+(share_acquire_mode: whole batches, or exactly up to max_records).
 """
 
 from __future__ import annotations
@@ -32,13 +38,20 @@ from wire.errors import (
     InvalidRequestError,
     InvalidShareSessionEpochError,
     ShareSessionNotFoundError,
+    UnknownServerError,
 )
 from wire.records import iter_batch_headers
 
 from asyncbroker.group_configs import GroupConfigManager
 from asyncbroker.replica_manager import OffsetQuery, PartitionRead
 from asyncbroker.share_coordinator import ShareCoordinator, persisted_batches
-from asyncbroker.share_partition import Acquired, InvalidRecordStateError, SharePartition
+from asyncbroker.share_partition import (
+    AcknowledgeType,
+    Acquired,
+    InvalidRecordStateError,
+    ShareAcquireMode,
+    SharePartition,
+)
 
 if TYPE_CHECKING:
     from asyncbroker.replica_manager import ReplicaManager
@@ -68,6 +81,27 @@ class PartitionAnswer(msgspec.Struct):
     acknowledge_message: str | None = None
     records: bytes = b""
     acquired: list[Acquired] = msgspec.field(default_factory=list)
+
+
+def invalid_acknowledgements(batches: Sequence[AckBatch], *, renew_types: bool, renew_request: bool) -> bool:
+    """Whether a partition's acknowledgement batches are malformed, as Kafka's KafkaApis
+    validateAcknowledgementBatches judges them (the partition then answers INVALID_REQUEST):
+    a batch ending before it starts or starting before the previous one ends, no types, a
+    type per offset that does not match the range, an unknown type (RENEW only from v2,
+    `renew_types`), or a RENEW in a request not marked is_renew_ack."""
+    highest = AcknowledgeType.RENEW if renew_types else AcknowledgeType.REJECT
+    previous_last = -1
+    for first, last, types in batches:
+        if first > last or first < previous_last or not types:
+            return True
+        if len(types) > 1 and last - first != len(types) - 1:
+            return True
+        if any(t < 0 or t > highest for t in types):
+            return True
+        if AcknowledgeType.RENEW in types and not renew_request:
+            return True
+        previous_last = last
+    return False
 
 
 def _next_epoch(epoch: int) -> int:
@@ -127,24 +161,29 @@ class SharePartitionManager:
 
     async def fetch(self, *, group_id: str, member_id: str, epoch: int, wanted: Sequence[TopicIdPartition],
                     forgotten: Sequence[TopicIdPartition], acks: dict[TopicIdPartition, list[AckBatch]],
-                    max_wait_ms: int, min_bytes: int, max_bytes: int, max_records: int) -> list[PartitionAnswer]:
+                    max_wait_ms: int, min_bytes: int, max_bytes: int, max_records: int, batch_size: int,
+                    acquire_mode: int = ShareAcquireMode.BATCH_OPTIMIZED, renew: bool = False,
+                    renew_types: bool = False) -> list[PartitionAnswer]:
+        """A ShareFetch: its acknowledgements, then records acquired for the member (none when
+        it is a renew request: that one only acknowledges, and answers at once)."""
         session, new = self._session(group_id, member_id, epoch, wanted, forgotten, bool(acks))
-        answers = {tp: PartitionAnswer(tp[0], tp[1]) for tp in acks}
-        for tp, batches in acks.items():
-            self._acknowledge(group_id, member_id, tp, batches, answers[tp])
+        answers = self._acknowledge_all(group_id, member_id, acks, renew_types=renew_types, renew_request=renew)
         if epoch == FINAL_EPOCH:
             self.sessions.pop((group_id, member_id), None)
             self.release_member_records(group_id, member_id)
         await self._persist(group_id, acks)
-        if epoch == FINAL_EPOCH:
+        if epoch == FINAL_EPOCH or renew:
             return list(answers.values())
+        if acquire_mode not in ShareAcquireMode._value2member_map_:
+            # Kafka fails the fetch past its acknowledgements (ShareAcquireMode.forId throws).
+            raise UnknownServerError(f"Unknown share acquire mode id: {acquire_mode}")
         lock_ms: int = self.group_configs.value(group_id, "share.record.lock.duration.ms")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
         while True:
             self._changed.clear()
             acquired_any = await self._acquire_all(group_id, member_id, session.partitions, answers, max_bytes,
-                                                   max_records, lock_ms)
+                                                   max_records, batch_size, lock_ms, ShareAcquireMode(acquire_mode))
             remaining = deadline - loop.time()
             if acquired_any or remaining <= 0:
                 break
@@ -201,7 +240,7 @@ class SharePartitionManager:
 
     async def _acquire_all(self, group_id: str, member_id: str, partitions: Sequence[TopicIdPartition],
                            answers: dict[TopicIdPartition, PartitionAnswer], max_bytes: int, max_records: int,
-                           lock_ms: int) -> bool:
+                           batch_size: int, lock_ms: int, acquire_mode: ShareAcquireMode) -> bool:
         reads: list[tuple[TopicIdPartition, SharePartition, PartitionRead]] = []
         for tp in partitions:
             answer = answers.setdefault(tp, PartitionAnswer(tp[0], tp[1]))
@@ -232,7 +271,8 @@ class SharePartitionManager:
                      for h, pos in iter_batch_headers(data) if not h.is_control]
             if budget <= 0 or not spans:
                 continue
-            got = sp.acquire(member_id, [(b, last) for b, last, _, _ in spans], budget, now, lock_ms)
+            got = sp.acquire(member_id, [(b, last) for b, last, _, _ in spans], budget, now, lock_ms, acquire_mode,
+                             max(batch_size, 1))
             if not got:
                 continue
             acquired_any = True
@@ -280,31 +320,51 @@ class SharePartitionManager:
     # ------------------------------------------------------------ acknowledging
 
     async def acknowledge(self, *, group_id: str, member_id: str, epoch: int,
-                          acks: dict[TopicIdPartition, list[AckBatch]]) -> list[PartitionAnswer]:
+                          acks: dict[TopicIdPartition, list[AckBatch]], renew: bool = False,
+                          renew_types: bool = False) -> list[PartitionAnswer]:
         """ShareAcknowledge: the acknowledgements of an open session (-1 closes it)."""
         if epoch == 0:
             raise InvalidShareSessionEpochError("ShareAcknowledge cannot open a share session")
         self._session(group_id, member_id, epoch, (), (), False)
-        answers = {tp: PartitionAnswer(tp[0], tp[1]) for tp in acks}
-        for tp, batches in acks.items():
-            self._acknowledge(group_id, member_id, tp, batches, answers[tp])
+        answers = self._acknowledge_all(group_id, member_id, acks, renew_types=renew_types, renew_request=renew)
         if epoch == FINAL_EPOCH:
             self.sessions.pop((group_id, member_id), None)
             self.release_member_records(group_id, member_id)
         await self._persist(group_id, acks)
         return list(answers.values())
 
+    def _acknowledge_all(self, group_id: str, member_id: str, acks: dict[TopicIdPartition, list[AckBatch]], *,
+                         renew_types: bool, renew_request: bool) -> dict[TopicIdPartition, PartitionAnswer]:
+        answers = {tp: PartitionAnswer(tp[0], tp[1]) for tp in acks}
+        for tp, batches in acks.items():
+            if invalid_acknowledgements(batches, renew_types=renew_types, renew_request=renew_request):
+                answers[tp].acknowledge_error = ErrorCode.INVALID_REQUEST
+                continue
+            self._acknowledge(group_id, member_id, tp, batches, answers[tp])
+        return answers
+
     def _acknowledge(self, group_id: str, member_id: str, tp: TopicIdPartition, batches: list[AckBatch],
                      answer: PartitionAnswer) -> None:
+        meta = self.topics.by_id(tp[0])
+        if meta is None or not 0 <= tp[1] < meta.partitions:
+            answer.acknowledge_error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return
         sp = self.partitions.get((group_id, tp[0], tp[1]))
+        if sp is None:  # a partition of this broker no member of the group fetched yet
+            answer.acknowledge_error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            answer.acknowledge_message = "This server does not host this topic-partition."
+            return
+        now = self.clock.milliseconds()
+        lock_ms: int = self.group_configs.value(group_id, "share.record.lock.duration.ms")
+        renew_enabled: bool = self.group_configs.value(group_id, "share.renew.acknowledge.enable")
         try:
-            if sp is None:
-                raise InvalidRecordStateError("No records of this partition are held")
             for first, last, types in batches:
-                sp.acknowledge(member_id, first, last, types)
+                sp.acknowledge(member_id, first, last, types, now=now, lock_ms=lock_ms, renew_enabled=renew_enabled)
         except InvalidRecordStateError as exc:
             answer.acknowledge_error, answer.acknowledge_message = ErrorCode.INVALID_RECORD_STATE, str(exc)
             return
+        finally:
+            self._schedule_expiry(group_id, tp, sp)  # a renewed lock runs out later
         self._changed.set()
 
     # ------------------------------------------------------------ lock expiry

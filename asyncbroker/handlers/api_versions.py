@@ -5,8 +5,9 @@ implement. From v3 the answer carries the feature levels (KIP-584) that change w
 clients do, and only those that are built here: transaction.version 2 (KIP-890
 transactions v2: EndTxn v5 bumps the epoch, Produce v12 adds partitions), which Java and
 librdkafka clients read to choose their transaction protocol, group.version 1 (the
-KIP-848 consumer group protocol) and share.version 1 (KIP-932 share groups, whose
-ShareFetch and ShareAcknowledge v1 are served). Kafka's other levels (metadata.version of
+KIP-848 consumer group protocol) and share.version 2 (KIP-932 share groups, whose
+ShareFetch and ShareAcknowledge v2 are served, with level 2's renew acknowledgements and
+record-limited acquisition; Kafka 4.4 finalizes 2 too). Kafka's other levels (metadata.version of
 KRaft, streams groups) are left out until those are served (tests/oracle/KNOWN_DIFFERENCES.md,
 KD-203).
 """
@@ -28,7 +29,7 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 
 # name -> (lowest supported, highest supported, finalized level)
-FEATURES = {"group.version": (0, 1, 1), "share.version": (0, 1, 1),
+FEATURES = {"group.version": (0, 1, 1), "share.version": (0, 2, 2),
             "transaction.version": (0, 2, FINALIZED_TRANSACTION_VERSION)}
 FINALIZED_FEATURES_EPOCH = 0
 """Levels never change on this node: one epoch for its whole life."""

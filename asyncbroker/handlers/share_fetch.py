@@ -1,5 +1,10 @@
 """ShareFetch (key 78): records handed out to a member of a share group (KIP-932), with the
-acknowledgements of records it received before; see asyncbroker/share_partition_manager.py."""
+acknowledgements of records it received before; see asyncbroker/share_partition_manager.py.
+
+v2 (share.version 2) adds share_acquire_mode and is_renew_ack: a renew request carries
+acknowledgements only (RENEW among them) and must ask for nothing, its byte, record and wait
+limits all 0, or Kafka refuses it whole with INVALID_REQUEST. Errors of the whole request
+carry no message and no lock timeout (Kafka's getErrorResponse)."""
 
 from __future__ import annotations
 
@@ -10,23 +15,22 @@ from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.acl_binding import AclOperation
-from asyncbroker.handlers import error_code_for, error_message_for, millis
+from asyncbroker.handlers import error_code_for, millis
 from asyncbroker.request_context import RequestContext
+from asyncbroker.share_partition import ShareAcquireMode
 from asyncbroker.share_partition_manager import AckBatch, TopicIdPartition
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.SHARE_FETCH
 MIN_VERSION = 1
-MAX_VERSION = 1
+MAX_VERSION = 2
 
 
-def node_endpoints(b: ResponseBuilder, ctx: RequestContext) -> tuple[Any, ...]:
-    host, port = ctx.broker.advertised_for(ctx.listener_name)
-    return (b.entity("NodeEndpoint", node_id=ctx.broker.node_id, host=host, port=port, rack=None),)
-
-
-def partition_data(b: ResponseBuilder, ctx: RequestContext, answer: Any, *, fetch: bool) -> Any:
-    leader = b.entity("LeaderIdAndEpoch", leader_id=ctx.broker.node_id, leader_epoch=0)
+def partition_data(b: ResponseBuilder, answer: Any, *, fetch: bool) -> Any:
+    """One partition's answer. Kafka fills current_leader and node_endpoints only for a
+    partition that moved (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH), which a single node
+    never answers: they stay at their zero values, as Kafka's are then."""
+    leader = b.entity("LeaderIdAndEpoch", leader_id=0, leader_epoch=0)
     if not fetch:  # ShareAcknowledge: the partition's error is its acknowledgement's
         return b.entity("PartitionData", partition_index=answer.index, error_code=answer.acknowledge_error,
                         error_message=answer.acknowledge_message, current_leader=leader)
@@ -37,10 +41,10 @@ def partition_data(b: ResponseBuilder, ctx: RequestContext, answer: Any, *, fetc
                                                     delivery_count=a.delivery_count) for a in answer.acquired))
 
 
-def by_topic(b: ResponseBuilder, ctx: RequestContext, answers: list[Any], entity: str, *, fetch: bool) -> tuple[Any, ...]:
+def by_topic(b: ResponseBuilder, answers: list[Any], entity: str, *, fetch: bool) -> tuple[Any, ...]:
     topics: dict[Any, list[Any]] = {}
     for a in answers:
-        topics.setdefault(a.topic_id, []).append(partition_data(b, ctx, a, fetch=fetch))
+        topics.setdefault(a.topic_id, []).append(partition_data(b, a, fetch=fetch))
     return tuple(b.entity(entity, topic_id=t, partitions=tuple(p)) for t, p in topics.items())
 
 
@@ -50,26 +54,38 @@ def acknowledgements(topics: Any) -> dict[TopicIdPartition, list[AckBatch]]:
             for t in topics for p in t.partitions if p.acknowledgement_batches}
 
 
+def renew_request_error(request: Any) -> str | None:
+    """Why a renew ShareFetch (is_renew_ack) is refused: it must ask for no records, no bytes
+    and no waiting (Kafka's message, logged there; the answer carries none)."""
+    wrong = [f"{name} must be set to 0, " for name, value in (
+        ("maxBytes", request.max_bytes), ("minBytes", request.min_bytes), ("maxRecords", request.max_records),
+        ("maxWaitMs", millis(request.max_wait))) if value != 0]
+    return "".join(wrong) + "if isRenewAck is true." if wrong else None
+
+
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     b = ResponseBuilder(API_KEY, header.api_version)
-    lock_ms = 0
+    renew = bool(getattr(request, "is_renew_ack", False))
     try:
         if not request.group_id or not request.member_id:
             raise InvalidRequestError("ShareFetch needs a group id and a member id")
         if not ctx.authorize_group(AclOperation.READ, request.group_id):
             raise GroupAuthorizationFailedError()
+        refused = renew_request_error(request) if renew else None
+        if refused is not None:
+            raise InvalidRequestError(refused)
         lock_ms = ctx.broker.group_coordinator.group_configs.value(request.group_id, "share.record.lock.duration.ms")
         answers = await ctx.broker.share_partitions.fetch(
             group_id=request.group_id, member_id=request.member_id, epoch=request.share_session_epoch,
             wanted=[(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions],
             forgotten=[(t.topic_id, p) for t in request.forgotten_topics_data for p in t.partitions],
             acks=acknowledgements(request.topics), max_wait_ms=millis(request.max_wait), min_bytes=request.min_bytes,
-            max_bytes=request.max_bytes, max_records=request.max_records)
+            max_bytes=request.max_bytes, max_records=request.max_records, batch_size=request.batch_size,
+            acquire_mode=int(getattr(request, "share_acquire_mode", ShareAcquireMode.BATCH_OPTIMIZED)), renew=renew,
+            renew_types=header.api_version >= 2)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
-        return b.entity("ShareFetchResponse", throttle_time=0, error_code=error_code_for(exc),
-                        error_message=error_message_for(exc), acquisition_lock_timeout=lock_ms, responses=(),
-                        node_endpoints=())
+        return b.entity("ShareFetchResponse", throttle_time=0, error_code=error_code_for(exc), error_message=None,
+                        acquisition_lock_timeout=0, responses=(), node_endpoints=())
     return b.entity("ShareFetchResponse", throttle_time=0, error_code=ErrorCode.NONE, error_message=None,
                     acquisition_lock_timeout=lock_ms,
-                    responses=by_topic(b, ctx, answers, "ShareFetchableTopicResponse", fetch=True),
-                    node_endpoints=node_endpoints(b, ctx))
+                    responses=by_topic(b, answers, "ShareFetchableTopicResponse", fetch=True), node_endpoints=())

@@ -74,7 +74,7 @@ def test_records_are_shared_acknowledged_and_redelivered() -> None:
             set_group_config(c, "share.record.lock.duration.ms", "1000")
             topic_id = join(c, "m-a")
             first = fetch(c, "m-a", 0, topic_id)
-            assert acquired(first) == [(0, 0, 1), (1, 1, 1), (2, 2, 1), (3, 3, 1)]
+            assert acquired(first) == [(0, 3, 1)]  # new batches in one range, as Kafka
             assert first.acquisition_lock_timeout.total_seconds() == 1
             # accept 0-1, release 2, reject 3: 2 is to be delivered again
             second = fetch(c, "m-a", 1, topic_id, acks=((0, 1, ACCEPT), (2, 2, RELEASE), (3, 3, REJECT)))
@@ -96,7 +96,9 @@ def test_records_are_shared_acknowledged_and_redelivered() -> None:
                     topic_id=topic_id, partitions=(ack_v1.AcknowledgePartition(
                         partition_index=0, acknowledgement_batches=(ack_v1.AcknowledgementBatch(
                             first_offset=2, last_offset=2, acknowledge_types=(ACCEPT,)),)),)),)))
-            assert again.responses[0].partitions[0].error_code.value == 121  # INVALID_RECORD_STATE: done with
+            # Done with: before the start offset now, passed over without an error, as Kafka does
+            # (tests/oracle/test_share_fetch_v2.py compares it).
+            assert again.responses[0].partitions[0].error_code.value == 0, again
             empty = fetch(c, "m-b", 3, topic_id, wait_ms=200)
             assert acquired(empty) == []
 
@@ -122,7 +124,7 @@ def test_sigkill_keeps_what_members_acknowledged() -> None:
         with RawClient(broker.bootstrap) as c:
             set_group_config(c, "share.auto.offset.reset", "earliest")
             topic_id = join(c, "m-a")
-            assert acquired(fetch(c, "m-a", 0, topic_id)) == [(0, 0, 1), (1, 1, 1), (2, 2, 1)]
+            assert acquired(fetch(c, "m-a", 0, topic_id)) == [(0, 2, 1)]
             acked = fetch(c, "m-a", 1, topic_id, acks=((0, 0, ACCEPT), (1, 1, RELEASE)), wait_ms=0)
             assert acquired(acked) == [(1, 1, 2)]  # released, then acquired again at once
         broker.restart(kill=True)

@@ -1,5 +1,6 @@
-"""A share partition's record states (KIP-932): acquisition, the three acknowledgements, lock
-expiry, the delivery count limit, the in-flight limit, and the start offset moving on."""
+"""A share partition's record states (KIP-932): acquisition (by whole batches or limited to a
+record count), the acknowledgements (RENEW among them), lock expiry, the delivery count limit,
+the in-flight limit, and the start offset moving on."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncbroker.share_partition import Acquired, InvalidRecordStateError, RecordState, SharePartition
+from asyncbroker.share_partition import (
+    Acquired,
+    InvalidRecordStateError,
+    RecordState,
+    RenewDisabledError,
+    ShareAcquireMode,
+    SharePartition,
+)
 
 LOCK = 30_000
 
@@ -16,12 +24,18 @@ def partition(start: int = 0, limit: int = 5, max_in_flight: int = 200) -> Share
     return SharePartition(start, delivery_count_limit=limit, max_in_flight=max_in_flight)
 
 
-def test_new_batches_are_acquired_whole_and_accepted() -> None:
+def test_new_batches_are_acquired_whole_in_one_range_and_accepted() -> None:
     sp = partition()
-    assert sp.acquire("a", [(0, 2), (3, 4)], 500, 0, LOCK) == [Acquired(0, 2, 1), Acquired(3, 4, 1)]
+    assert sp.acquire("a", [(0, 2), (3, 4)], 500, 0, LOCK) == [Acquired(0, 4, 1)]
     assert sp.next_fetch_offset() == 5 and sp.acquired_count() == 5
     sp.acknowledge("a", 0, 4, [1])
     assert (sp.start_offset, sp.end_offset, sp.runs) == (5, 5, [])
+
+
+def test_a_range_longer_than_the_batch_size_is_cut_at_batch_boundaries() -> None:
+    sp = partition()
+    got = sp.acquire("a", [(0, 0), (1, 1), (2, 2), (3, 4), (5, 5)], 500, 0, LOCK, batch_size=2)
+    assert got == [Acquired(0, 1, 1), Acquired(2, 4, 1), Acquired(5, 5, 1)]
 
 
 def test_released_records_are_delivered_again_with_their_count_raised() -> None:
@@ -82,7 +96,7 @@ def test_a_member_leaving_releases_what_it_holds() -> None:
 
 def test_the_in_flight_limit_stops_acquisition() -> None:
     sp = partition(max_in_flight=3)
-    assert sp.acquire("a", [(0, 1), (2, 3), (4, 5)], 500, 0, LOCK) == [Acquired(0, 1, 1), Acquired(2, 3, 1)]
+    assert sp.acquire("a", [(0, 1), (2, 3), (4, 5)], 500, 0, LOCK) == [Acquired(0, 3, 1)]
     assert sp.acquire("b", [(4, 5)], 500, 0, LOCK) == []
 
 
@@ -93,9 +107,75 @@ def test_offsets_missing_from_the_log_are_passed_over() -> None:
     assert sp.start_offset == 5
 
 
+ACCEPT, RELEASE, RENEW = 1, 2, 4
+RECORD_LIMIT = ShareAcquireMode.RECORD_LIMIT
+
+
+def test_renew_extends_the_lock_and_counts_no_delivery() -> None:
+    sp = partition()
+    sp.acquire("a", [(0, 3)], 500, 0, LOCK)
+    sp.acknowledge("a", 1, 2, [RENEW], now=20_000, lock_ms=LOCK)
+    # 0 and 3 keep the first lock; 1-2 are held until 50 s, their delivery count still 1
+    assert sp.expire_locks(LOCK)
+    assert [(r.first, r.last, r.state, r.delivery_count) for r in sp.runs] == [
+        (0, 0, RecordState.AVAILABLE, 1), (1, 2, RecordState.ACQUIRED, 1), (3, 3, RecordState.AVAILABLE, 1)]
+    assert sp.next_lock_deadline() == 50_000
+    sp.acknowledge("a", 1, 2, [ACCEPT])  # still held: the renewed lock has not run out
+    assert sp.acquire("b", [(0, 3)], 500, LOCK, LOCK) == [Acquired(0, 0, 2), Acquired(3, 3, 2)]
+
+
+def test_renew_per_offset_among_other_types() -> None:
+    sp = partition()
+    sp.acquire("a", [(0, 2)], 500, 0, LOCK)
+    sp.acknowledge("a", 0, 2, [ACCEPT, RENEW, RELEASE], now=10_000, lock_ms=LOCK)
+    assert sp.start_offset == 1
+    assert [(r.first, r.state, r.member, r.lock_deadline) for r in sp.runs] == [
+        (1, RecordState.ACQUIRED, "a", 40_000), (2, RecordState.AVAILABLE, None, 0)]
+
+
+def test_only_the_holder_renews_and_only_what_it_holds() -> None:
+    sp = partition()
+    sp.acquire("a", [(0, 1)], 500, 0, LOCK)
+    with pytest.raises(InvalidRecordStateError):
+        sp.acknowledge("b", 0, 0, [RENEW], now=1, lock_ms=LOCK)
+    sp.acknowledge("a", 1, 1, [ACCEPT])
+    with pytest.raises(InvalidRecordStateError):
+        sp.acknowledge("a", 1, 1, [RENEW], now=1, lock_ms=LOCK)  # acknowledged: not held any more
+    sp.acknowledge("a", 0, 0, [ACCEPT])
+    sp.acknowledge("a", 0, 1, [RENEW], now=1, lock_ms=LOCK)  # before the start offset: passed over, as Kafka
+
+
+def test_renew_refused_when_the_group_disables_it_changes_nothing() -> None:
+    sp = partition()
+    sp.acquire("a", [(0, 1)], 500, 0, LOCK)
+    with pytest.raises(RenewDisabledError, match="Renewing acquisition locks is not enabled for the group."):
+        sp.acknowledge("a", 0, 1, [ACCEPT, RENEW], now=1, lock_ms=LOCK, renew_enabled=False)
+    assert sp.acquired_count() == 2 and sp.next_lock_deadline() == LOCK
+
+
+def test_record_limit_splits_a_batch_and_leaves_its_rest_available() -> None:
+    sp = partition()
+    assert sp.acquire("a", [(0, 9)], 3, 0, LOCK, RECORD_LIMIT) == [Acquired(0, 2, 1)]
+    assert sp.end_offset == 10 and sp.next_fetch_offset() == 3
+    assert sp.states() == [(0, 2, RecordState.AVAILABLE, 1), (3, 9, RecordState.AVAILABLE, 0)]
+    assert sp.acquire("b", [(0, 9)], 3, 0, LOCK, RECORD_LIMIT) == [Acquired(3, 5, 1)]
+    # batch-optimized, the rest of the batch in flight is still taken by the record
+    assert sp.acquire("a", [(0, 9)], 500, 0, LOCK) == [Acquired(6, 9, 1)]
+    assert sp.acquired_count() == 10
+
+
+def test_record_limit_spans_batches_up_to_the_limit() -> None:
+    sp = partition()
+    assert sp.acquire("a", [(0, 1), (2, 4), (5, 9)], 4, 0, LOCK, RECORD_LIMIT) == [Acquired(0, 3, 1)]
+    assert sp.end_offset == 5 and sp.acquired_count() == 4
+    # batch-optimized, the same request takes whole batches
+    other = partition()
+    assert other.acquire("a", [(0, 1), (2, 4), (5, 9)], 4, 0, LOCK) == [Acquired(0, 4, 1)]
+
+
 @settings(max_examples=200)
-@given(st.lists(st.tuples(st.sampled_from(["acquire", "ack", "expire", "leave"]), st.sampled_from("ab"),
-                          st.integers(0, 3)), max_size=40))
+@given(st.lists(st.tuples(st.sampled_from(["acquire", "acquire-limited", "ack", "renew", "expire", "leave"]),
+                          st.sampled_from("ab"), st.integers(0, 3)), max_size=40))
 def test_every_record_is_in_one_state_and_the_start_offset_only_moves_on(steps: list[tuple[str, str, int]]) -> None:
     sp = partition(limit=3, max_in_flight=6)
     log_end, now, previous_start = 12, 0, 0
@@ -105,10 +185,21 @@ def test_every_record_is_in_one_state_and_the_start_offset_only_moves_on(steps: 
             start = sp.next_fetch_offset()
             batches = [(o, o) for o in range(start, min(start + n + 1, log_end))]
             sp.acquire(member, batches, n + 1, now, LOCK)
-        elif action == "ack":
+        elif action == "acquire-limited":  # batches of three records, split at the limit
+            start, before = sp.next_fetch_offset(), sp.acquired_count()
+            batches = [(o, min(o + 2, log_end - 1)) for o in range(start - start % 3, log_end, 3)]
+            got = sp.acquire(member, batches, n + 1, now, LOCK, RECORD_LIMIT)
+            assert sum(a.last - a.first + 1 for a in got) <= n + 1
+            assert sp.acquired_count() - before == sum(a.last - a.first + 1 for a in got)
+        elif action in ("ack", "renew"):
             held = [r for r in sp.runs if r.state == RecordState.ACQUIRED and r.member == member]
             if held:
-                sp.acknowledge(member, held[0].first, held[0].last, [1 + n % 3])
+                kind = RENEW if action == "renew" else 1 + n % 3
+                counts = [r.delivery_count for r in held]
+                sp.acknowledge(member, held[0].first, held[0].last, [kind], now=now, lock_ms=LOCK)
+                if kind == RENEW:
+                    assert sp.acquired_count() >= sum(r.last - r.first + 1 for r in held)
+                    assert [r.delivery_count for r in sp.runs if r.member == member] == counts
         elif action == "expire":
             sp.expire_locks(now)
         else:
