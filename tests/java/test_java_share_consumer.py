@@ -1,6 +1,8 @@
 """kafka-clients 4.4's KafkaShareConsumer (KIP-932) on Kafka 4.4 and on asyncbroker: two members
 share one partition and every record is delivered once; a record released explicitly is
-delivered again with its delivery count raised."""
+delivered again with its delivery count raised; share.acquire.mode=record_limit hands a batch
+out max.poll.records at a time (ShareFetch v2); a record renewed with AcknowledgeType.RENEW
+stays with its member past its lock (share.version 2)."""
 
 from __future__ import annotations
 
@@ -18,3 +20,16 @@ def test_a_released_record_is_delivered_again(targets: Targets) -> None:
     kafka, ours = targets.run("share.release", timeout_s=120)
     assert_same_facts(kafka, ours)
     assert ours == {"delivery_1": 1, "delivery_2": 2}
+
+
+def test_record_limit_splits_a_batch_to_max_poll_records(targets: Targets) -> None:
+    kafka, ours = targets.run("share.record_limit", timeout_s=120)
+    assert_same_facts(kafka, ours)
+    assert ours["poll_sizes"] == "[3, 3, 3, 1]", ours
+
+
+def test_a_renewed_record_stays_with_its_member_past_the_lock(targets: Targets) -> None:
+    kafka, ours = targets.run("share.renew", timeout_s=180)
+    assert_same_facts(kafka, ours)
+    assert ours == {"handed_to_b": 0, "renewed_more_than_once": True, "delivery_counts": "[1]",
+                    "accepted_without_error": True}, ours

@@ -104,6 +104,8 @@ def renew_and_record_limit(run: ScenarioRun) -> None:
     share_acknowledge(run, "an unknown acknowledge type", 9, [(10, 10, [5])], renew=True)
     share_acknowledge(run, "accept what is held, renewed or not", 10,
                       [(0, 5, [ACCEPT]), (7, 7, [ACCEPT]), (9, 11, [ACCEPT])])
+    share_fetch(run, "an unknown acquire mode", 11, mode=7, wait_ms=0)
+    share_fetch(run, "the session went on past it", 12, wait_ms=0)
     share_fetch(run, "close the session", -1, wait_ms=0)
 
 
