@@ -34,8 +34,10 @@ from collections.abc import Sequence
 
 import msgspec
 
-__all__ = ["AcknowledgeType", "Acquired", "InFlight", "RecordState", "RenewDisabledError", "SharePartition",
-           "ShareAcquireMode"]
+from wire.errors import InvalidRecordStateError, InvalidRequestError
+
+__all__ = ["AcknowledgeType", "Acquired", "InFlight", "InvalidRecordStateError", "RecordState", "RenewDisabledError",
+           "SharePartition", "ShareAcquireMode"]
 
 
 class RecordState(enum.IntEnum):
@@ -81,10 +83,6 @@ class Acquired(msgspec.Struct, frozen=True):
     first: int
     last: int
     delivery_count: int
-
-
-class InvalidRecordStateError(ValueError):
-    """An acknowledgement for records the member does not hold (INVALID_RECORD_STATE)."""
 
 
 class RenewDisabledError(InvalidRecordStateError):
@@ -207,20 +205,40 @@ class SharePartition:
 
     # ------------------------------------------------------------ acknowledging
 
-    def acknowledge(self, member: str, first: int, last: int, types: Sequence[int], *, now: int = 0,
+    def acknowledge(self, member: str, batches: Sequence[tuple[int, int, Sequence[int]]], *, now: int = 0,
                     lock_ms: int = 0, renew_enabled: bool = True) -> None:
-        """One acknowledgement batch: one type for the whole range, or one per offset. RENEW
-        keeps the records with `member`, locked until now + lock_ms. Nothing changes unless
-        every record of the batch may be acknowledged; offsets before the start offset are
-        done with and passed over."""
+        """A partition's acknowledgement batches ((first, last, types): one type for the range,
+        or one per offset), all or none: a batch that fails undoes the ones before it, as
+        Kafka's SharePartition.acknowledge rolls back. RENEW keeps the records with `member`,
+        locked until now + lock_ms. Offsets before the start offset are done with and passed
+        over."""
+        saved = ([msgspec.structs.replace(r) for r in self.runs], self.start_offset, self.end_offset)
+        try:
+            for first, last, types in batches:
+                self._acknowledge_batch(member, first, last, types, now + lock_ms, renew_enabled)
+        except BaseException:
+            self.runs, self.start_offset, self.end_offset = saved
+            raise
+        self._merge_and_advance()
+
+    def _acknowledge_batch(self, member: str, first: int, last: int, types: Sequence[int], deadline: int,
+                           renew_enabled: bool) -> None:
         if last < first or (len(types) != 1 and len(types) != last - first + 1) or \
                 any(t not in AcknowledgeType._value2member_map_ for t in types):
-            raise InvalidRecordStateError(f"Acknowledgement batch {first}-{last} does not match its types")
+            raise InvalidRequestError(f"Invalid acknowledge type: {list(types)}")
         if last < self.start_offset:  # all done with already: nothing to do, no error (as Kafka)
             return
         if first < self.start_offset:
             types = types if len(types) == 1 else types[self.start_offset - first:]
             first = self.start_offset
+        # Kafka's lookup of the in-flight batches a range falls in (fetchSubMapForAcknowledgementBatch)
+        if not self.runs:
+            raise InvalidRecordStateError(
+                "Batch record not found. The request batch offsets are not found in the cache.")
+        if first >= self.end_offset:
+            raise InvalidRequestError("Batch record not found. The first offset in request is past acquired records.")
+        if last >= self.end_offset:
+            raise InvalidRequestError("Batch record not found. The last offset in request is past acquired records.")
         for offset in range(first, last + 1):
             run = self._run_of(offset)
             if run is None or run.state != RecordState.ACQUIRED or run.member != member:
@@ -240,11 +258,10 @@ class SharePartition:
                 elif kind == AcknowledgeType.RELEASE:
                     self._release(piece)
                 elif kind == AcknowledgeType.RENEW:
-                    piece.lock_deadline = now + lock_ms
+                    piece.lock_deadline = deadline
                 else:  # REJECT, or GAP (no record there)
                     self._settle(piece, RecordState.ARCHIVED)
                 offset = piece.last + 1
-        self._merge_and_advance()
 
     def release_member(self, member: str) -> None:
         """A member that left: what it holds may be delivered again (its deliveries counted)."""

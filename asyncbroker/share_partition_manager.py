@@ -37,6 +37,7 @@ from wire.errors import (
     ErrorCode,
     InvalidRequestError,
     InvalidShareSessionEpochError,
+    KafkaError,
     ShareSessionNotFoundError,
     UnknownServerError,
 )
@@ -48,7 +49,6 @@ from asyncbroker.share_coordinator import ShareCoordinator, persisted_batches
 from asyncbroker.share_partition import (
     AcknowledgeType,
     Acquired,
-    InvalidRecordStateError,
     ShareAcquireMode,
     SharePartition,
 )
@@ -358,10 +358,9 @@ class SharePartitionManager:
         lock_ms: int = self.group_configs.value(group_id, "share.record.lock.duration.ms")
         renew_enabled: bool = self.group_configs.value(group_id, "share.renew.acknowledge.enable")
         try:
-            for first, last, types in batches:
-                sp.acknowledge(member_id, first, last, types, now=now, lock_ms=lock_ms, renew_enabled=renew_enabled)
-        except InvalidRecordStateError as exc:
-            answer.acknowledge_error, answer.acknowledge_message = ErrorCode.INVALID_RECORD_STATE, str(exc)
+            sp.acknowledge(member_id, batches, now=now, lock_ms=lock_ms, renew_enabled=renew_enabled)
+        except KafkaError as exc:  # the partition's answer: INVALID_RECORD_STATE, INVALID_REQUEST
+            answer.acknowledge_error, answer.acknowledge_message = exc.error_code, exc.wire_message
             return
         finally:
             self._schedule_expiry(group_id, tp, sp)  # a renewed lock runs out later

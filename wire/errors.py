@@ -652,3 +652,10 @@ class InvalidShareSessionEpochError(KafkaError):
     """A share session request whose epoch is not the one expected."""
 
     error_code = ErrorCode.INVALID_SHARE_SESSION_EPOCH
+
+
+class InvalidRecordStateError(KafkaError):
+    """A share group acknowledgement of records not in a state it may change (not acquired by
+    that member, or a RENEW the group does not allow)."""
+
+    error_code = ErrorCode.INVALID_RECORD_STATE

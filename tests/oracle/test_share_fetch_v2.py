@@ -49,14 +49,14 @@ def share_fetch(run: ScenarioRun, label: str, epoch: int, *, acks: Acks = (), ve
 
 
 def share_acknowledge(run: ScenarioRun, label: str, epoch: int, acks: Acks, *, version: int = 2,
-                      renew: bool = False) -> Any:
+                      renew: bool = False, topic: str = "s") -> Any:
     partition = entity(SHARE_ACKNOWLEDGE, version, "AcknowledgePartition", partition_index=0,
                        acknowledgement_batches=tuple(
                            entity(SHARE_ACKNOWLEDGE, version, "AcknowledgementBatch", first_offset=f, last_offset=last,
                                   acknowledge_types=tuple(types)) for f, last, types in acks))
     return run.call(SHARE_ACKNOWLEDGE, version, _label=label, group_id=run.group("g"), member_id="m-a",
                     share_session_epoch=epoch, is_renew_ack=renew,
-                    topics=(entity(SHARE_ACKNOWLEDGE, version, "AcknowledgeTopic", topic_id=run.topic_id("s"),
+                    topics=(entity(SHARE_ACKNOWLEDGE, version, "AcknowledgeTopic", topic_id=run.topic_id(topic),
                                    partitions=(partition,)),))
 
 
@@ -141,3 +141,24 @@ def renew_disabled(run: ScenarioRun) -> None:
 
 def test_renew_disabled_by_the_group(brokers) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(renew_disabled)
+
+
+def acknowledgement_errors(run: ScenarioRun) -> None:
+    """Ranges past what was acquired are INVALID_REQUEST (and undo the batches before them),
+    batches out of order too; a range when nothing is in flight is INVALID_RECORD_STATE; a
+    partition the group never read is UNKNOWN_TOPIC_OR_PARTITION."""
+    member_reads_a_partition(run, {})
+    create_topics(run, [creatable(run, "other", 1)])
+    metadata_topics(run, ["other"], record=False)
+    share_fetch(run, "acquire both batches: one range", 0)
+    share_acknowledge(run, "accept 0-4, then a range past the acquired records", 1,
+                      [(0, 4, [ACCEPT]), (20, 21, [ACCEPT])])
+    share_acknowledge(run, "a range ending past the acquired records", 2, [(10, 13, [ACCEPT])])
+    share_acknowledge(run, "batches out of order", 3, [(2, 3, [ACCEPT]), (1, 1, [ACCEPT])])
+    share_acknowledge(run, "accept all: 0-4 were not accepted before", 4, [(0, 11, [ACCEPT])])
+    share_acknowledge(run, "nothing in flight any more", 5, [(12, 12, [ACCEPT])])
+    share_acknowledge(run, "a partition the group never read", 6, [(0, 0, [ACCEPT])], topic="other")
+
+
+def test_acknowledgement_errors(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(acknowledgement_errors)

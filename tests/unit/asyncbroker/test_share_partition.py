@@ -4,6 +4,7 @@ the in-flight limit, and the start offset moving on."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from asyncbroker.share_partition import (
     ShareAcquireMode,
     SharePartition,
 )
+from wire.errors import InvalidRequestError
 
 LOCK = 30_000
 
@@ -28,7 +30,7 @@ def test_new_batches_are_acquired_whole_in_one_range_and_accepted() -> None:
     sp = partition()
     assert sp.acquire("a", [(0, 2), (3, 4)], 500, 0, LOCK) == [Acquired(0, 4, 1)]
     assert sp.next_fetch_offset() == 5 and sp.acquired_count() == 5
-    sp.acknowledge("a", 0, 4, [1])
+    sp.acknowledge("a", [(0, 4, [1])])
     assert (sp.start_offset, sp.end_offset, sp.runs) == (5, 5, [])
 
 
@@ -41,19 +43,19 @@ def test_a_range_longer_than_the_batch_size_is_cut_at_batch_boundaries() -> None
 def test_released_records_are_delivered_again_with_their_count_raised() -> None:
     sp = partition()
     sp.acquire("a", [(0, 2)], 500, 0, LOCK)
-    sp.acknowledge("a", 0, 2, [1, 2, 1])  # accept 0, release 1, accept 2
+    sp.acknowledge("a", [(0, 2, [1, 2, 1])])  # accept 0, release 1, accept 2
     assert sp.start_offset == 1 and sp.next_fetch_offset() == 1
     assert sp.acquire("b", [(0, 2)], 500, 10, LOCK) == [Acquired(1, 1, 2)]
-    sp.acknowledge("b", 1, 1, [1])
+    sp.acknowledge("b", [(1, 1, [1])])
     assert sp.start_offset == 3 and sp.runs == []
 
 
 def test_rejected_records_are_never_delivered_again() -> None:
     sp = partition()
     sp.acquire("a", [(0, 1)], 500, 0, LOCK)
-    sp.acknowledge("a", 1, 1, [3])
+    sp.acknowledge("a", [(1, 1, [3])])
     assert sp.states() == [(0, 0, RecordState.AVAILABLE, 1), (1, 1, RecordState.ARCHIVED, 1)]
-    sp.acknowledge("a", 0, 0, [1])
+    sp.acknowledge("a", [(0, 0, [1])])
     assert sp.start_offset == 2
 
 
@@ -64,15 +66,15 @@ def test_a_lock_that_runs_out_releases_the_records() -> None:
     assert sp.expire_locks(LOCK)
     assert sp.states() == [(0, 0, RecordState.AVAILABLE, 1)]
     with pytest.raises(InvalidRecordStateError):
-        sp.acknowledge("a", 0, 0, [1])  # too late: not held any more
+        sp.acknowledge("a", [(0, 0, [1])])  # too late: not held any more
 
 
 def test_records_delivered_too_often_are_archived() -> None:
     sp = partition(limit=2)
     sp.acquire("a", [(0, 0)], 500, 0, LOCK)
-    sp.acknowledge("a", 0, 0, [2])
+    sp.acknowledge("a", [(0, 0, [2])])
     assert sp.acquire("a", [(0, 0)], 500, 0, LOCK) == [Acquired(0, 0, 2)]
-    sp.acknowledge("a", 0, 0, [2])  # the second release: its deliveries are used up
+    sp.acknowledge("a", [(0, 0, [2])])  # the second release: its deliveries are used up
     assert sp.start_offset == 1 and sp.runs == []
 
 
@@ -80,10 +82,29 @@ def test_only_the_holder_acknowledges() -> None:
     sp = partition()
     sp.acquire("a", [(0, 0)], 500, 0, LOCK)
     with pytest.raises(InvalidRecordStateError):
-        sp.acknowledge("b", 0, 0, [1])
+        sp.acknowledge("b", [(0, 0, [1])])
+    with pytest.raises(InvalidRequestError, match="The last offset in request is past acquired records."):
+        sp.acknowledge("a", [(0, 1, [1])])  # offset 1 was never acquired
+    sp.acknowledge("a", [(0, 0, [1])])
+
+
+def test_ranges_past_what_was_acquired_are_invalid_requests_as_kafka_answers() -> None:
+    sp = partition()
+    with pytest.raises(InvalidRecordStateError, match="The request batch offsets are not found in the cache."):
+        sp.acknowledge("a", [(0, 0, [ACCEPT])])  # nothing in flight
+    sp.acquire("a", [(0, 1)], 500, 0, LOCK)
+    with pytest.raises(InvalidRequestError, match="The first offset in request is past acquired records."):
+        sp.acknowledge("a", [(2, 3, [ACCEPT])])
+
+
+def test_a_failing_batch_undoes_the_batches_before_it() -> None:
+    sp = partition()
+    sp.acquire("a", [(0, 3)], 500, 0, LOCK)
+    sp.acknowledge("a", [(3, 3, [RELEASE])])
+    before = [msgspec.structs.replace(r) for r in sp.runs]
     with pytest.raises(InvalidRecordStateError):
-        sp.acknowledge("a", 0, 1, [1])  # offset 1 was never acquired
-    sp.acknowledge("a", 0, 0, [1])
+        sp.acknowledge("a", [(0, 1, [ACCEPT]), (2, 3, [ACCEPT])], now=1, lock_ms=LOCK)  # 3 is not held
+    assert sp.runs == before and sp.start_offset == 0
 
 
 def test_a_member_leaving_releases_what_it_holds() -> None:
@@ -103,7 +124,7 @@ def test_the_in_flight_limit_stops_acquisition() -> None:
 def test_offsets_missing_from_the_log_are_passed_over() -> None:
     sp = partition()
     assert sp.acquire("a", [(3, 4)], 500, 0, LOCK) == [Acquired(3, 4, 1)]
-    sp.acknowledge("a", 3, 4, [1])
+    sp.acknowledge("a", [(3, 4, [1])])
     assert sp.start_offset == 5
 
 
@@ -114,20 +135,20 @@ RECORD_LIMIT = ShareAcquireMode.RECORD_LIMIT
 def test_renew_extends_the_lock_and_counts_no_delivery() -> None:
     sp = partition()
     sp.acquire("a", [(0, 3)], 500, 0, LOCK)
-    sp.acknowledge("a", 1, 2, [RENEW], now=20_000, lock_ms=LOCK)
+    sp.acknowledge("a", [(1, 2, [RENEW])], now=20_000, lock_ms=LOCK)
     # 0 and 3 keep the first lock; 1-2 are held until 50 s, their delivery count still 1
     assert sp.expire_locks(LOCK)
     assert [(r.first, r.last, r.state, r.delivery_count) for r in sp.runs] == [
         (0, 0, RecordState.AVAILABLE, 1), (1, 2, RecordState.ACQUIRED, 1), (3, 3, RecordState.AVAILABLE, 1)]
     assert sp.next_lock_deadline() == 50_000
-    sp.acknowledge("a", 1, 2, [ACCEPT])  # still held: the renewed lock has not run out
+    sp.acknowledge("a", [(1, 2, [ACCEPT])])  # still held: the renewed lock has not run out
     assert sp.acquire("b", [(0, 3)], 500, LOCK, LOCK) == [Acquired(0, 0, 2), Acquired(3, 3, 2)]
 
 
 def test_renew_per_offset_among_other_types() -> None:
     sp = partition()
     sp.acquire("a", [(0, 2)], 500, 0, LOCK)
-    sp.acknowledge("a", 0, 2, [ACCEPT, RENEW, RELEASE], now=10_000, lock_ms=LOCK)
+    sp.acknowledge("a", [(0, 2, [ACCEPT, RENEW, RELEASE])], now=10_000, lock_ms=LOCK)
     assert sp.start_offset == 1
     assert [(r.first, r.state, r.member, r.lock_deadline) for r in sp.runs] == [
         (1, RecordState.ACQUIRED, "a", 40_000), (2, RecordState.AVAILABLE, None, 0)]
@@ -137,19 +158,19 @@ def test_only_the_holder_renews_and_only_what_it_holds() -> None:
     sp = partition()
     sp.acquire("a", [(0, 1)], 500, 0, LOCK)
     with pytest.raises(InvalidRecordStateError):
-        sp.acknowledge("b", 0, 0, [RENEW], now=1, lock_ms=LOCK)
-    sp.acknowledge("a", 1, 1, [ACCEPT])
+        sp.acknowledge("b", [(0, 0, [RENEW])], now=1, lock_ms=LOCK)
+    sp.acknowledge("a", [(1, 1, [ACCEPT])])
     with pytest.raises(InvalidRecordStateError):
-        sp.acknowledge("a", 1, 1, [RENEW], now=1, lock_ms=LOCK)  # acknowledged: not held any more
-    sp.acknowledge("a", 0, 0, [ACCEPT])
-    sp.acknowledge("a", 0, 1, [RENEW], now=1, lock_ms=LOCK)  # before the start offset: passed over, as Kafka
+        sp.acknowledge("a", [(1, 1, [RENEW])], now=1, lock_ms=LOCK)  # acknowledged: not held any more
+    sp.acknowledge("a", [(0, 0, [ACCEPT])])
+    sp.acknowledge("a", [(0, 1, [RENEW])], now=1, lock_ms=LOCK)  # before the start offset: passed over, as Kafka
 
 
 def test_renew_refused_when_the_group_disables_it_changes_nothing() -> None:
     sp = partition()
     sp.acquire("a", [(0, 1)], 500, 0, LOCK)
     with pytest.raises(RenewDisabledError, match="Renewing acquisition locks is not enabled for the group."):
-        sp.acknowledge("a", 0, 1, [ACCEPT, RENEW], now=1, lock_ms=LOCK, renew_enabled=False)
+        sp.acknowledge("a", [(0, 1, [ACCEPT, RENEW])], now=1, lock_ms=LOCK, renew_enabled=False)
     assert sp.acquired_count() == 2 and sp.next_lock_deadline() == LOCK
 
 
@@ -196,7 +217,7 @@ def test_every_record_is_in_one_state_and_the_start_offset_only_moves_on(steps: 
             if held:
                 kind = RENEW if action == "renew" else 1 + n % 3
                 counts = [r.delivery_count for r in held]
-                sp.acknowledge(member, held[0].first, held[0].last, [kind], now=now, lock_ms=LOCK)
+                sp.acknowledge(member, [(held[0].first, held[0].last, [kind])], now=now, lock_ms=LOCK)
                 if kind == RENEW:
                     assert sp.acquired_count() >= sum(r.last - r.first + 1 for r in held)
                     assert [r.delivery_count for r in sp.runs if r.member == member] == counts
