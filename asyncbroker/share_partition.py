@@ -22,7 +22,12 @@ a batch split where the limit falls; the rest of that batch stays AVAILABLE, in 
 ARCHIVED record. At most share.partition.max.record.locks records are in flight.
 
 The states are kept as runs of offsets (InFlight), split only where acknowledgements differ,
-so that work follows the number of runs and not the number of records. Pure bookkeeping: the
+so that work follows the number of runs and not the number of records. Each run belongs to
+one of Kafka's in-flight batches (the range one acquisition of new records handed out, or a
+batch of the durable state), which Kafka handles whole until an acquisition or
+acknowledgement covers only part of it, and offset by offset from then on ("tracked"): a
+batch-optimized acquisition takes a whole batch again (or every available offset of a tracked
+one) even past max_records, an acknowledgement's error names the batch or the offset. Pure bookkeeping: the
 caller reads the log, keeps the time and writes the durable state.
 """
 
@@ -75,6 +80,7 @@ class InFlight(msgspec.Struct):
     delivery_count: int
     member: str | None = None  # the holder, while ACQUIRED
     lock_deadline: int = 0  # ms, while ACQUIRED
+    batch: int = -1  # the first offset of the in-flight batch it is part of
 
 
 class Acquired(msgspec.Struct, frozen=True):
@@ -100,6 +106,7 @@ class SharePartition:
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
         self.runs: list[InFlight] = []  # sorted, contiguous from start_offset to end_offset - 1
+        self.tracked: set[int] = set()  # in-flight batches handled offset by offset
 
     @classmethod
     def from_state(cls, start_offset: int, batches: Sequence[tuple[int, int, int, int]], *,
@@ -112,10 +119,10 @@ class SharePartition:
                 continue
             first = max(first, sp.end_offset)
             if first > sp.end_offset:
-                sp.runs.append(InFlight(sp.end_offset, first - 1, RecordState.AVAILABLE, 0))
+                sp.runs.append(InFlight(sp.end_offset, first - 1, RecordState.AVAILABLE, 0, batch=sp.end_offset))
             settled = RecordState(state) if state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED) \
                 else RecordState.AVAILABLE
-            sp.runs.append(InFlight(first, last, settled, count))
+            sp.runs.append(InFlight(first, last, settled, count, batch=first))
             sp.end_offset = last + 1
         sp._merge_and_advance()
         return sp
@@ -150,42 +157,70 @@ class SharePartition:
                 batch_size: int | None = None) -> list[Acquired]:
         """Acquire for `member` from the log batches read at next_fetch_offset() ((base offset,
         last offset) each, in order): AVAILABLE records already in flight first, then new ones,
-        up to `max_records` and the in-flight limit.
+        up to `max_records` and the in-flight limit, as Kafka's SharePartition.acquire.
 
-        New records are handed out as one range, as Kafka's SharePartition does: to the end of
-        the batch the limit falls in (BATCH_OPTIMIZED; cut at batch boundaries into ranges of
-        at least `batch_size` offsets when longer), or exactly to the limit (RECORD_LIMIT: the
-        rest of that batch stays in flight, AVAILABLE, no delivery counted)."""
+        In flight, BATCH_OPTIMIZED takes whole in-flight batches (every available offset of a
+        tracked one) while fewer than the limit are taken; RECORD_LIMIT stops at the limit,
+        tracking a batch it cuts. New records are handed out as one range, to the end of the
+        log batch the limit falls in (BATCH_OPTIMIZED; cut at log batch boundaries into ranges
+        of at least `batch_size` offsets when longer), or exactly to the limit (RECORD_LIMIT: the
+        rest of that log batch stays in flight, AVAILABLE, no delivery counted)."""
         budget = min(max_records, self.max_in_flight - self.acquired_count())
         out: list[Acquired] = []
         if budget <= 0 or not batches:
             return out
         limit = batches[-1][1]
-        for r in list(self.runs):
-            if budget <= 0 or r.first > limit:
+        record_limit = mode == ShareAcquireMode.RECORD_LIMIT
+        deadline = now + lock_ms
+        taken = 0
+        for batch_id, runs in self._in_flight_batches():
+            if taken >= budget or runs[0].first > limit:
                 break
-            if r.state != RecordState.AVAILABLE:
+            whole = batch_id not in self.tracked
+            if whole and (runs[-1].last > limit or (record_limit and runs[0].last - runs[0].first + 1 > budget - taken)):
+                whole = False
+                self.tracked.add(batch_id)
+            if whole:  # one run, the batch
+                run = runs[0]
+                if run.state == RecordState.AVAILABLE:
+                    self._acquire_run(run, member, deadline)
+                    out.append(Acquired(run.first, run.last, run.delivery_count))
+                    taken += run.last - run.first + 1
                 continue
-            last = min(r.last, r.first + budget - 1, limit)
-            run = self._split_at(r, r.first, last)
-            run.state, run.member, run.lock_deadline = RecordState.ACQUIRED, member, now + lock_ms
-            run.delivery_count += 1
-            out.append(Acquired(run.first, run.last, run.delivery_count))
-            budget -= run.last - run.first + 1
+            pieces: list[Acquired] = []
+            for run in runs:
+                if run.state != RecordState.AVAILABLE or run.first > limit:
+                    continue
+                if record_limit and taken >= budget:
+                    break
+                last = min(run.last, limit, run.first + budget - taken - 1 if record_limit else run.last)
+                piece = self._split_at(run, run.first, last)
+                self._acquire_run(piece, member, deadline)
+                if pieces and pieces[-1].last + 1 == piece.first and pieces[-1].delivery_count == piece.delivery_count:
+                    pieces[-1] = Acquired(pieces[-1].first, piece.last, piece.delivery_count)
+                else:
+                    pieces.append(Acquired(piece.first, piece.last, piece.delivery_count))
+                taken += piece.last - piece.first + 1
+            out += pieces
         new = [(max(base, self.end_offset), last) for base, last in batches if last >= self.end_offset]
-        if budget > 0 and new:
-            out += self._acquire_new(member, new, budget, now + lock_ms, mode,
+        if taken < budget and new:
+            out += self._acquire_new(member, new, budget - taken, deadline, mode,
                                      budget if batch_size is None else batch_size)
         self._merge_and_advance()
         return sorted(out, key=lambda a: a.first)
+
+    @staticmethod
+    def _acquire_run(run: InFlight, member: str, deadline: int) -> None:
+        run.state, run.member, run.lock_deadline = RecordState.ACQUIRED, member, deadline
+        run.delivery_count += 1
 
     def _acquire_new(self, member: str, batches: Sequence[tuple[int, int]], budget: int, deadline: int,
                      mode: ShareAcquireMode, batch_size: int) -> list[Acquired]:
         first = batches[0][0]
         if first > self.end_offset:  # offsets the log no longer has (compacted away): done with
-            self.runs.append(InFlight(self.end_offset, first - 1, RecordState.ARCHIVED, 0))
+            self.runs.append(InFlight(self.end_offset, first - 1, RecordState.ARCHIVED, 0, batch=self.end_offset))
         wanted = first + budget - 1
-        # The end of the batch holding the last offset wanted (or of the last batch read).
+        # The end of the log batch holding the last offset wanted (or of the last batch read).
         batch_end = next((last for base, last in batches if base <= wanted <= last), min(wanted, batches[-1][1]))
         taken = batch_end if mode == ShareAcquireMode.BATCH_OPTIMIZED else min(batch_end, wanted)
         starts = [first]
@@ -197,11 +232,26 @@ class SharePartition:
                     starts.append(base)
         ends = [s - 1 for s in starts[1:]] + [taken]
         for range_first, range_last in zip(starts, ends):
-            self.runs.append(InFlight(range_first, range_last, RecordState.ACQUIRED, 1, member, deadline))
-        if taken < batch_end:  # the batch's rest: in flight, not yet delivered
-            self.runs.append(InFlight(taken + 1, batch_end, RecordState.AVAILABLE, 0))
+            self.runs.append(InFlight(range_first, range_last, RecordState.ACQUIRED, 1, member, deadline,
+                                      batch=range_first))
+        if taken < batch_end:  # the log batch's rest: in flight, not yet delivered; the batch tracked
+            self.runs.append(InFlight(taken + 1, batch_end, RecordState.AVAILABLE, 0, batch=starts[-1]))
+            self.tracked.add(starts[-1])
         self.end_offset = batch_end + 1
         return [Acquired(f, last, 1) for f, last in zip(starts, ends)]
+
+    def _in_flight_batches(self) -> list[tuple[int, list[InFlight]]]:
+        """The runs grouped by in-flight batch, in order, from the next fetch offset's batch."""
+        out: list[tuple[int, list[InFlight]]] = []
+        start = self.next_fetch_offset()
+        for run in self.runs:
+            if run.last < start:
+                continue
+            if out and out[-1][0] == run.batch:
+                out[-1][1].append(run)
+            else:
+                out.append((run.batch, [run]))
+        return out
 
     # ------------------------------------------------------------ acknowledging
 
@@ -212,12 +262,12 @@ class SharePartition:
         Kafka's SharePartition.acknowledge rolls back. RENEW keeps the records with `member`,
         locked until now + lock_ms. Offsets before the start offset are done with and passed
         over."""
-        saved = ([msgspec.structs.replace(r) for r in self.runs], self.start_offset, self.end_offset)
+        saved = ([msgspec.structs.replace(r) for r in self.runs], self.start_offset, self.end_offset, set(self.tracked))
         try:
             for first, last, types in batches:
                 self._acknowledge_batch(member, first, last, types, now + lock_ms, renew_enabled)
         except BaseException:
-            self.runs, self.start_offset, self.end_offset = saved
+            self.runs, self.start_offset, self.end_offset, self.tracked = saved
             raise
         self._merge_and_advance()
 
@@ -239,10 +289,7 @@ class SharePartition:
             raise InvalidRequestError("Batch record not found. The first offset in request is past acquired records.")
         if last >= self.end_offset:
             raise InvalidRequestError("Batch record not found. The last offset in request is past acquired records.")
-        for offset in range(first, last + 1):
-            run = self._run_of(offset)
-            if run is None or run.state != RecordState.ACQUIRED or run.member != member:
-                raise InvalidRecordStateError(f"The record at offset {offset} is not acquired by member {member}.")
+        self._check_held(member, first, last)
         if not renew_enabled and AcknowledgeType.RENEW in types:
             raise RenewDisabledError()
         segments = [(first, last, types[0])] if len(types) == 1 else \
@@ -262,6 +309,24 @@ class SharePartition:
                 else:  # REJECT, or GAP (no record there)
                     self._settle(piece, RecordState.ARCHIVED)
                 offset = piece.last + 1
+
+    def _check_held(self, member: str, first: int, last: int) -> None:
+        """Every offset of first..last is acquired by `member`, or Kafka's error for the first
+        in-flight batch (or, in a tracked one, offset) that is not."""
+        for run in self.runs:
+            if run.last < first or run.first > last:
+                continue
+            if run.batch not in self.tracked:  # the whole batch, one run
+                if run.state != RecordState.ACQUIRED:
+                    raise InvalidRecordStateError(
+                        "The batch cannot be acknowledged. The batch is not in the acquired state.")
+                if run.member != member:
+                    raise InvalidRecordStateError("Member is not the owner of batch record")
+            else:
+                if run.state != RecordState.ACQUIRED:
+                    raise InvalidRecordStateError("The offset cannot be acknowledged. The offset is not acquired.")
+                if run.member != member:
+                    raise InvalidRecordStateError("Member is not the owner of offset")
 
     def release_member(self, member: str) -> None:
         """A member that left: what it holds may be delivered again (its deliveries counted)."""
@@ -304,8 +369,11 @@ class SharePartition:
         return None
 
     def _split_at(self, run: InFlight, first: int, last: int) -> InFlight:
-        """The run of exactly first..last (within `run`), splitting `run` around it."""
+        """The run of exactly first..last (within `run`), splitting `run` around it (its in-flight
+        batch is handled offset by offset from then on, as Kafka does)."""
         i = self.runs.index(run)
+        if first > run.first or last < run.last:
+            self.tracked.add(run.batch)
         pieces = []
         if run.first < first:
             pieces.append(msgspec.structs.replace(run, last=first - 1))
@@ -323,13 +391,16 @@ class SharePartition:
         for run in self.runs:
             prev = merged[-1] if merged else None
             if (prev is not None and run.state != RecordState.ACQUIRED and prev.state == run.state
-                    and prev.delivery_count == run.delivery_count and prev.last + 1 == run.first):
+                    and prev.delivery_count == run.delivery_count and prev.last + 1 == run.first
+                    and prev.batch == run.batch):
                 prev.last = run.last
             else:
                 merged.append(run)
         while merged and merged[0].state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
             self.start_offset = merged.pop(0).last + 1
         self.runs = merged
+        if self.tracked:
+            self.tracked &= {r.batch for r in merged}
         if not self.runs:
             self.start_offset = max(self.start_offset, self.end_offset)
             self.end_offset = self.start_offset

@@ -97,6 +97,34 @@ def test_ranges_past_what_was_acquired_are_invalid_requests_as_kafka_answers() -
         sp.acknowledge("a", [(2, 3, [ACCEPT])])
 
 
+def test_batch_optimized_takes_an_in_flight_batch_whole_again() -> None:
+    sp = partition()
+    sp.acquire("a", [(0, 9), (10, 11)], 500, 0, LOCK)  # one in-flight batch, 0-11
+    sp.acknowledge("a", [(0, 11, [RELEASE])])
+    assert sp.acquire("a", [(0, 9), (10, 11)], 3, 0, LOCK) == [Acquired(0, 11, 2)]  # past max_records
+    sp.acknowledge("a", [(0, 11, [RELEASE])])
+    # record-limited, the batch is cut (tracked from then on), and batch-optimized then takes
+    # every available offset of it
+    assert sp.acquire("a", [(0, 9), (10, 11)], 3, 0, LOCK, RECORD_LIMIT) == [Acquired(0, 2, 3)]
+    assert sp.acquire("b", [(0, 9), (10, 11)], 3, 0, LOCK) == [Acquired(3, 11, 3)]
+
+
+def test_errors_name_the_batch_while_whole_and_the_offset_once_tracked() -> None:
+    sp = partition()
+    sp.acquire("a", [(0, 3)], 500, 0, LOCK)
+    with pytest.raises(InvalidRecordStateError, match="^Member is not the owner of batch record$"):
+        sp.acknowledge("b", [(1, 1, [ACCEPT])])
+    sp.acknowledge("a", [(0, 3, [RELEASE])])
+    with pytest.raises(InvalidRecordStateError, match="The batch is not in the acquired state."):
+        sp.acknowledge("a", [(0, 0, [ACCEPT])])
+    sp.acquire("a", [(0, 3)], 500, 0, LOCK)
+    sp.acknowledge("a", [(0, 0, [RELEASE])])  # a part: tracked offset by offset now
+    with pytest.raises(InvalidRecordStateError, match="^Member is not the owner of offset$"):
+        sp.acknowledge("b", [(2, 2, [ACCEPT])])
+    with pytest.raises(InvalidRecordStateError, match="The offset is not acquired."):
+        sp.acknowledge("a", [(0, 1, [ACCEPT])])
+
+
 def test_a_failing_batch_undoes_the_batches_before_it() -> None:
     sp = partition()
     sp.acquire("a", [(0, 3)], 500, 0, LOCK)
@@ -234,4 +262,8 @@ def test_every_record_is_in_one_state_and_the_start_offset_only_moves_on(steps: 
             assert (r.member is not None) == (r.state == RecordState.ACQUIRED)
             expected = r.last + 1
         assert expected == sp.end_offset
+        batches = [r.batch for r in sp.runs]
+        assert batches == sorted(batches)  # an in-flight batch's runs are together
+        # Kafka handles a batch whole until it is cut: an untracked batch is one run
+        assert all(batches.count(b) == 1 for b in set(batches) - sp.tracked)
         assert sp.acquired_count() <= 6 + 4  # whole batches may pass the limit by one batch
