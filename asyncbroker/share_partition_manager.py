@@ -104,6 +104,13 @@ def invalid_acknowledgements(batches: Sequence[AckBatch], *, renew_types: bool, 
     return False
 
 
+def _state_changing(acks: dict[TopicIdPartition, list[AckBatch]]) -> list[TopicIdPartition]:
+    """The partitions whose acknowledgements change durable state: not those that only renew
+    locks (acquisitions are not stored; Kafka writes nothing for a RENEW either)."""
+    return [tp for tp, batches in acks.items()
+            if any(t != AcknowledgeType.RENEW for _, _, types in batches for t in types)]
+
+
 def _next_epoch(epoch: int) -> int:
     return 1 if epoch >= 2**31 - 1 else epoch + 1
 
@@ -171,7 +178,7 @@ class SharePartitionManager:
         if epoch == FINAL_EPOCH:
             self.sessions.pop((group_id, member_id), None)
             self.release_member_records(group_id, member_id)
-        await self._persist(group_id, acks)
+        await self._persist(group_id, _state_changing(acks))
         if epoch == FINAL_EPOCH or renew:
             return list(answers.values())
         if acquire_mode not in ShareAcquireMode._value2member_map_:
@@ -330,7 +337,7 @@ class SharePartitionManager:
         if epoch == FINAL_EPOCH:
             self.sessions.pop((group_id, member_id), None)
             self.release_member_records(group_id, member_id)
-        await self._persist(group_id, acks)
+        await self._persist(group_id, _state_changing(acks))
         return list(answers.values())
 
     def _acknowledge_all(self, group_id: str, member_id: str, acks: dict[TopicIdPartition, list[AckBatch]], *,

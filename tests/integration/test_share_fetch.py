@@ -132,3 +132,48 @@ def test_sigkill_keeps_what_members_acknowledged() -> None:
             topic_id = join(c, "m-a")
             # Acquisitions are not stored: both come back as they were at the last acknowledgement.
             assert acquired(fetch(c, "m-a", 0, topic_id)) == [(1, 2, 2)]
+
+
+def test_a_renewed_lock_outlives_the_first() -> None:
+    """ShareFetch/ShareAcknowledge v2: with a 2 s record lock, a record renewed at 1.2 s is still
+    the member's at 2.6 s (accepted without error), while one not renewed has gone back by then."""
+    from kio.schema.share_acknowledge.v2 import request as ack_v2
+    from kio.schema.share_fetch.v2 import request as fetch_v2
+
+    def acknowledge(c: RawClient, epoch: int, topic_id: uuid.UUID, offset: int, kind: int) -> Any:
+        answer = c.request(ack_v2.ShareAcknowledgeRequest(
+            group_id=GROUP, member_id="m-a", share_session_epoch=epoch, is_renew_ack=kind == RENEW,
+            topics=(ack_v2.AcknowledgeTopic(topic_id=topic_id, partitions=(ack_v2.AcknowledgePartition(
+                partition_index=0, acknowledgement_batches=(ack_v2.AcknowledgementBatch(
+                    first_offset=offset, last_offset=offset, acknowledge_types=(kind,)),)),)),)))
+        assert answer.error_code.value == 0, answer
+        assert answer.acquisition_lock_timeout.total_seconds() == 2
+        return answer.responses[0].partitions[0]
+
+    RENEW = 4
+    with BrokerProcess(["group.share.min.record.lock.duration.ms=1000"]) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+        for i in range(2):
+            producer.produce(TOPIC, f"v{i}".encode())
+            producer.flush(10)
+        with RawClient(broker.bootstrap) as c:
+            set_group_config(c, "share.auto.offset.reset", "earliest")
+            set_group_config(c, "share.record.lock.duration.ms", "2000")
+            topic_id = join(c, "m-a")
+            first = c.request(fetch_v2.ShareFetchRequest(
+                group_id=GROUP, member_id="m-a", share_session_epoch=0,
+                max_wait=datetime.timedelta(milliseconds=2000), min_bytes=1, max_bytes=1 << 20, max_records=500,
+                batch_size=500, share_acquire_mode=0, is_renew_ack=False,
+                topics=(fetch_v2.FetchTopic(topic_id=topic_id, partitions=(fetch_v2.FetchPartition(
+                    partition_index=0, acknowledgement_batches=()),)),), forgotten_topics_data=()))
+            assert acquired(first) == [(0, 1, 1)]
+            started = time.monotonic()
+            time.sleep(1.2)  # within the first lock
+            assert acknowledge(c, 1, topic_id, 0, RENEW).error_code.value == 0
+            time.sleep(max(0.0, started + 2.6 - time.monotonic()))  # past the first lock, within the renewed one
+            assert acknowledge(c, 2, topic_id, 0, ACCEPT).error_code.value == 0  # still held: renewed
+            gone = acknowledge(c, 3, topic_id, 1, ACCEPT)  # not renewed: its lock ran out
+            assert (gone.error_code.value, gone.error_message) == (
+                121, "The offset cannot be acknowledged. The offset is not acquired."), gone

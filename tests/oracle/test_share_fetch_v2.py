@@ -155,6 +155,7 @@ def acknowledgement_errors(run: ScenarioRun) -> None:
     share_acknowledge(run, "accept all: 0-4 were not accepted before", 4, [(0, 11, [ACCEPT])])
     share_acknowledge(run, "nothing in flight any more", 5, [(12, 12, [ACCEPT])])
     share_acknowledge(run, "a partition the group never read", 6, [(0, 0, [ACCEPT])], topic="other")
+    share_acknowledge(run, "a partition with no batches", 7, [])
 
 
 def test_acknowledgement_errors(brokers) -> None:  # type: ignore[no-untyped-def]
