@@ -96,13 +96,14 @@ def renew_and_record_limit(run: ScenarioRun) -> None:
     share_acknowledge(run, "ShareAcknowledge v2 renews 3-5", 5, [(3, 5, [RENEW])], renew=True)
     share_acknowledge(run, "RENEW in ShareAcknowledge v1", 6, [(6, 9, [RENEW])], version=1)
     share_acknowledge(run, "RENEW in ShareAcknowledge v2 not marked renew", 7, [(6, 9, [RENEW])])
-    share_acknowledge(run, "renew and accept offset by offset", 8, [(6, 9, [ACCEPT, RENEW, ACCEPT, RENEW])],
+    share_fetch(run, "RENEW in ShareFetch v1", 8, acks=[(6, 9, [RENEW])], version=1, wait_ms=200)
+    share_acknowledge(run, "renew and accept offset by offset", 9, [(6, 9, [ACCEPT, RENEW, ACCEPT, RENEW])],
                       renew=True)
-    share_acknowledge(run, "an unknown acknowledge type", 9, [(10, 10, [5])], renew=True)
-    share_acknowledge(run, "accept what is held, renewed or not", 10,
+    share_acknowledge(run, "an unknown acknowledge type", 10, [(10, 10, [5])], renew=True)
+    share_acknowledge(run, "accept what is held, renewed or not", 11,
                       [(0, 5, [ACCEPT]), (7, 7, [ACCEPT]), (9, 11, [ACCEPT])])
-    share_fetch(run, "an unknown acquire mode", 11, mode=7, wait_ms=0)
-    share_fetch(run, "the session went on past it", 12, wait_ms=0)
+    share_fetch(run, "an unknown acquire mode", 12, mode=7, wait_ms=0)
+    share_fetch(run, "the session went on past it", 13, wait_ms=0)
     share_fetch(run, "close the session", -1, wait_ms=0)
 
 
