@@ -18,8 +18,9 @@ out releases the records as RELEASE does; so does the member leaving.
 
 Acquisition is batch-optimized (ShareAcquireMode 0: new records by whole log batches, so a
 member may get more than it asked for) or record-limited (1: at most the records asked for,
-a batch split where the limit falls; the rest of that batch stays AVAILABLE, in flight). The SPSO moves past every leading ACKNOWLEDGED or
-ARCHIVED record. At most share.partition.max.record.locks records are in flight.
+a batch split where the limit falls; the rest of that batch stays AVAILABLE, in flight). The
+SPSO moves past every leading ACKNOWLEDGED or ARCHIVED record. At most
+share.partition.max.record.locks records are in flight.
 
 The states are kept as runs of offsets (InFlight), split only where acknowledgements differ,
 so that work follows the number of runs and not the number of records. Each run belongs to
@@ -27,8 +28,8 @@ one of Kafka's in-flight batches (the range one acquisition of new records hande
 batch of the durable state), which Kafka handles whole until an acquisition or
 acknowledgement covers only part of it, and offset by offset from then on ("tracked"): a
 batch-optimized acquisition takes a whole batch again (or every available offset of a tracked
-one) even past max_records, an acknowledgement's error names the batch or the offset. Pure bookkeeping: the
-caller reads the log, keeps the time and writes the durable state.
+one) even past max_records, and an acknowledgement's error names the batch or the offset.
+Pure bookkeeping: the caller reads the log, keeps the time and writes the durable state.
 """
 
 from __future__ import annotations
