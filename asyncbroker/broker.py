@@ -332,7 +332,6 @@ class Broker:
         self.share_partitions = SharePartitionManager(self.replica_manager, self.topics,
                                                       self.group_coordinator.group_configs, self.clock,
                                                       ShareCoordinator(state_topic))
-        self.group_coordinator.share_manager.on_member_removed = self.share_partitions.release_member
         self.producer_id_expiration = ProducerIdExpiration(
             log_manager=self.log_manager, clock=self.clock, run_blocking=self.run_blocking,
             expiration_ms=self.config.producer_id_expiration_ms,
@@ -445,6 +444,12 @@ class Broker:
             raise UnknownTopicOrPartitionError(f"Topic {topic} not found.")
         partitions = range(meta.partitions) if partition is None else [partition]
         return {p: await cleaner.clean_now(TopicPartition(topic, p), roll=True) for p in partitions}
+
+    def connection_closed(self, connection_id: str) -> None:
+        """A client connection is gone: what was bound to it ends (a share session)."""
+        share_partitions = getattr(self, "share_partitions", None)  # absent until the broker has started
+        if share_partitions is not None:
+            share_partitions.connection_closed(connection_id)
 
     def _start_jobs(self) -> None:
         """LogManager's background jobs, on this loop with the work in executors (asyncbroker.log_jobs)."""

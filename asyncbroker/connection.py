@@ -167,6 +167,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self in self._connections:
             self._connections.discard(self)
             METRICS.connection_closed()
+            self._broker.connection_closed(self._ctx.connection_id)
         if self._write_ready is not None and not self._write_ready.done():
             self._write_ready.set_result(None)
         if self._worker is not None and not self._closing:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -118,8 +118,6 @@ class ShareGroupManager:
         self.groups: dict[str, ShareGroup] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Future[None]] = set()
-        # Told when a member leaves or is fenced (its acquired records go back to the group).
-        self.on_member_removed: Callable[[str, str], None] = lambda group_id, member_id: None
 
     def _lock(self, group_id: str) -> asyncio.Lock:
         lock = self._locks.get(group_id)
@@ -345,8 +343,9 @@ class ShareGroupManager:
         group.group_epoch, group.subscribed_topics = epoch, topics
         if not remaining:
             group.assignment_epoch, group.assignment_timestamp, group.target = epoch, 0, {}
+        # The member's share session and its records are not touched: the session ends with
+        # its final epoch or its connection (SharePartitionManager.connection_closed), as in Kafka.
         self.timer.cancel(("share-session", group_id, member.member_id))
-        self.on_member_removed(group_id, member.member_id)
 
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
         timeout: int = self.group_configs.value(group_id, "share.session.timeout.ms")

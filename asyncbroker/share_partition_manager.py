@@ -69,6 +69,7 @@ _DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?
 class ShareSession(msgspec.Struct):
     epoch: int  # the epoch the next request must carry
     partitions: list[TopicIdPartition]
+    connection_id: str = ""  # the connection that opened it: its closing ends the session
 
 
 class PartitionAnswer(msgspec.Struct):
@@ -131,6 +132,7 @@ class SharePartitionManager:
         self.group_configs = group_configs
         self.clock = clock
         self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self._by_connection: dict[str, tuple[str, str]] = {}  # connection id -> the session it opened
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         self._timers: dict[tuple[str, uuid.UUID, int], asyncio.TimerHandle] = {}
         self._changed = asyncio.Event()  # records released: fetches waiting may acquire them
@@ -138,13 +140,17 @@ class SharePartitionManager:
     # ------------------------------------------------------------ sessions
 
     def _session(self, group_id: str, member_id: str, epoch: int, wanted: Sequence[TopicIdPartition],
-                 forgotten: Sequence[TopicIdPartition], acks_present: bool) -> tuple[ShareSession, bool]:
+                 forgotten: Sequence[TopicIdPartition], acks_present: bool,
+                 connection_id: str = "") -> tuple[ShareSession, bool]:
         """The session a request names (Kafka's newContext): (session, whether it is new)."""
         key = (group_id, member_id)
         if epoch == 0:
             if acks_present:
                 raise InvalidRequestError("Acknowledge data present in initial fetch request", wire_message=None)
-            session = self.sessions[key] = ShareSession(1, list(dict.fromkeys(wanted)))
+            session = self.sessions[key] = ShareSession(1, list(dict.fromkeys(wanted)), connection_id)
+            if connection_id:
+                # As in Kafka's ShareSessionCache, a connection answers for the last session it opened.
+                self._by_connection[connection_id] = key
             return session, True
         found = self.sessions.get(key)
         if found is None:
@@ -159,10 +165,18 @@ class SharePartitionManager:
         session.epoch = _next_epoch(session.epoch)
         return session, False
 
-    def release_member(self, group_id: str, member_id: str) -> None:
-        """A member gone from its group: its session ends, its records may go to others."""
-        self.sessions.pop((group_id, member_id), None)
-        self.release_member_records(group_id, member_id)
+    def connection_closed(self, connection_id: str) -> None:
+        """A client connection closed: the share session it opened ends and the records its
+        member holds go back to the group (Kafka's onMemberLeave). A member leaving its group
+        does not end its session: its client still closes the session with its last
+        acknowledgements, often in flight beside the leaving heartbeat."""
+        key = self._by_connection.pop(connection_id, None)
+        if key is None:
+            return
+        session = self.sessions.get(key)
+        if session is not None and session.connection_id == connection_id:
+            del self.sessions[key]
+            self.release_member_records(*key)
 
     # ------------------------------------------------------------ ShareFetch
 
@@ -170,10 +184,10 @@ class SharePartitionManager:
                     forgotten: Sequence[TopicIdPartition], acks: dict[TopicIdPartition, list[AckBatch]],
                     max_wait_ms: int, min_bytes: int, max_bytes: int, max_records: int, batch_size: int,
                     acquire_mode: int = ShareAcquireMode.BATCH_OPTIMIZED, renew: bool = False,
-                    renew_types: bool = False) -> list[PartitionAnswer]:
+                    renew_types: bool = False, connection_id: str = "") -> list[PartitionAnswer]:
         """A ShareFetch: its acknowledgements, then records acquired for the member (none when
         it is a renew request: that one only acknowledges, and answers at once)."""
-        session, new = self._session(group_id, member_id, epoch, wanted, forgotten, bool(acks))
+        session, new = self._session(group_id, member_id, epoch, wanted, forgotten, bool(acks), connection_id)
         answers = self._acknowledge_all(group_id, member_id, acks, renew_types=renew_types, renew_request=renew)
         if epoch == FINAL_EPOCH:
             self.sessions.pop((group_id, member_id), None)

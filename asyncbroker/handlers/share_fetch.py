@@ -82,7 +82,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             acks=acknowledgements(request.topics), max_wait_ms=millis(request.max_wait), min_bytes=request.min_bytes,
             max_bytes=request.max_bytes, max_records=request.max_records, batch_size=request.batch_size,
             acquire_mode=int(getattr(request, "share_acquire_mode", ShareAcquireMode.BATCH_OPTIMIZED)), renew=renew,
-            renew_types=header.api_version >= 2)
+            renew_types=header.api_version >= 2, connection_id=ctx.connection_id)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         return b.entity("ShareFetchResponse", throttle_time=0, error_code=error_code_for(exc), error_message=None,
                         acquisition_lock_timeout=0, responses=(), node_endpoints=())

@@ -92,6 +92,8 @@ ORACLE_SETTINGS: dict[str, str] = {
     # it (Kafka's default waits up to 1 s): the scenarios' epochs do not depend on timing.
     "group.consumer.assignment.interval.ms": "0",
     "group.share.assignment.interval.ms": "0",
+    # Share-group tests lower a group's record lock to 1 s (Kafka's floor is 15 s by default).
+    "group.share.min.record.lock.duration.ms": "1000",
     "log.cleaner.backoff.ms": "200",
     "log.retention.check.interval.ms": "500",
     "log.initial.task.delay.ms": "0",

@@ -17,7 +17,7 @@ _SHARED_KEYS = (
     "num.partitions", "auto.create.topics.enable", "offsets.topic.num.partitions",
     "group.initial.rebalance.delay.ms", "log.cleaner.backoff.ms", "log.retention.check.interval.ms",
     "log.initial.task.delay.ms", "log.segment.delete.delay.ms", "group.consumer.assignment.interval.ms",
-    "group.share.assignment.interval.ms",
+    "group.share.assignment.interval.ms", "group.share.min.record.lock.duration.ms",
 )
 
 
