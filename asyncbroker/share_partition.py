@@ -296,7 +296,7 @@ class SharePartition:
         segments = [(first, last, types[0])] if len(types) == 1 else \
             [(o, o, t) for o, t in zip(range(first, last + 1), types)]
         for seg_first, seg_last, kind in segments:
-            offset = seg_first
+            offset = max(seg_first, self.start_offset)
             while offset <= seg_last:  # each run the segment covers, cut to it
                 run = self._run_of(offset)
                 assert run is not None  # checked above: every offset is held

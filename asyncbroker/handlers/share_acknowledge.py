@@ -35,6 +35,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             acks=acknowledgements(request.topics), renew=bool(getattr(request, "is_renew_ack", False)),
             renew_types=header.api_version >= 2)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+        # Kafka's whole-request errors carry no message.
         return b.entity("ShareAcknowledgeResponse", throttle_time=0, error_code=error_code_for(exc),
                         error_message=None, acquisition_lock_timeout=0, responses=(), node_endpoints=())
     lock_ms = ctx.broker.group_coordinator.group_configs.value(request.group_id, "share.record.lock.duration.ms")
