@@ -232,7 +232,7 @@ class SharePartitionManager:
         released = []
         for (group, topic_id, index), sp in self.partitions.items():
             if group == group_id:
-                sp.release_member(member_id)
+                self._with_group_limits(group_id, sp).release_member(member_id)
                 released.append((topic_id, index))
         self._changed.set()
         self._persist_later(group_id, released)
@@ -315,12 +315,17 @@ class SharePartitionManager:
                 await self._start_offset(group_id, TopicPartition(topic, tp[1]))
             sp = self.partitions.get(key)  # a concurrent fetch may have made it meanwhile
             if sp is None:
-                limits = dict(delivery_count_limit=self.group_configs.value(group_id, "share.delivery.count.limit"),
-                              max_in_flight=self.group_configs.value(group_id, "share.partition.max.record.locks"))
                 sp = self.partitions[key] = SharePartition.from_state(
-                    start, stored.batches if stored is not None else [], **limits)
+                    start, stored.batches if stored is not None else [], delivery_count_limit=0, max_in_flight=0)
                 log.info("[GroupId %s] Share partition %s-%d starts at offset %d%s", group_id, topic, tp[1],
                          sp.start_offset, " (its stored state)" if stored is not None else "")
+        return self._with_group_limits(group_id, sp)
+
+    def _with_group_limits(self, group_id: str, sp: SharePartition) -> SharePartition:
+        """The share partition under its group's limits as they are now: group configs may
+        change at any time, and Kafka reads them at each use."""
+        sp.delivery_count_limit = self.group_configs.value(group_id, "share.delivery.count.limit")
+        sp.max_in_flight = self.group_configs.value(group_id, "share.partition.max.record.locks")
         return sp
 
     async def _start_offset(self, group_id: str, tp: TopicPartition) -> int:
@@ -379,7 +384,8 @@ class SharePartitionManager:
         lock_ms: int = self.group_configs.value(group_id, "share.record.lock.duration.ms")
         renew_enabled: bool = self.group_configs.value(group_id, "share.renew.acknowledge.enable")
         try:
-            sp.acknowledge(member_id, batches, now=now, lock_ms=lock_ms, renew_enabled=renew_enabled)
+            self._with_group_limits(group_id, sp).acknowledge(member_id, batches, now=now, lock_ms=lock_ms,
+                                                              renew_enabled=renew_enabled)
         except KafkaError as exc:  # the partition's answer: INVALID_RECORD_STATE, INVALID_REQUEST
             answer.acknowledge_error, answer.acknowledge_message = exc.error_code, exc.wire_message
             return
@@ -402,7 +408,7 @@ class SharePartitionManager:
 
         def expire() -> None:
             self._timers.pop(key, None)
-            if sp.expire_locks(self.clock.milliseconds()):
+            if self._with_group_limits(group_id, sp).expire_locks(self.clock.milliseconds()):
                 self._changed.set()
                 self._persist_later(group_id, [tp])
             self._schedule_expiry(group_id, tp, sp)

@@ -146,13 +146,15 @@ def test_acknowledgements(brokers) -> None:  # type: ignore[no-untyped-def]
 
 
 def delivery_limit(run: ScenarioRun) -> None:
-    """share.delivery.count.limit 2: a record released twice is archived, the start offset
-    moves past it, and it is never delivered again; a gap acknowledged as such."""
+    """share.delivery.count.limit lowered to 2 while the share partition is in use: a record
+    released twice is archived, the start offset moves past it, and it is never delivered
+    again; a gap acknowledged as such."""
     setup(run, batches=2)
-    incremental_alter_configs(run, [(GROUP_RESOURCE, "=" + run.group("g"),
-                                     [("share.delivery.count.limit", SET, "2")])], label="limit 2")
     a = Member(run, "m-a")
     a.fetch_until_acquired("a acquires 0-1")
+    # set while the share partition is in use: it applies from the next acknowledgement
+    incremental_alter_configs(run, [(GROUP_RESOURCE, "=" + run.group("g"),
+                                     [("share.delivery.count.limit", SET, "2")])], label="limit 2")
     a.fetch("release 0, accept 1", ((0, 1, (RELEASE, ACCEPT)),), wait_ms=2000)
     a.fetch("release 0 again: archived", ((0, 0, (RELEASE,)),), wait_ms=300)
     data_steps.produce(run, "solo", {0: batch([(None, b"v2")])}, record=False)
