@@ -22,13 +22,14 @@ they are available again, as after Kafka's.
 from __future__ import annotations
 
 import logging
+import re
 import struct
 import uuid
 from collections.abc import Sequence
 
 import msgspec
 
-from storage.partition_metadata import uuid_to_base64
+from storage.partition_metadata import uuid_from_base64, uuid_to_base64
 from wire.records import read_uvarint, write_uvarint
 
 from asyncbroker.offsets_topic import CoordinatorTopic, java_string_hash
@@ -55,6 +56,32 @@ def state_partition_for(group_id: str, topic_id: uuid.UUID, partition: int, num_
     """Kafka's Utils.abs(asCoordinatorKey().hashCode()) % partitions."""
     h = java_string_hash(f"{group_id}:{uuid_to_base64(topic_id)}:{partition}")
     return (0 if h == -(2**31) else abs(h)) % num_partitions
+
+
+_BASE64_UUID = re.compile(r"[A-Za-z0-9_-]{21,22}={0,2}")
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_share_partition_key(key: str) -> tuple[str, uuid.UUID, int] | None:
+    """A share coordinator key, "group:topic id:partition", read as Kafka's
+    SharePartitionKey.getInstance reads it (the group may hold colons, Java's split drops
+    trailing empty parts); None where Kafka refuses it."""
+    tokens = key.split(":")
+    while tokens and not tokens[-1]:
+        tokens.pop()
+    if len(tokens) < 3 or not ":".join(tokens[:-2]).strip():
+        return None
+    topic_text, partition_text = tokens[-2], tokens[-1]
+    if not _BASE64_UUID.fullmatch(topic_text) or not _JAVA_INT.fullmatch(partition_text):
+        return None
+    partition = int(partition_text)
+    if not -2**31 <= partition < 2**31:
+        return None
+    try:
+        topic_id = uuid_from_base64(topic_text.rstrip("="))
+    except ValueError:
+        return None
+    return ":".join(tokens[:-2]), topic_id, partition
 
 
 def encode_key(record_type: int, group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:

@@ -1,8 +1,10 @@
-"""FindCoordinator (key 10): this node coordinates every group.
+"""FindCoordinator (key 10): this node coordinates every group, transaction and share
+partition.
 
 Like Kafka, the first lookup of a group coordinator creates
-`__consumer_offsets` (offsets.topic.num.partitions partitions, compacted), and
-the first lookup of a transaction coordinator `__transaction_state`.
+`__consumer_offsets` (offsets.topic.num.partitions partitions, compacted), the first lookup
+of a transaction coordinator `__transaction_state`, and the first of a share coordinator
+`__share_group_state`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
+from asyncbroker.share_coordinator import parse_share_partition_key
 
 API_KEY = ApiKey.FIND_COORDINATOR
 MIN_VERSION = 0
@@ -53,10 +56,27 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             error = error_code_for(exc)
             if error not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    elif key_type == SHARE_KEY_TYPE and version >= 6:
+        # The share coordinator's lookups are brokers' business: CLUSTER_ACTION or the whole
+        # request fails. A key that is not "group:topic id:partition" is INVALID_REQUEST.
+        if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+            error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return b.entity("FindCoordinatorResponse", throttle_time=0, coordinators=tuple(
+                b.entity("Coordinator", key=k, error_code=error, error_message=default_message(error), node_id=-1,
+                         host="", port=-1) for k in keys))
+        for k in keys:
+            if parse_share_partition_key(k) is None:
+                refusals[k] = ErrorCode.INVALID_REQUEST
+        if not all(refusals.values()):
+            try:
+                await ctx.broker.share_partitions.coordinator.topic.ensure_created()
+            except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+                error = error_code_for(exc)
+                if error not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+                    error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     else:
-        # A share key (no share coordinator here: share groups, KIP-932, are not built) and a
-        # key type Kafka does not know both get INVALID_REQUEST; only the latter fails the
-        # whole request, with the error's default message (see below).
+        # A share key before v6 and a key type Kafka does not know both get INVALID_REQUEST;
+        # only the latter fails the whole request, with the error's default message (see below).
         error = ErrorCode.INVALID_REQUEST
 
     host, port = ctx.broker.advertised_for(ctx.listener_name)

@@ -254,6 +254,7 @@ def test_a_principal_with_no_acl(secured: SecuredBrokers) -> None:
             gs.find_coordinator(run, [run.group("g"), run.group("other")])
             gs.find_coordinator(run, [run.group("g")], version=3)
             gs.find_coordinator(run, [run.group("tx")], key_type=1)
+            gs.find_coordinator(run, [f"{run.group('g')}:AAAAAAAAAAAAAAAAAAAAAA:0"], key_type=2)
             gs.join(run, "g")
             gs.sync(run, "g", member.generation, member.member_id).answer()
             gs.heartbeat(run, "g", member.generation, member.member_id)

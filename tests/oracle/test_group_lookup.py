@@ -44,7 +44,9 @@ def test_find_coordinator(brokers, version: int) -> None:  # type: ignore[no-unt
 
 
 def share_coordinator(run: ScenarioRun) -> None:
-    """A well-formed share-partition key ("group:topic id:partition") at v6."""
+    """Share-partition keys ("group:topic id:partition") at v6: a well-formed one names this
+    node (the first lookup creates __share_group_state); malformed ones, and any share key
+    before v6, are INVALID_REQUEST."""
     create_topic(run, "t", 1, record=False)
     topic_id = base64.urlsafe_b64encode(run.topic_id("t").bytes).decode().rstrip("=")
     run.alias(topic_id, "<topic id t>")
@@ -55,12 +57,14 @@ def share_coordinator(run: ScenarioRun) -> None:
         return r.coordinators[0].error_code.value != 15  # COORDINATOR_NOT_AVAILABLE
 
     run.wait_until(settled, "the share coordinator's answer")
-    gs.find_coordinator(run, [key], key_type=2)
-
-
-def test_find_share_coordinator(brokers) -> None:  # type: ignore[no-untyped-def]
-    brokers.compare(share_coordinator, known={"KD-300": {
-        "0:.coordinators[0].node_id", "0:.coordinators[0].error_code"}})
+    gs.find_coordinator(run, [key], key_type=2, label="a share-partition key")
+    group = run.group("g")
+    malformed = ["", group, f"{group}:{topic_id}", f"{group}:{topic_id}:", f":{topic_id}:0", f"{group}:not-an-id:0",
+                 f"{group}:{topic_id}:x", f"{group}:{topic_id}:99999999999", f"{group}:{topic_id}==:1"]
+    gs.find_coordinator(run, malformed, key_type=2, label="malformed share keys")
+    gs.find_coordinator(run, [f"a:b:{group}:{topic_id}:-1", f"{group}:{topic_id}:+2", key], key_type=2,
+                        label="colons in the group, signed partitions, beside a good key")
+    gs.find_coordinator(run, [key], key_type=2, version=5, label="a share key at v5")
 
 
 def init_producer_id_version(version: int):  # type: ignore[no-untyped-def]
