@@ -317,12 +317,15 @@ class GroupCoordinator:
         """DeleteGroups: an empty group's offsets and metadata are tombstoned together, then forgotten."""
         results: dict[str, int] = {}
         by_partition: dict[int, list[tuple[str, list[tuple[bytes, bytes | None]]]]] = {}
+        share_states: dict[str, list[tuple[uuid.UUID, int]]] = {}  # a share group's state goes with it
         for group_id in group_ids:
             share = self.share_manager.groups.get(group_id)
             if share is not None:
                 if share.members:
                     results[group_id] = ErrorCode.NON_EMPTY_GROUP
                     continue
+                share_states[group_id] = [(t, p) for state in (share.initialized, share.initializing)
+                                          for t, (_, parts) in state.items() for p in parts]
                 by_partition.setdefault(self.offsets_topic.partition_for(group_id), []).append(
                     (group_id, self.share_manager.tombstones(group_id)))
                 continue
@@ -358,6 +361,13 @@ class GroupCoordinator:
                 self.share_manager.remove_group(group_id)
                 results[group_id] = ErrorCode.NONE
                 log.info("Deleted group %s", group_id)
+        for group_id, partitions in share_states.items():
+            if results.get(group_id) != ErrorCode.NONE or self.share_manager.share_coordinator is None:
+                continue
+            # Kafka's share coordinator deletes the state of every partition the group had.
+            for topic_id, index in partitions:
+                await self.share_manager.share_coordinator.delete(group_id, topic_id, index)
+            await self.on_share_state_reset(group_id, partitions)
         return results
 
     async def on_partitions_deleted(self, partitions: Iterable[TopicPartitionKey]) -> int:
