@@ -1,6 +1,7 @@
 """kafka-clients 4.4's KafkaShareConsumer (KIP-932) on Kafka 4.4 and on asyncbroker: two members
 share one partition and every record is delivered once; a record released explicitly is
-delivered again with its delivery count raised."""
+delivered again with its delivery count raised; the share group offset admin APIs through
+kafka-clients' Admin."""
 
 from __future__ import annotations
 
@@ -18,3 +19,16 @@ def test_a_released_record_is_delivered_again(targets: Targets) -> None:
     kafka, ours = targets.run("share.release", timeout_s=120)
     assert_same_facts(kafka, ours)
     assert ours == {"delivery_1": 1, "delivery_2": 2}
+
+
+def test_share_group_offsets_through_the_admin_client(targets: Targets) -> None:
+    """Admin.alterShareGroupOffsets / listShareGroupOffsets / deleteShareGroupOffsets of
+    kafka-clients 4.4: the offsets set, the lag described, where a share consumer starts
+    after an alter and after a delete, and the errors for a group with a member, an unknown
+    partition and a topic without share state."""
+    kafka, ours = targets.run("share.offsets_admin", timeout_s=180)
+    assert_same_facts(kafka, ours)
+    assert ours["after_alter"] == {"0": "start=2 lag=3", "1": "start=0 lag=5"}
+    assert ours["consumed_after_alter"] == ",".join(
+        sorted([f"0:{o}" for o in range(2, 5)] + [f"1:{o}" for o in range(5)]))
+    assert ours["consumed_after_delete"] == 10
