@@ -317,7 +317,8 @@ class ShareGroupManager:
             group = self.groups.get(group_id)
             if group is None:
                 return
-            mine = {t: (name, parts & group.initializing.get(t, (name, frozenset()))[1])
+            # (a negative partition an AlterShareGroupOffsets left initializing has no state to set up)
+            mine = {t: (name, frozenset(p for p in parts & group.initializing.get(t, (name, frozenset()))[1] if p >= 0))
                     for t, (name, parts) in todo.items()}
             mine = {t: v for t, v in mine.items() if v[1]}
             if not mine:
