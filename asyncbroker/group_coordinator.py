@@ -12,6 +12,10 @@ Kafka's group coordinator, the state is split by what it is about:
   protocol (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe);
 - offset_metadata_manager.py: OffsetMetadataManager, the committed offsets
   (OffsetCommit, OffsetFetch, TxnOffsetCommit, OffsetDelete) and their expiry;
+- share_group_manager.py: ShareGroupManager, the share groups (KIP-932), whose
+  offset admin APIs (Describe/Alter/DeleteShareGroupOffsets) this coordinator runs
+  with the share coordinator's state (share_coordinator.py), as Kafka's
+  GroupCoordinatorService runs them with its persister;
 - coordinator_loader.py: CoordinatorLoader, which replays `__consumer_offsets`
   into both.
 

@@ -16,9 +16,15 @@ heartbeat, under the group's lock:
    then applies it in memory and answers.
 
 A topic the group newly subscribes to is not assigned at once: its partitions' share state is
-first initialized (Kafka asks its share coordinator; share_group.py), which happens right
+first initialized (written to the share coordinator, share_coordinator.py, at start offset -1,
+or 0 for partitions added to a topic the group knew; share_group.py), which happens right
 after the heartbeat that subscribed to it, and the following heartbeat assigns them. A member
 that stops heartbeating for share.session.timeout.ms is removed.
+
+The share group offset admin APIs' group side is here too: AlterShareGroupOffsets records
+the partitions it sets as initializing, then initialized; DeleteShareGroupOffsets moves
+topics from initialized to deleting, then forgets them (ShareGroupStatePartitionMetadata);
+both only for an empty group. GroupCoordinator writes the share state in between.
 """
 
 from __future__ import annotations
