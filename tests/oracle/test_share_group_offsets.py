@@ -232,6 +232,9 @@ def alter_and_describe(run: ScenarioRun) -> None:
     describe_offsets(run, "a consumer group", [("c", {"t1": [0]}), ("c", None)])
     from test_consumer_group_protocol import hb as consumer_hb
     consumer_hb(run, "consumer member leaves", "m-c", -1, group="c")
+    group_steps.join(run, "k", label="a classic group")
+    alter_offsets(run, "a classic group", "k", {"t1": {0: 1}})
+    delete_offsets(run, "a classic group", "k", ["t1"])
 
 
 def test_alter_and_describe(brokers) -> None:  # type: ignore[no-untyped-def]
