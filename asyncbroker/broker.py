@@ -329,9 +329,13 @@ class Broker:
                                                   "cleanup.policy": "delete", "compression.type": "producer",
                                                   "retention.ms": "-1", "segment.bytes":
                                                   str(self.config.share_coordinator_state_topic_segment_bytes)})
+        share_coordinator = ShareCoordinator(state_topic)
         self.share_partitions = SharePartitionManager(self.replica_manager, self.topics,
                                                       self.group_coordinator.group_configs, self.clock,
-                                                      ShareCoordinator(state_topic))
+                                                      share_coordinator)
+        # The share group offset admin APIs write share state and make the fetch path read it again.
+        self.group_coordinator.share_manager.share_coordinator = share_coordinator
+        self.group_coordinator.on_share_state_reset = self.share_partitions.forget
         self.producer_id_expiration = ProducerIdExpiration(
             log_manager=self.log_manager, clock=self.clock, run_blocking=self.run_blocking,
             expiration_ms=self.config.producer_id_expiration_ms,

@@ -12,6 +12,10 @@ Kafka's group coordinator, the state is split by what it is about:
   protocol (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe);
 - offset_metadata_manager.py: OffsetMetadataManager, the committed offsets
   (OffsetCommit, OffsetFetch, TxnOffsetCommit, OffsetDelete) and their expiry;
+- share_group_manager.py: ShareGroupManager, the share groups (KIP-932), whose
+  offset admin APIs (Describe/Alter/DeleteShareGroupOffsets) this coordinator runs
+  with the share coordinator's state (share_coordinator.py), as Kafka's
+  GroupCoordinatorService runs them with its persister;
 - coordinator_loader.py: CoordinatorLoader, which replays `__consumer_offsets`
   into both.
 
@@ -25,11 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from storage.clock import Clock
-from wire.errors import CoordinatorNotAvailableError, ErrorCode, GroupIdNotFoundError
+from storage.partition_metadata import uuid_to_base64
+from wire.errors import CoordinatorNotAvailableError, ErrorCode, GroupIdNotFoundError, UnknownServerError
 
 from asyncbroker.classic_group import ClassicGroup, ClassicGroupState, OffsetAndMetadata
 from asyncbroker.consumer_group_manager import ConsumerGroupManager
@@ -39,15 +45,17 @@ from asyncbroker.group_configs import GroupConfigManager
 from asyncbroker.group_metadata_manager import GroupMetadataManager, JoinGroupResult, ListedGroup, SyncGroupResult
 from asyncbroker.offset_metadata_manager import OffsetMetadataManager, TopicPartitionKey
 from asyncbroker.offsets_topic import CoordinatorTopic, append_error_code
-from asyncbroker.share_group_manager import ShareGroupManager
+from asyncbroker.share_group_manager import InitMap, ShareGroupManager
 
 if TYPE_CHECKING:
     from asyncbroker.config import KafkaConfig
+    from asyncbroker.share_coordinator import ShareCoordinator, ShareStateSummary
     from asyncbroker.transaction_coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
 _S = ClassicGroupState
+_UNKNOWN_SERVER_ERROR = "The server experienced an unexpected error when processing the request."
 
 
 class GroupCoordinator:
@@ -57,6 +65,10 @@ class GroupCoordinator:
                  run_blocking: Callable[..., Awaitable[Any]],
                  transaction_coordinator: Callable[[], TransactionCoordinator]) -> None:
         self.offsets_topic = offsets_topic
+        self.clock = clock
+        # Who must forget the share partitions of a group whose state was set afresh: given
+        # by the broker (with share_manager.share_coordinator, the share groups' durable state).
+        self.on_share_state_reset: Callable[[str, list[tuple[uuid.UUID, int]]], Awaitable[None]] = _nothing
         self.group_configs = GroupConfigManager(config, run_blocking)
         self.group_manager = GroupMetadataManager(config, offsets_topic, clock)
         self.consumer_manager = ConsumerGroupManager(config, offsets_topic, clock, self.group_manager,
@@ -177,6 +189,77 @@ class GroupCoordinator:
         other = group_id in self.consumer_manager.groups or (classic is not None and not classic.is_in_state(_S.DEAD))
         return await self.share_manager.heartbeat(other_group_exists=other, **request)
 
+    def _held_by_other_group_type(self, group_id: str) -> bool:
+        classic = self.group_manager.groups.get(group_id)
+        return group_id in self.consumer_manager.groups or (classic is not None and not classic.is_in_state(_S.DEAD))
+
+    def _persister(self) -> ShareCoordinator:
+        persister = self.share_manager.share_coordinator
+        if persister is None:
+            raise CoordinatorNotAvailableError("The share coordinator is not available.")
+        return persister
+
+    # -- the share group offset admin APIs (KIP-932), as Kafka's GroupCoordinatorService runs them:
+    # the group's records first, then the share coordinator's state, then the group's records again.
+
+    async def describe_share_group_offsets(
+            self, group_id: str, topics: Sequence[tuple[uuid.UUID, str, Sequence[int]]] | None,
+    ) -> list[tuple[uuid.UUID, str, list[tuple[int, ShareStateSummary]]]]:
+        """Each partition's share state summary; `topics` None: every partition with initialized
+        share state. The group itself is not looked at (Kafka asks its share coordinator for
+        whatever group id it is given)."""
+        persister = self._persister()
+        if topics is None:
+            wanted = [(t, name, sorted(parts)) for t, (name, parts) in
+                      self.share_manager.initialized_partitions(group_id).items()]
+        else:
+            wanted = [(t, name, list(parts)) for t, name, parts in topics]
+        if wanted:
+            _check_persister_request("Read share group summary parameters", group_id, wanted)
+        return [(t, name, [(p, await persister.summary(group_id, t, p)) for p in parts]) for t, name, parts in wanted]
+
+    async def alter_share_group_offsets(self, group_id: str,
+                                        topics: Mapping[uuid.UUID, tuple[str, Mapping[int, int]]]) -> None:
+        """Set share-partition start offsets of an empty share group (created if unknown):
+        recorded as initializing, written to the share coordinator with the group epoch as
+        their state epoch, then recorded as initialized; the next fetch starts there. A
+        negative partition fails it all once recorded as initializing (Kafka's persister
+        refuses the request; nothing is written)."""
+        persister = self._persister()
+        init: InitMap = {t: (name, frozenset(offsets)) for t, (name, offsets) in topics.items()}
+        epoch = await self.share_manager.begin_alter_offsets(
+            group_id, init, other_group_exists=self._held_by_other_group_type(group_id))
+        written = [(t, p) for t, (_, offsets) in topics.items() for p in offsets]
+        if written:
+            _check_persister_request("Initialize share group parameters", group_id,
+                                     [(t, name, list(offsets)) for t, (name, offsets) in topics.items() if offsets],
+                                     show_message=True)
+        now = self.clock.milliseconds()
+        for t, (_, offsets) in topics.items():
+            for p, start in offsets.items():
+                await persister.initialize(group_id, t, p, start, epoch, now)
+        await self.on_share_state_reset(group_id, written)
+        await self.share_manager.finish_initializing(group_id, {t: v for t, v in init.items() if v[1]})
+
+    async def delete_share_group_offsets(
+            self, group_id: str, topics: Sequence[tuple[str, uuid.UUID | None, int]],
+    ) -> list[tuple[str, uuid.UUID | None, int, str | None]]:
+        """Delete the share state of topics of an empty share group: (name, id or None, partition
+        count) each; answers (name, id, error code, message) per topic: those deleted first,
+        then those refused."""
+        persister = self._persister()
+        to_delete, refused = await self.share_manager.begin_delete_offsets(
+            group_id, topics, other_group_exists=self._held_by_other_group_type(group_id))
+        for t, (_, parts) in to_delete.items():
+            for p in sorted(parts):
+                await persister.delete(group_id, t, p)
+        await self.on_share_state_reset(group_id, [(t, p) for t, (_, parts) in to_delete.items() for p in parts])
+        if to_delete:
+            await self.share_manager.finish_deleting(group_id, to_delete)
+        answered: list[tuple[str, uuid.UUID | None, int, str | None]] = [
+            (name, t, ErrorCode.NONE, None) for t, (name, _) in to_delete.items()]
+        return answered + [(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message) for name, message in refused]
+
     # -- the classic protocol's requests: a consumer-protocol group's if it holds the id (mixed groups)
 
     async def join_group(self, **request: Any) -> JoinGroupResult:
@@ -238,12 +321,15 @@ class GroupCoordinator:
         """DeleteGroups: an empty group's offsets and metadata are tombstoned together, then forgotten."""
         results: dict[str, int] = {}
         by_partition: dict[int, list[tuple[str, list[tuple[bytes, bytes | None]]]]] = {}
+        share_states: dict[str, list[tuple[uuid.UUID, int]]] = {}  # a share group's state goes with it
         for group_id in group_ids:
             share = self.share_manager.groups.get(group_id)
             if share is not None:
                 if share.members:
                     results[group_id] = ErrorCode.NON_EMPTY_GROUP
                     continue
+                share_states[group_id] = [(t, p) for state in (share.initialized, share.initializing)
+                                          for t, (_, parts) in state.items() for p in parts]
                 by_partition.setdefault(self.offsets_topic.partition_for(group_id), []).append(
                     (group_id, self.share_manager.tombstones(group_id)))
                 continue
@@ -279,6 +365,13 @@ class GroupCoordinator:
                 self.share_manager.remove_group(group_id)
                 results[group_id] = ErrorCode.NONE
                 log.info("Deleted group %s", group_id)
+        for group_id, partitions in share_states.items():
+            if results.get(group_id) != ErrorCode.NONE or self.share_manager.share_coordinator is None:
+                continue
+            # Kafka's share coordinator deletes the state of every partition the group had.
+            for topic_id, index in partitions:
+                await self.share_manager.share_coordinator.delete(group_id, topic_id, index)
+            await self.on_share_state_reset(group_id, partitions)
         return results
 
     async def on_partitions_deleted(self, partitions: Iterable[TopicPartitionKey]) -> int:
@@ -294,3 +387,28 @@ class GroupCoordinator:
 def _log_load_failure(fut: asyncio.Future[None]) -> None:
     if not fut.cancelled() and fut.exception() is not None:
         log.error("Loading __consumer_offsets failed", exc_info=fut.exception())
+
+
+def _check_persister_request(prefix: str, group_id: str, topics: Sequence[tuple[uuid.UUID, str, Sequence[int]]], *,
+                             show_message: bool = False) -> None:
+    """Kafka's DefaultStatePersister refuses a request with no group id, a topic without
+    partitions or a negative partition: UNKNOWN_SERVER_ERROR for the whole group (with the
+    reason as its message where Kafka passes it on, `show_message`)."""
+    problem = None
+    if not group_id:
+        problem = f"{prefix} groupId cannot be null or empty."
+    for topic_id, _, parts in topics:
+        if problem is not None:
+            break
+        if not parts:
+            problem = f"{prefix} partitions cannot be null or empty."
+        for p in parts:
+            if p < 0:
+                problem = f"{prefix} has invalid partitionId - {group_id} {uuid_to_base64(topic_id)} {p}"
+                break
+    if problem is not None:
+        raise UnknownServerError(problem, wire_message=problem if show_message else _UNKNOWN_SERVER_ERROR)
+
+
+async def _nothing(group_id: str, partitions: list[tuple[uuid.UUID, int]]) -> None:
+    """No share partitions to forget (no broker wired one in)."""

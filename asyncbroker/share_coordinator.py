@@ -12,11 +12,17 @@ delivery counts of its records past it. Kafka's share coordinator keeps them as 
            tagged 0: deliveryCompleteCount int32 (-1: not given)
            (the bracketed fields are the snapshot's, not the update's)
 
-A snapshot is the whole state; an update overlays its batches on the state before it. This
+A snapshot is the whole state; an update overlays its batches on the state before it; a
+tombstone (the share group's offsets deleted) forgets it. This
 broker writes a snapshot after every change it must not lose (acknowledgements, and records
 released), so a restart resumes where members left off; it reads both kinds, so a log dir Kafka
 wrote resumes too. Records acquired and not yet acknowledged are not written: after a restart
 they are available again, as after Kafka's.
+
+The share group offset admin APIs act here too: AlterShareGroupOffsets initializes a state at
+a new start offset (`initialize`), DeleteShareGroupOffsets tombstones it (`delete`) and
+DescribeShareGroupOffsets reads its start offset, leader epoch and delivery-complete count
+(`summary`).
 """
 
 from __future__ import annotations
@@ -50,6 +56,27 @@ class ShareState(msgspec.Struct):
     state_epoch: int = 0
     snapshot_epoch: int = 0
     create_timestamp: int = 0
+    leader_epoch: int = 0
+    # Records past the start offset in a final state (acknowledged or archived); -1: unknown
+    # (Kafka's deliveryCompleteCount, which DescribeShareGroupOffsets' lag subtracts).
+    delivery_complete_count: int = -1
+
+
+class ShareStateSummary(msgspec.Struct, frozen=True):
+    """What DescribeShareGroupOffsets shows of a share partition (Kafka's ReadShareGroupStateSummary)."""
+
+    start_offset: int
+    leader_epoch: int
+    delivery_complete_count: int
+
+
+NO_STATE = ShareStateSummary(-1, 0, -1)  # a share partition never initialized
+_FINAL_STATES = (int(RecordState.ACKNOWLEDGED), int(RecordState.ARCHIVED))
+
+
+def delivery_complete_count(batches: Sequence[StateBatch]) -> int:
+    """The records of these state batches in a final state (acknowledged or archived)."""
+    return sum(last - first + 1 for first, last, st, _ in batches if st in _FINAL_STATES)
 
 
 def state_partition_for(group_id: str, topic_id: uuid.UUID, partition: int, num_partitions: int) -> int:
@@ -103,13 +130,19 @@ def decode_key(data: bytes) -> tuple[int, str, uuid.UUID, int] | None:
 
 def encode_snapshot(state: ShareState, write_timestamp: int) -> bytes:
     out = bytearray(_I16.pack(0))
-    out += _I32.pack(state.snapshot_epoch) + _I32.pack(state.state_epoch) + _I32.pack(0)
+    out += _I32.pack(state.snapshot_epoch) + _I32.pack(state.state_epoch) + _I32.pack(state.leader_epoch)
     out += _I64.pack(state.start_offset) + _I64.pack(state.create_timestamp) + _I64.pack(write_timestamp)
     write_uvarint(out, len(state.batches) + 1)
     for first, last, st, count in state.batches:
         out += _I64.pack(first) + _I64.pack(last) + struct.pack(">bh", st, count)
         write_uvarint(out, 0)
-    write_uvarint(out, 0)
+    if state.delivery_complete_count == -1:  # the tagged field's default: not written
+        write_uvarint(out, 0)
+    else:
+        write_uvarint(out, 1)
+        write_uvarint(out, 0)
+        write_uvarint(out, 4)
+        out += _I32.pack(state.delivery_complete_count)
     return bytes(out)
 
 
@@ -121,7 +154,8 @@ def decode_value(record_type: int, data: bytes) -> ShareState:
     if record_type == SNAPSHOT:
         state_epoch = _I32.unpack_from(data, pos)[0]
         pos += 4
-    pos += 4  # leader epoch
+    leader_epoch = _I32.unpack_from(data, pos)[0]
+    pos += 4
     start = _I64.unpack_from(data, pos)[0]
     pos += 8
     created = 0
@@ -140,7 +174,15 @@ def decode_value(record_type: int, data: bytes) -> ShareState:
             size, pos = read_uvarint(data, pos, len(data), 5)
             pos += size
         batches.append((first, last, st, deliveries))
-    return ShareState(start, batches, state_epoch, snapshot_epoch, created)
+    complete = -1
+    tags, pos = read_uvarint(data, pos, len(data), 5)
+    for _ in range(tags):
+        tag, pos = read_uvarint(data, pos, len(data), 5)
+        size, pos = read_uvarint(data, pos, len(data), 5)
+        if tag == 0 and size == 4:
+            complete = _I32.unpack_from(data, pos)[0]
+        pos += size
+    return ShareState(start, batches, state_epoch, snapshot_epoch, created, leader_epoch, complete)
 
 
 def _overlay(base: ShareState, update: ShareState) -> ShareState:
@@ -158,7 +200,9 @@ def _overlay(base: ShareState, update: ShareState) -> ShareState:
             batches[-1] = (batches[-1][0], o, st, n)
         else:
             batches.append((o, o, st, n))
-    return ShareState(start, batches, base.state_epoch, update.snapshot_epoch, base.create_timestamp)
+    leader_epoch = update.leader_epoch if update.leader_epoch != -1 else base.leader_epoch
+    return ShareState(start, batches, base.state_epoch, base.snapshot_epoch, base.create_timestamp, leader_epoch,
+                      update.delivery_complete_count)
 
 
 class ShareCoordinator:
@@ -195,11 +239,49 @@ class ShareCoordinator:
     async def write(self, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int,
                     batches: Sequence[StateBatch], now: int) -> None:
         """A snapshot of one share partition's state (written before the caller answers)."""
-        await self.topic.ensure_created()
         k = (group_id, topic_id, partition)
         before = self.states.get(k)
-        state = ShareState(start_offset, list(batches), 0, (before.snapshot_epoch + 1) if before else 0,
-                           before.create_timestamp if before else now)
+        await self._append_snapshot(k, ShareState(
+            start_offset, list(batches), before.state_epoch if before else 0,
+            (before.snapshot_epoch + 1) if before else 0, before.create_timestamp if before else now,
+            before.leader_epoch if before else 0, delivery_complete_count(batches)), now)
+
+    async def initialize(self, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int,
+                         state_epoch: int, now: int) -> None:
+        """A share partition's state set afresh at `start_offset` (-1: decided at the next fetch
+        by share.auto.offset.reset), as Kafka's InitializeShareGroupState writes it: a snapshot
+        with no state batches, stamped with the group epoch as its state epoch."""
+        await self.load()
+        k = (group_id, topic_id, partition)
+        before = self.states.get(k)
+        await self._append_snapshot(k, ShareState(
+            start_offset, [], state_epoch, (before.snapshot_epoch + 1) if before else 0, now, 0,
+            -1 if start_offset == -1 else 0), now)
+
+    async def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        """Forget a share partition's state (Kafka's DeleteShareGroupState: a tombstone, only for
+        a state there is)."""
+        await self.load()
+        k = (group_id, topic_id, partition)
+        if k not in self.states:
+            return
+        await self.topic.ensure_created()
+        num = self.topic.num_partitions
+        await self.topic.append(state_partition_for(group_id, topic_id, partition, num),
+                                [(encode_key(SNAPSHOT, group_id, topic_id, partition), None)])
+        self.states.pop(k, None)
+
+    async def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> ShareStateSummary:
+        """Kafka's ReadShareGroupStateSummary of one share partition."""
+        await self.load()
+        state = self.states.get((group_id, topic_id, partition))
+        if state is None:
+            return NO_STATE
+        return ShareStateSummary(state.start_offset, state.leader_epoch, state.delivery_complete_count)
+
+    async def _append_snapshot(self, k: tuple[str, uuid.UUID, int], state: ShareState, now: int) -> None:
+        await self.topic.ensure_created()
+        group_id, topic_id, partition = k
         num = self.topic.num_partitions
         await self.topic.append(state_partition_for(group_id, topic_id, partition, num),
                                 [(encode_key(SNAPSHOT, group_id, topic_id, partition), encode_snapshot(state, now))])

@@ -53,8 +53,10 @@ class ShareGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
-        self.assignment_epoch = 0
+        # Kafka's ModernGroup starts at epoch 1, its target assignment too (a group an
+        # AlterShareGroupOffsets creates is described so).
+        self.group_epoch = 1
+        self.assignment_epoch = 1
         self.assignment_timestamp = 0
         self.members: dict[str, ShareGroupMember] = {}
         self.target: dict[str, Assignment] = {}
@@ -64,6 +66,11 @@ class ShareGroup:
         # topic id -> (topic name, partitions)
         self.initializing: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
         self.initialized: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
+        # Topics whose share state is being deleted (DeleteShareGroupOffsets): topic id -> name.
+        self.deleting: dict[uuid.UUID, str] = {}
+        # Whether a ShareGroupStatePartitionMetadata record stands for the group (Kafka's
+        # DeleteShareGroupOffsets answers nothing at all without one).
+        self.has_state_metadata = False
 
     @property
     def state(self) -> ShareGroupState:

@@ -16,9 +16,15 @@ heartbeat, under the group's lock:
    then applies it in memory and answers.
 
 A topic the group newly subscribes to is not assigned at once: its partitions' share state is
-first initialized (Kafka asks its share coordinator; share_group.py), which happens right
+first initialized (written to the share coordinator, share_coordinator.py, at start offset -1,
+or 0 for partitions added to a topic the group knew; share_group.py), which happens right
 after the heartbeat that subscribed to it, and the following heartbeat assigns them. A member
 that stops heartbeating for share.session.timeout.ms is removed.
+
+The share group offset admin APIs' group side is here too: AlterShareGroupOffsets records
+the partitions it sets as initializing, then initialized; DeleteShareGroupOffsets moves
+topics from initialized to deleting, then forgets them (ShareGroupStatePartitionMetadata);
+both only for an empty group. GroupCoordinator writes the share state in between.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from wire.errors import (
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
     InvalidRequestError,
+    NonEmptyGroupError,
     UnknownMemberIdError,
 )
 
@@ -71,12 +78,14 @@ from asyncbroker.share_group_assignor import simple_assign
 if TYPE_CHECKING:
     from asyncbroker.config import KafkaConfig
     from asyncbroker.coordinator_timer import CoordinatorTimer
+    from asyncbroker.share_coordinator import ShareCoordinator
 
 log = logging.getLogger(__name__)
 
 _T = CoordinatorRecordType
 Record = tuple[bytes, bytes | None]
 Topics = dict[str, tuple[uuid.UUID, int]]
+InitMap = dict[uuid.UUID, tuple[str, frozenset[int]]]  # topic id -> (topic name, partitions)
 
 
 class ShareHeartbeatResult(msgspec.Struct, frozen=True):
@@ -115,6 +124,8 @@ class ShareGroupManager:
         self.timer = timer
         self.group_configs = group_configs
         self.max_size: int = config.group_share_max_size
+        # Share partitions' durable state (Kafka's persister), given by the broker.
+        self.share_coordinator: ShareCoordinator | None = None
         self.groups: dict[str, ShareGroup] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Future[None]] = set()
@@ -242,9 +253,12 @@ class ShareGroupManager:
             records.append(self._current_assignment_record(group_id, updated))
 
         initializing = self._to_initialize(group, topics)
+        # Kafka's share coordinator starts a new topic's partitions at -1 (share.auto.offset.reset
+        # decides at the first fetch), partitions added to a topic it knew at 0.
+        known = set(group.initialized) | set(group.initializing)
         if initializing:
-            records.append(self._state_partition_record(group_id, {**group.initializing, **initializing},
-                                                        group.initialized))
+            records.append(self._state_partition_record(group_id, _combine(group.initializing, initializing),
+                                                        group.initialized, group.deleting))
         if records:
             await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
         # Written: now it is the group's state.
@@ -263,8 +277,10 @@ class ShareGroupManager:
             group.target = dict(target)
             group.assignment_epoch, group.assignment_timestamp = target_epoch, assignment_timestamp
         if initializing:
-            group.initializing.update(initializing)
-            self._spawn(self._initialize(group_id))
+            group.has_state_metadata = True
+            group.initializing = _combine(group.initializing, initializing)
+            self._spawn(self._initialize(group_id, initializing,
+                                         {t: 0 if t in known else -1 for t in initializing}, group_epoch))
         self._schedule_session_timeout(group_id, member_id)
         heartbeat_interval: int = self.group_configs.value(group_id, "share.heartbeat.interval.ms")
         full = member_epoch == 0 or subscribed_topic_names is not None
@@ -294,25 +310,144 @@ class ShareGroupManager:
         ids = {topic_id for topic_id, _ in topics.values()}
         return any((t, p) not in targeted for t, (_, parts) in group.initialized.items() if t in ids for p in parts)
 
-    async def _initialize(self, group_id: str) -> None:
-        """Set up the share state of the group's initializing partitions (their start offset
-        is decided at their first fetch, by share.auto.offset.reset), then record them as
-        initialized: the next heartbeat assigns them."""
+    async def _initialize(self, group_id: str, todo: InitMap, starts: Mapping[uuid.UUID, int], state_epoch: int,
+                          *, keep_existing: bool = False) -> None:
+        """Set up the share state of these initializing partitions (Kafka's
+        InitializeShareGroupState: start offset -1, decided at the first fetch by
+        share.auto.offset.reset, or as `starts` says), then record them as initialized: the
+        next heartbeat assigns them. `keep_existing`: a state already written stays (the
+        initialization resumed after a restart)."""
         async with self._lock(group_id):
             group = self.groups.get(group_id)
-            if group is None or not group.initializing:
+            if group is None:
                 return
-            initialized = dict(group.initialized)
-            for topic_id, (name, parts) in group.initializing.items():
-                _, before = initialized.get(topic_id, (name, frozenset()))
-                initialized[topic_id] = (name, before | parts)
+            # (a negative partition an AlterShareGroupOffsets left initializing has no state to set up)
+            mine = {t: (name, frozenset(p for p in parts & group.initializing.get(t, (name, frozenset()))[1] if p >= 0))
+                    for t, (name, parts) in todo.items()}
+            mine = {t: v for t, v in mine.items() if v[1]}
+            if not mine:
+                return
             try:
-                await self.offsets_topic.append(self.offsets_topic.partition_for(group_id),
-                                                [self._state_partition_record(group_id, {}, initialized)])
+                if self.share_coordinator is not None:
+                    await self.share_coordinator.load()
+                    now = self._now()
+                    for topic_id, (_, parts) in mine.items():
+                        for p in sorted(parts):
+                            if keep_existing and (group_id, topic_id, p) in self.share_coordinator.states:
+                                continue
+                            await self.share_coordinator.initialize(group_id, topic_id, p, starts.get(topic_id, -1),
+                                                                    state_epoch, now)
+                initialized = _combine(group.initialized, mine)
+                initializing: InitMap = {}
+                for topic_id, (name, parts) in group.initializing.items():
+                    left = parts - mine[topic_id][1] if topic_id in mine else parts
+                    if left:
+                        initializing[topic_id] = (name, left)
+                await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), [
+                    self._state_partition_record(group_id, initializing, initialized, group.deleting)])
             except Exception:  # noqa: BLE001 - a later heartbeat asks again
-                log.exception("[GroupId %s] Could not record the initialized share partitions", group_id)
+                log.exception("[GroupId %s] Could not initialize the share partitions' state", group_id)
                 return
-            group.initialized, group.initializing = initialized, {}
+            group.initialized, group.initializing = initialized, initializing
+
+    # ================================================================ offsets (the admin APIs)
+
+    async def begin_alter_offsets(self, group_id: str, topics: InitMap, *, other_group_exists: bool) -> int:
+        """AlterShareGroupOffsets, its first step (Kafka's alterShareGroupOffsets): the group,
+        created if unknown, must be empty; the partitions to set are recorded as initializing
+        (which, for an unknown group, creates it). Returns the group epoch, the state epoch of
+        the states about to be written."""
+        async with self._lock(group_id):
+            if other_group_exists:
+                raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
+            group = self.groups.get(group_id)
+            if group is not None and group.members:
+                raise NonEmptyGroupError("The group is not empty.")
+            if not topics:
+                return group.group_epoch if group is not None else ShareGroup(group_id).group_epoch
+            current = group if group is not None else ShareGroup(group_id)
+            initializing = _combine(current.initializing, topics)
+            deleting = {t: name for t, name in current.deleting.items() if t not in initializing}
+            await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), [
+                self._state_partition_record(group_id, initializing, current.initialized, deleting)])
+            if group is None:
+                self.groups[group_id] = current
+                log.info("[GroupId %s] Created share group (its offsets altered)", group_id)
+            current.initializing, current.deleting = initializing, deleting
+            current.has_state_metadata = True
+            return current.group_epoch
+
+    async def finish_initializing(self, group_id: str, done: InitMap) -> None:
+        """Partitions whose share state was written: initializing no more, initialized (Kafka's
+        initializeShareGroupState)."""
+        async with self._lock(group_id):
+            group = self.groups.get(group_id)
+            if group is None or not done:
+                return
+            initialized = _combine(group.initialized, done)
+            initializing: InitMap = {}
+            for topic_id, (name, parts) in group.initializing.items():
+                left = parts - done[topic_id][1] if topic_id in done else parts
+                if left:
+                    initializing[topic_id] = (name, left)
+            await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), [
+                self._state_partition_record(group_id, initializing, initialized, group.deleting)])
+            group.initialized, group.initializing = initialized, initializing
+
+    def initialized_partitions(self, group_id: str) -> InitMap:
+        """The partitions with initialized share state (all a DescribeShareGroupOffsets with
+        null topics shows)."""
+        group = self.groups.get(group_id)
+        return dict(group.initialized) if group is not None else {}
+
+    async def begin_delete_offsets(self, group_id: str, topics: Sequence[tuple[str, uuid.UUID | None, int]], *,
+                                   other_group_exists: bool) -> tuple[InitMap, list[tuple[str, str]]]:
+        """DeleteShareGroupOffsets, its first step (Kafka's initiateDeleteShareGroupOffsets): the
+        group must exist and be empty; each named topic with share state moves from initialized
+        to deleting. `topics`: (name, id or None when unknown, partition count). Returns the
+        partitions whose state to delete, and (topic name, message) for each topic refused with
+        UNKNOWN_TOPIC_OR_PARTITION."""
+        async with self._lock(group_id):
+            group = self.groups.get(group_id)
+            if other_group_exists:
+                raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
+            if group is None:
+                raise GroupIdNotFoundError(f"Group {group_id} not found.")
+            if group.members:
+                raise NonEmptyGroupError("The group is not empty.")
+            to_delete: InitMap = {}
+            refused: list[tuple[str, str]] = []
+            if not group.has_state_metadata:
+                return to_delete, refused  # no ShareGroupStatePartitionMetadata: nothing to say
+            initialized = dict(group.initialized)
+            deleting = dict(group.deleting)
+            for name, topic_id, count in topics:
+                if topic_id is None:
+                    refused.append((name, "This server does not host this topic-partition."))
+                elif topic_id in initialized:
+                    to_delete[topic_id] = (name, initialized.pop(topic_id)[1])
+                    deleting[topic_id] = name
+                elif topic_id in deleting:
+                    to_delete[topic_id] = (name, frozenset(range(count)))
+                else:
+                    refused.append((name, "There is no offset information to delete."))
+            await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), [
+                self._state_partition_record(group_id, group.initializing, initialized, deleting)])
+            group.initialized, group.deleting = initialized, deleting
+            return to_delete, refused
+
+    async def finish_deleting(self, group_id: str, topic_ids: Iterable[uuid.UUID]) -> None:
+        """Topics whose share state is deleted: no longer deleting (Kafka's
+        completeDeleteShareGroupOffsets)."""
+        async with self._lock(group_id):
+            group = self.groups.get(group_id)
+            if group is None:
+                return
+            gone = set(topic_ids)
+            deleting = {t: name for t, name in group.deleting.items() if t not in gone}
+            await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), [
+                self._state_partition_record(group_id, group.initializing, group.initialized, deleting)])
+            group.deleting = deleting
 
     # ================================================================ leaving and fencing
 
@@ -426,12 +561,14 @@ class ShareGroupManager:
                     m.member_epoch, m.previous_member_epoch, 0, topic_assignments(m.assigned))))
 
     def _state_partition_record(self, group_id: str, initializing: Mapping[uuid.UUID, tuple[str, frozenset[int]]],
-                                initialized: Mapping[uuid.UUID, tuple[str, frozenset[int]]]) -> Record:
+                                initialized: Mapping[uuid.UUID, tuple[str, frozenset[int]]],
+                                deleting: Mapping[uuid.UUID, str]) -> Record:
         def topics(state: Mapping[uuid.UUID, tuple[str, frozenset[int]]]) -> tuple[ShareTopicPartitions, ...]:
             return tuple(ShareTopicPartitions(t, name, tuple(sorted(parts))) for t, (name, parts) in state.items())
         return (self._key(_T.SHARE_GROUP_STATE_PARTITION_METADATA, group_id),
                 encode_share_state_partition_metadata_value(ShareGroupStatePartitionMetadataValue(
-                    topics(initializing), topics(initialized))))
+                    topics(initializing), topics(initialized),
+                    tuple(ShareTopicPartitions(t, name) for t, name in deleting.items()))))
 
     def _member_tombstones(self, group_id: str, member_id: str) -> list[Record]:
         return [(self._key(t, group_id, member_id), None)
@@ -472,6 +609,8 @@ class ShareGroupManager:
                     return {x.topic_id: (x.topic_name, frozenset(x.partitions)) for x in topics}
                 group.initializing = {} if value is None else state(value.initializing_topics)
                 group.initialized = {} if value is None else state(value.initialized_topics)
+                group.deleting = {} if value is None else {x.topic_id: x.topic_name for x in value.deleting_topics}
+                group.has_state_metadata = value is not None
             return
         member = group.members.get(key.member_id)
         if t == _T.SHARE_GROUP_MEMBER_METADATA:
@@ -504,7 +643,9 @@ class ShareGroupManager:
             for member_id in group.members:
                 self._schedule_session_timeout(group.group_id, member_id)
             if group.initializing:
-                self._spawn(self._initialize(group.group_id))
+                self._spawn(self._initialize(group.group_id, dict(group.initializing),
+                                             {t: 0 for t in group.initialized}, group.group_epoch,
+                                             keep_existing=True))
 
     # ================================================================ describe
 
@@ -520,3 +661,11 @@ class ShareGroupManager:
 
     def is_share_group(self, group_id: str) -> bool:
         return group_id in self.groups
+
+
+def _combine(before: Mapping[uuid.UUID, tuple[str, frozenset[int]]], added: InitMap) -> InitMap:
+    """Kafka's combineInitMaps: partitions of both, by topic (the added side's name)."""
+    out = dict(before)
+    for topic_id, (name, parts) in added.items():
+        out[topic_id] = (name, out.get(topic_id, (name, frozenset()))[1] | parts)
+    return out

@@ -108,6 +108,9 @@ class SharePartition:
         self.max_in_flight = max_in_flight
         self.runs: list[InFlight] = []  # sorted, contiguous from start_offset to end_offset - 1
         self.tracked: set[int] = set()  # in-flight batches handled offset by offset
+        # The runs the last change moved the start offset past: Kafka writes a change's state
+        # before it moves the start offset, so the durable state still holds them (persisted()).
+        self.retired: list[InFlight] = []
 
     @classmethod
     def from_state(cls, start_offset: int, batches: Sequence[tuple[int, int, int, int]], *,
@@ -142,8 +145,19 @@ class SharePartition:
 
     def states(self) -> list[tuple[int, int, RecordState, int]]:
         """(first, last, state, delivery count) runs, merged where equal (for the durable state)."""
+        return self._states(self.runs)
+
+    def persisted(self) -> tuple[int, list[tuple[int, int, RecordState, int]]]:
+        """The start offset and runs to write after the last change, as Kafka's share partition
+        writes them: from the start offset before that change moved it (the records it settled
+        still there, counted as delivered for good)."""
+        start = self.retired[0].first if self.retired else self.start_offset
+        return start, self._states([*self.retired, *self.runs])
+
+    @staticmethod
+    def _states(runs: Sequence[InFlight]) -> list[tuple[int, int, RecordState, int]]:
         out: list[tuple[int, int, RecordState, int]] = []
-        for r in self.runs:
+        for r in runs:
             state = RecordState.AVAILABLE if r.state == RecordState.ACQUIRED else r.state
             if out and out[-1][2] == state and out[-1][3] == r.delivery_count and out[-1][1] + 1 == r.first:
                 out[-1] = (out[-1][0], r.last, state, r.delivery_count)
@@ -397,7 +411,9 @@ class SharePartition:
                 prev.last = run.last
             else:
                 merged.append(run)
+        self.retired = []
         while merged and merged[0].state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+            self.retired.append(merged[0])
             self.start_offset = merged.pop(0).last + 1
         self.runs = merged
         if self.tracked:

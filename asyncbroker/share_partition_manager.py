@@ -237,6 +237,20 @@ class SharePartitionManager:
         self._changed.set()
         self._persist_later(group_id, released)
 
+    async def forget(self, group_id: str, partitions: Iterable[TopicIdPartition]) -> None:
+        """Drop these share partitions of an empty group from memory, once the state writes
+        already under way are done: their durable state was set afresh (offsets altered or
+        deleted), so their next fetch reads it again, as Kafka's share partition cache drops a
+        group's partitions when its last share session ends."""
+        if self._persisting:
+            await asyncio.gather(*list(self._persisting), return_exceptions=True)
+        for topic_id, index in partitions:
+            key = (group_id, topic_id, index)
+            self.partitions.pop(key, None)
+            timer = self._timers.pop(key, None)
+            if timer is not None:
+                timer.cancel()
+
     # ------------------------------------------------------------ durable state
 
     async def _persist(self, group_id: str, partitions: Iterable[TopicIdPartition]) -> None:
@@ -245,8 +259,8 @@ class SharePartitionManager:
         for topic_id, index in partitions:
             sp = self.partitions.get((group_id, topic_id, index))
             if sp is not None:
-                await self.coordinator.write(group_id, topic_id, index, sp.start_offset, persisted_batches(sp.states()),
-                                             now)
+                start, runs = sp.persisted()
+                await self.coordinator.write(group_id, topic_id, index, start, persisted_batches(runs), now)
 
     def _persist_later(self, group_id: str, partitions: Iterable[TopicIdPartition]) -> None:
         """Snapshot in the background (records released by a timer or a member leaving)."""

@@ -177,3 +177,73 @@ def test_a_renewed_lock_outlives_the_first() -> None:
             gone = acknowledge(c, 3, topic_id, 1, ACCEPT)  # not renewed: its lock ran out
             assert (gone.error_code.value, gone.error_message) == (
                 121, "The offset cannot be acknowledged. The offset is not acquired."), gone
+
+
+def alter_offsets(c: RawClient, offsets: dict[int, int]) -> Any:
+    from kio.schema.alter_share_group_offsets.v0 import request as alter_offsets_v0
+    return c.request(alter_offsets_v0.AlterShareGroupOffsetsRequest(group_id=GROUP, topics=(
+        alter_offsets_v0.AlterShareGroupOffsetsRequestTopic(topic_name=TOPIC, partitions=tuple(
+            alter_offsets_v0.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
+            for p, o in offsets.items())),)))
+
+
+def described_offsets(c: RawClient) -> list[tuple[int, int, int, int]]:
+    """(partition, start offset, leader epoch, lag) of every partition the group has state for."""
+    from kio.schema.describe_share_group_offsets.v1 import request as describe_offsets_v1
+    answer = c.request(describe_offsets_v1.DescribeShareGroupOffsetsRequest(groups=(
+        describe_offsets_v1.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=None),)))
+    group = answer.groups[0]
+    assert group.error_code.value == 0, answer
+    return [(p.partition_index, p.start_offset, p.leader_epoch, p.lag) for t in group.topics for p in t.partitions
+            if p.error_code.value == 0]
+
+
+def leave(c: RawClient, member: str) -> None:
+    answer = c.request(heartbeat_v1.ShareGroupHeartbeatRequest(
+        group_id=GROUP, member_id=member, member_epoch=-1, rack_id=None, subscribed_topic_names=None))
+    assert answer.error_code.value == 0, answer
+
+
+def test_altered_offsets_survive_a_restart_and_deleted_ones_reset() -> None:
+    """AlterShareGroupOffsets on a group not yet known: the start offset is durable (SIGKILL),
+    the next fetch starts there; altered back, records already accepted are delivered again;
+    DeleteShareGroupOffsets makes the next fetch start where share.auto.offset.reset says."""
+    with BrokerProcess([]) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+        for i in range(6):
+            producer.produce(TOPIC, f"v{i}".encode())
+            producer.flush(10)  # one batch per record
+        with RawClient(broker.bootstrap) as c:
+            set_group_config(c, "share.auto.offset.reset", "earliest")
+            altered = alter_offsets(c, {0: 3})
+            assert altered.error_code.value == 0 and altered.responses[0].partitions[0].error_code.value == 0, altered
+            assert described_offsets(c) == [(0, 3, 0, 3)]
+        broker.restart(kill=True)
+        with RawClient(broker.bootstrap) as c:
+            assert described_offsets(c) == [(0, 3, 0, 3)]
+            topic_id = join(c, "m-a")
+            assert acquired(fetch(c, "m-a", 0, topic_id)) == [(3, 5, 1)]
+            acked = fetch(c, "m-a", 1, topic_id, acks=((3, 5, ACCEPT),), wait_ms=0)
+            assert acquired(acked) == []
+            # As Kafka's: the state is written before the start offset moves past what was accepted.
+            assert described_offsets(c) == [(0, 3, 0, 0)]
+            refused = alter_offsets(c, {0: 1})
+            assert refused.error_code.value == 68 and refused.error_message == "The group is not empty.", refused
+            leave(c, "m-a")
+            assert alter_offsets(c, {0: 1}).error_code.value == 0
+            assert described_offsets(c) == [(0, 1, 0, 5)]
+            topic_id = join(c, "m-b")
+            assert acquired(fetch(c, "m-b", 0, topic_id)) == [(1, 5, 1)]
+            leave(c, "m-b")
+            from kio.schema.delete_share_group_offsets.v0 import request as delete_offsets_v0
+            deleted = c.request(delete_offsets_v0.DeleteShareGroupOffsetsRequest(group_id=GROUP, topics=(
+                delete_offsets_v0.DeleteShareGroupOffsetsRequestTopic(topic_name=TOPIC),)))
+            assert deleted.error_code.value == 0 and deleted.responses[0].error_code.value == 0, deleted
+            assert described_offsets(c) == []
+        broker.restart(kill=True)
+        with RawClient(broker.bootstrap) as c:
+            assert described_offsets(c) == []
+            topic_id = join(c, "m-c")
+            assert acquired(fetch(c, "m-c", 0, topic_id)) == [(0, 5, 1)]

@@ -333,3 +333,55 @@ def test_an_offsets_topic_of_another_partition_count(tmp_path: Path) -> None:
                 c.close()
     finally:
         server.stop()
+
+
+def test_share_group_offsets_kafka_reads(tmp_path: Path) -> None:
+    """Share group offsets set with AlterShareGroupOffsets are Kafka's to serve once migrated:
+    DumpLogSegments decodes every record of __share_group_state and __consumer_offsets, and
+    Kafka's DescribeShareGroupOffsets (all partitions: the group's initialized share
+    partitions, from __consumer_offsets; their states, from __share_group_state) answers the
+    start offsets and lags asyncbroker answered."""
+    from kio.schema.alter_share_group_offsets.v0 import request as alter_v0
+    from kio.schema.describe_share_group_offsets.v1 import request as describe_v1
+
+    from integration.raw_client import RawClient
+
+    def described(bootstrap: str) -> list[tuple[int, int, int]] | None:
+        """(partition, start offset, lag) of each share partition; None while the coordinator loads."""
+        with RawClient(bootstrap, timeout=90) as c:
+            answer = c.request(describe_v1.DescribeShareGroupOffsetsRequest(groups=(
+                describe_v1.DescribeShareGroupOffsetsRequestGroup(group_id="sg", topics=None),)))
+        group = answer.groups[0]
+        if group.error_code.value in (14, 15, 16):  # loading, not available, not the coordinator
+            return None
+        assert group.error_code.value == 0, answer
+        return sorted((p.partition_index, p.start_offset, p.lag) for t in group.topics for p in t.partitions)
+
+    log_dir = tmp_path / "data"
+    with BrokerProcess([], log_dir=log_dir) as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("shared", 2, 1)])["shared"].result(30)
+        p = Producer({"bootstrap.servers": b.bootstrap})
+        for n in range(10):
+            p.produce("shared", f"s{n}".encode(), partition=n % 2)
+        assert p.flush(30) == 0
+        with RawClient(b.bootstrap) as c:
+            altered = c.request(alter_v0.AlterShareGroupOffsetsRequest(group_id="sg", topics=(
+                alter_v0.AlterShareGroupOffsetsRequestTopic(topic_name="shared", partitions=tuple(
+                    alter_v0.AlterShareGroupOffsetsRequestPartition(partition_index=i, start_offset=o)
+                    for i, o in ((0, 2), (1, 4)))),)))
+            assert altered.error_code.value == 0, altered
+        ours = described(b.bootstrap)
+        assert ours == [(0, 2, 3), (1, 4, 1)]
+    assert migrate(str(log_dir), "--to-kafka").returncode == 0
+    report = check_log_dir(log_dir, lambda topic: topic == "__consumer_offsets")
+    assert report.findings == [], describe(report.findings)
+    server = KafkaServer()
+    try:
+        server.start_unformatted(log_dir)
+        deadline = time.monotonic() + 90
+        while (theirs := described(server.bootstrap)) != ours and time.monotonic() < deadline:
+            time.sleep(0.5)  # Kafka loads __share_group_state's partitions after it starts
+        assert theirs == ours
+    finally:
+        server.stop()

@@ -425,13 +425,21 @@ def _sort_consumer_group_describe(answer: dict[str, Any]) -> None:
                 _sort_assignment(member["target_assignment"])
 
 
+def _sort_describe_share_group_offsets(answer: dict[str, Any]) -> None:
+    """Kafka gathers the share state summaries of a group's partitions from hash maps."""
+    for group in answer["groups"]:
+        group["topics"].sort(key=lambda t: (t["topic_name"], repr(t["topic_id"])))
+        for t in group["topics"]:
+            t["partitions"].sort(key=lambda p: p["partition_index"])
+
+
 # API key -> how to put the unordered collections of its answer in a canonical order.
 UNORDERED: dict[int, Callable[[dict[str, Any]], None]] = {
     0: _sort_produce, 2: _sort_list_offsets, 3: _sort_metadata, 20: _sort_delete_topics,
     21: _sort_delete_records, 32: _sort_describe_configs, 35: _sort_describe_log_dirs, 37: _sort_create_partitions,
     29: _sort_describe_acls, 31: _sort_delete_acls, 49: _sort_alter_client_quotas, 50: _sort_scram_results, 51: _sort_scram_results,
     68: _sort_consumer_group_heartbeat, 69: _sort_consumer_group_describe,
-    76: _sort_consumer_group_heartbeat, 77: _sort_consumer_group_describe,
+    76: _sort_consumer_group_heartbeat, 77: _sort_consumer_group_describe, 90: _sort_describe_share_group_offsets,
 }
 
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.timeout(180)
 # -- ApiVersions -------------------------------------------------------------------------
 
 # APIs Kafka 4.4 serves that asyncbroker does not (KD-200): delegation tokens, KRaft,
-# reassignment, the share coordinator's state RPCs and share offset admin, streams groups, ...
+# reassignment, the share coordinator's state RPCs, streams groups, ...
 NOT_SERVED = (
     "write_txn_markers", "alter_replica_log_dirs", "create_delegation_token", "renew_delegation_token", "expire_delegation_token",
     "describe_delegation_token", "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments",
@@ -24,8 +24,7 @@ NOT_SERVED = (
     "unregister_broker", "list_config_resources", "describe_topic_partitions", "add_raft_voter", "remove_raft_voter",
     "initialize_share_group_state", "read_share_group_state", "write_share_group_state",
     "delete_share_group_state", "read_share_group_state_summary", "streams_group_heartbeat",
-    "streams_group_describe", "describe_share_group_offsets", "alter_share_group_offsets",
-    "delete_share_group_offsets",
+    "streams_group_describe",
 )
 # Versions kio (the protocol library) has no schema for, so asyncbroker cannot decode them
 # (KD-201): Produce v0-2, ApiVersions v5, DeleteGroups v3, TxnOffsetCommit v6 and two APIs

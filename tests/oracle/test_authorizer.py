@@ -411,3 +411,34 @@ def test_a_regex_matches_only_topics_the_member_may_describe(secured: SecuredBro
             hb(run, "leaves", "m-a", -1)
 
     secured.compare(scenario)
+
+
+def test_share_group_offsets_under_acls(secured: SecuredBrokers) -> None:
+    """The share group offset admin APIs (KIP-932) as alice: with no ACL every one fails on the
+    group (DESCRIBE, READ, DELETE); with the group's ACLs and a topic she may READ but another
+    she may not, DescribeShareGroupOffsets answers that one TOPIC_AUTHORIZATION_FAILED when
+    named and leaves it out of "all", AlterShareGroupOffsets answers its partitions
+    TOPIC_AUTHORIZATION_FAILED first, DeleteShareGroupOffsets the topic first."""
+    from test_share_group_offsets import alter_offsets, delete_offsets, describe_offsets, wait_for_share_coordinator
+
+    def scenario(run: ScenarioRun) -> None:
+        gs.wait_for_coordinator(run)
+        create_topics(run, [creatable(run, "mine", 1), creatable(run, "theirs", 1)])
+        metadata_topics(run, ["mine", "theirs"], record=False)
+        wait_for_share_coordinator(run, "mine")
+        alter_offsets(run, "set up by the super user", "g", {"mine": {0: 1}, "theirs": {0: 1}})
+        with run.as_user("alice"):
+            describe_offsets(run, "describe, no ACL", [("g", {"mine": [0]}), ("g", None)])
+            alter_offsets(run, "alter, no ACL", "g", {"mine": {0: 2}})
+            delete_offsets(run, "delete, no ACL", "g", ["mine"])
+        create_acls(run, [allow(GROUP, run.group("g"), DESCRIBE), allow(GROUP, run.group("g"), READ),
+                          allow(GROUP, run.group("g"), DELETE), allow(TOPIC, run.topic("mine"), READ)])
+        with run.as_user("alice"):
+            describe_offsets(run, "describe both", {"g": {"theirs": [0], "mine": [0]}})
+            describe_offsets(run, "describe all", {"g": None})
+            alter_offsets(run, "alter both", "g", {"mine": {0: 2}, "theirs": {0: 2}})
+            describe_offsets(run, "after the alter", {"g": None})
+            delete_offsets(run, "delete both", "g", ["mine", "theirs"])
+        describe_offsets(run, "what is left, seen by the super user", {"g": None})
+
+    secured.compare(scenario)

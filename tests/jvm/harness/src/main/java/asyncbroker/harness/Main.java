@@ -40,6 +40,7 @@ public final class Main {
         TransactionScenarios.register(SCENARIOS);
         ConsumerProtocolScenarios.register(SCENARIOS);
         ShareConsumerScenarios.register(SCENARIOS);
+        ShareGroupOffsetsScenarios.register(SCENARIOS);
     }
 
     private Main() {

@@ -80,7 +80,7 @@ final class ShareConsumerScenarios {
     }
 
     /** The group reads from the earliest offset (a share group starts at the latest by default). */
-    private static void fromEarliest(Admin admin, String group) throws Exception {
+    static void fromEarliest(Admin admin, String group) throws Exception {
         ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
         admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(
                 new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET))))
