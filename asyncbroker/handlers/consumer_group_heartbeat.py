@@ -59,14 +59,22 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             authorized_topics=None if ctx.broker.authorizer is None else _describable(ctx),
         )
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
-        return b.entity("ConsumerGroupHeartbeatResponse", throttle_time=0, error_code=error_code_for(exc),
-                        error_message=error_message_for(exc), member_id=None, member_epoch=0,
+        return heartbeat_response(b, "ConsumerGroupHeartbeatResponse", exc)
+    return heartbeat_response(b, "ConsumerGroupHeartbeatResponse", result)
+
+
+def heartbeat_response(b: ResponseBuilder, response: str, result: Any) -> Any:
+    """A ConsumerGroupHeartbeat or ShareGroupHeartbeat answer (the same shape), from the
+    heartbeat's result or the error it raised."""
+    if isinstance(result, Exception):
+        return b.entity(response, throttle_time=0, error_code=error_code_for(result),
+                        error_message=error_message_for(result), member_id=None, member_epoch=0,
                         heartbeat_interval=0, assignment=None)
     assignment = None
     if result.assignment is not None:
         assignment = b.entity("Assignment", topic_partitions=tuple(
             b.entity("TopicPartitions", topic_id=topic_id, partitions=tuple(sorted(parts)))
             for topic_id, parts in result.assignment.items()))
-    return b.entity("ConsumerGroupHeartbeatResponse", throttle_time=0, error_code=ErrorCode.NONE,
+    return b.entity(response, throttle_time=0, error_code=ErrorCode.NONE,
                     error_message=None, member_id=result.member_id, member_epoch=result.member_epoch,
                     heartbeat_interval=result.heartbeat_interval_ms, assignment=assignment)

@@ -9,6 +9,7 @@ of a transaction coordinator `__transaction_state`, and the first of a share coo
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from wire.error_messages import default_message, message_or_name
@@ -42,20 +43,11 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     if all(refusals.values()):
         pass  # nothing to look up: the coordinator topic is not created for a refused key
     elif key_type == GROUP_KEY_TYPE:
-        try:
-            coordinator = await ctx.broker.loaded_group_coordinator()
-            await coordinator.offsets_topic.ensure_created()
-        except Exception as exc:  # noqa: BLE001 - mapped at the boundary
-            error = error_code_for(exc)
-            if error not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
-                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        async def offsets_topic() -> None:
+            await (await ctx.broker.loaded_group_coordinator()).offsets_topic.ensure_created()
+        error = await _coordinator_topic_error(offsets_topic())
     elif key_type == TRANSACTION_KEY_TYPE:
-        try:
-            await ctx.broker.transaction_coordinator.txn_manager.topic.ensure_created()
-        except Exception as exc:  # noqa: BLE001 - mapped at the boundary
-            error = error_code_for(exc)
-            if error not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
-                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = await _coordinator_topic_error(ctx.broker.transaction_coordinator.txn_manager.topic.ensure_created())
     elif key_type == SHARE_KEY_TYPE and version >= 6:
         # The share coordinator's lookups are brokers' business: CLUSTER_ACTION or the whole
         # request fails. A key that is not "group:topic id:partition" is INVALID_REQUEST.
@@ -68,12 +60,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             if parse_share_partition_key(k) is None:
                 refusals[k] = ErrorCode.INVALID_REQUEST
         if not all(refusals.values()):
-            try:
-                await ctx.broker.share_partitions.coordinator.topic.ensure_created()
-            except Exception as exc:  # noqa: BLE001 - mapped at the boundary
-                error = error_code_for(exc)
-                if error not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
-                    error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            error = await _coordinator_topic_error(ctx.broker.share_partitions.coordinator.topic.ensure_created())
     else:
         # A share key before v6 and a key type Kafka does not know both get INVALID_REQUEST;
         # only the latter fails the whole request, with the error's default message (see below).
@@ -99,6 +86,17 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         return b.entity("FindCoordinatorResponse", throttle_time=0, coordinators=coordinators)
     # Before v4 the message is Kafka's Errors.message(): the default text, "NONE" on success.
     return b.entity("FindCoordinatorResponse", throttle_time=0, **fields(keys[0], None))
+
+
+async def _coordinator_topic_error(created: Awaitable[None]) -> int:
+    """The coordinator's internal topic made ready: NONE, or the error that says to retry."""
+    try:
+        await created
+    except Exception as exc:  # noqa: BLE001 - mapped at the boundary
+        error = error_code_for(exc)
+        return error if error in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) \
+            else ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.NONE
 
 
 def _refusal(ctx: RequestContext, key_type: int, key: str) -> int:

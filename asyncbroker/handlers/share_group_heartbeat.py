@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from wire.errors import ErrorCode, GroupAuthorizationFailedError, TopicAuthorizationFailedError
+from wire.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.acl_binding import AclOperation
-from asyncbroker.handlers import error_code_for, error_message_for
+from asyncbroker.handlers.consumer_group_heartbeat import heartbeat_response
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
@@ -41,14 +41,5 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             client_host=ctx.client_host,
         )
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
-        return b.entity("ShareGroupHeartbeatResponse", throttle_time=0, error_code=error_code_for(exc),
-                        error_message=error_message_for(exc), member_id=None, member_epoch=0,
-                        heartbeat_interval=0, assignment=None)
-    assignment = None
-    if result.assignment is not None:
-        assignment = b.entity("Assignment", topic_partitions=tuple(
-            b.entity("TopicPartitions", topic_id=topic_id, partitions=tuple(sorted(parts)))
-            for topic_id, parts in result.assignment.items()))
-    return b.entity("ShareGroupHeartbeatResponse", throttle_time=0, error_code=ErrorCode.NONE,
-                    error_message=None, member_id=result.member_id, member_epoch=result.member_epoch,
-                    heartbeat_interval=result.heartbeat_interval_ms, assignment=assignment)
+        return heartbeat_response(b, "ShareGroupHeartbeatResponse", exc)
+    return heartbeat_response(b, "ShareGroupHeartbeatResponse", result)
