@@ -6,6 +6,7 @@ tests/oracle/test_admin_topics.py.
     kafka-console-producer.sh  ConsoleProducer, keys and headers parsed from the lines
     kafka-console-consumer.sh  ConsoleConsumer, keys, headers and offsets printed
     kafka-consumer-groups.sh   ConsumerGroupCommand: --list, --describe, --reset-offsets, --delete
+    kafka-share-groups.sh      ShareGroupCommand: --reset-offsets, --list, --describe, --delete-offsets, --delete
     kafka-configs.sh           ConfigCommand: topic, broker and group configs, --alter and --describe
     kafka-delete-records.sh    DeleteRecordsCommand
     kafka-get-offsets.sh       GetOffsetShell
@@ -35,6 +36,7 @@ TOPICS = "org.apache.kafka.tools.TopicCommand"
 CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+SHARE_GROUPS = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
 GET_OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
@@ -173,6 +175,39 @@ def test_consumer_groups_tool(target: Target) -> None:
     out = target.tool(CONSUMER_GROUPS, "--delete", "--group", group)
     assert f"Deletion of requested consumer groups ('{group}') was successful." in out, out
     assert group not in target.tool(CONSUMER_GROUPS, "--list").split()
+
+
+def _share_rows(out: str) -> set[tuple[str, ...]]:
+    """The rows of a kafka-share-groups.sh table, without the header."""
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    return {tuple(row) for row in lines if row[0] != "GROUP"}
+
+
+def test_share_groups_tool(target: Target) -> None:
+    """A share group made by resetting its offsets (KIP-932's admin APIs): listed, its start
+    offsets and lag described, one partition reset to the latest, its state shown, its
+    offsets deleted, then the group deleted."""
+    topic = new_topic(target, partitions=2)
+    produce(target, topic, [(None, b"v%d" % i) for i in range(4)], partition=0)
+    produce(target, topic, [(None, b"v%d" % i) for i in range(3)], partition=1)
+    group = f"cli-share-{uuid.uuid4().hex[:8]}"
+    out = target.tool(SHARE_GROUPS, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+    assert _share_rows(out) == {(group, topic, "0", "0"), (group, topic, "1", "0")}, out
+    assert group in target.tool(SHARE_GROUPS, "--list").split()
+    out = target.tool(SHARE_GROUPS, "--describe", "--group", group, "--offsets")
+    assert _share_rows(out) == {(group, topic, "0", "0", "4"), (group, topic, "1", "0", "3")}, out
+    target.tool(SHARE_GROUPS, "--reset-offsets", "--group", group, "--topic", f"{topic}:1", "--to-latest", "--execute")
+    out = target.tool(SHARE_GROUPS, "--describe", "--group", group, "--offsets")
+    assert _share_rows(out) == {(group, topic, "0", "0", "4"), (group, topic, "1", "3", "0")}, out
+    out = target.tool(SHARE_GROUPS, "--describe", "--group", group, "--state")
+    assert [row[-2:] for row in _share_rows(out)] == [("Empty", "0")], out
+    out = target.tool(SHARE_GROUPS, "--delete-offsets", "--group", group, "--topic", topic)
+    assert (topic, "Successful") in {tuple(line.split()) for line in out.splitlines()}, out
+    out = target.tool(SHARE_GROUPS, "--describe", "--group", group, "--offsets")
+    assert f"Share group '{group}' has no offset information." in out, out
+    out = target.tool(SHARE_GROUPS, "--delete", "--group", group)
+    assert f"Deletion of requested share groups ('{group}') was successful." in out, out
+    assert group not in target.tool(SHARE_GROUPS, "--list").split()
 
 
 # -- configs -----------------------------------------------------------------------------------
