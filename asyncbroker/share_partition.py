@@ -29,6 +29,8 @@ batch of the durable state), which Kafka handles whole until an acquisition or
 acknowledgement covers only part of it, and offset by offset from then on ("tracked"): a
 batch-optimized acquisition takes a whole batch again (or every available offset of a tracked
 one) even past max_records, and an acknowledgement's error names the batch or the offset.
+Records that keep coming back are redelivered in smaller and smaller parts: from half the
+delivery count limit a batch goes alone and halved, and a record on its last attempt alone.
 Pure bookkeeping: the caller reads the log, keeps the time and writes the durable state.
 """
 
@@ -179,7 +181,11 @@ class SharePartition:
         tracking a batch it cuts. New records are handed out as one range, to the end of the
         log batch the limit falls in (BATCH_OPTIMIZED; cut at log batch boundaries into ranges
         of at least `batch_size` offsets when longer), or exactly to the limit (RECORD_LIMIT: the
-        rest of that log batch stays in flight, AVAILABLE, no delivery counted)."""
+        rest of that log batch stays in flight, AVAILABLE, no delivery counted).
+
+        Records near the delivery count limit are throttled as Kafka 4.4 throttles them: a batch
+        holding one delivered throttle_limit() times or more is acquired alone (nothing before
+        it, nothing after it, no new records) and only in part (see _acquire_offsets)."""
         budget = min(max_records, self.max_in_flight - self.acquired_count())
         out: list[Acquired] = []
         if budget <= 0 or not batches:
@@ -187,42 +193,94 @@ class SharePartition:
         limit = batches[-1][1]
         record_limit = mode == ShareAcquireMode.RECORD_LIMIT
         deadline = now + lock_ms
+        throttle_limit = self.throttle_limit()
         taken = 0
+        done = False  # a throttled batch was acquired from, or passed over: nothing else this time
         for batch_id, runs in self._in_flight_batches():
             if taken >= budget or runs[0].first > limit:
                 break
+            # A batch holding a record delivered throttle_limit() times or more is acquired alone,
+            # never with records before or after it (nor new ones): redelivering a record that may
+            # be what makes consumers fail costs as little as possible.
+            throttled = any(r.state == RecordState.AVAILABLE and r.first <= limit
+                            and r.delivery_count >= throttle_limit for r in runs)
+            if throttled and taken > 0:
+                done = True
+                break
             whole = batch_id not in self.tracked
-            if whole and (runs[-1].last > limit or (record_limit and runs[0].last - runs[0].first + 1 > budget - taken)):
+            if whole and runs[0].state != RecordState.AVAILABLE:  # one run, the batch: nothing to take
+                continue
+            if whole and (throttled or runs[-1].last > limit
+                          or (record_limit and runs[0].last - runs[0].first + 1 > budget - taken)):
                 whole = False
                 self.tracked.add(batch_id)
             if whole:  # one run, the batch
                 run = runs[0]
-                if run.state == RecordState.AVAILABLE:
-                    self._acquire_run(run, member, deadline)
-                    out.append(Acquired(run.first, run.last, run.delivery_count))
-                    taken += run.last - run.first + 1
+                self._acquire_run(run, member, deadline)
+                out.append(Acquired(run.first, run.last, run.delivery_count))
+                taken += run.last - run.first + 1
                 continue
-            pieces: list[Acquired] = []
-            for run in runs:
-                if run.state != RecordState.AVAILABLE or run.first > limit:
-                    continue
-                if record_limit and taken >= budget:
-                    break
-                last = min(run.last, limit, run.first + budget - taken - 1 if record_limit else run.last)
-                piece = self._split_at(run, run.first, last)
-                self._acquire_run(piece, member, deadline)
-                if pieces and pieces[-1].last + 1 == piece.first and pieces[-1].delivery_count == piece.delivery_count:
-                    pieces[-1] = Acquired(pieces[-1].first, piece.last, piece.delivery_count)
-                else:
-                    pieces.append(Acquired(piece.first, piece.last, piece.delivery_count))
-                taken += piece.last - piece.first + 1
-            out += pieces
+            got = self._acquire_offsets(member, batch_id, runs, limit, budget - taken if record_limit else None,
+                                        deadline, out)
+            taken += got
+            if throttled and got > 0:
+                done = True
+                break
         new = [(max(base, self.end_offset), last) for base, last in batches if last >= self.end_offset]
-        if taken < budget and new:
+        if taken < budget and new and not done:
             out += self._acquire_new(member, new, budget - taken, deadline, mode,
                                      budget if batch_size is None else batch_size)
         self._merge_and_advance()
         return sorted(out, key=lambda a: a.first)
+
+    def throttle_limit(self) -> int:
+        """The delivery count from which a record's batch is redelivered in shrinking portions
+        (Kafka: half the delivery count limit, rounded up, and at least 2)."""
+        return max(2, -(-self.delivery_count_limit // 2))
+
+    def _acquire_offsets(self, member: str, batch_id: int, runs: Sequence[InFlight], limit: int,
+                         max_records: int | None, deadline: int, out: list[Acquired]) -> int:
+        """Acquire the AVAILABLE offsets up to `limit` of a batch tracked offset by offset, in
+        order, as Kafka's acquireSubsetBatchRecords: at most `max_records` (record_limit mode);
+        a record on its last delivery attempt goes alone (nothing before it, nothing after it);
+        from the first record delivered throttle_limit() times or more, the batch gives at most
+        its size halved once per delivery past that limit (at least one record). Returns how
+        many were acquired; the ranges are appended to `out`, neighbours with one count merged."""
+        throttle_limit = self.throttle_limit()
+        last_attempt = self.delivery_count_limit - 1 if self.delivery_count_limit > 2 else None
+        size = runs[-1].last - batch_id + 1  # the whole batch, offsets before the SPSO too (Kafka keeps them)
+        cap: int | None = None  # the throttled portion, once a throttled record is met
+        capped = False  # whether the portion still stops this batch
+        got = 0
+        pieces: list[Acquired] = []
+        for run in list(runs):
+            if run.state != RecordState.AVAILABLE or run.first > limit:
+                continue
+            n = min(run.last, limit) - run.first + 1
+            if max_records is not None:
+                n = min(n, max_records - got)
+            on_last_attempt = run.delivery_count == last_attempt
+            if on_last_attempt:
+                if got > 0:  # it is delivered alone, in a later fetch
+                    break
+                n = 1
+            if cap is None and run.delivery_count >= throttle_limit:
+                cap = max(1, size >> (run.delivery_count - throttle_limit + 1))
+                # Kafka stops when the count acquired equals the portion: once past it, it never does
+                capped = got < cap
+            if capped and cap is not None:
+                n = min(n, cap - got)
+            piece = self._split_at(run, run.first, run.first + n - 1)
+            self._acquire_run(piece, member, deadline)
+            if pieces and pieces[-1].last + 1 == piece.first and pieces[-1].delivery_count == piece.delivery_count:
+                pieces[-1] = Acquired(pieces[-1].first, piece.last, piece.delivery_count)
+            else:
+                pieces.append(Acquired(piece.first, piece.last, piece.delivery_count))
+            got += n
+            if on_last_attempt or got == max_records or (capped and got == cap):
+                break
+        out += pieces
+        return got
 
     @staticmethod
     def _acquire_run(run: InFlight, member: str, deadline: int) -> None:

@@ -222,6 +222,115 @@ def test_record_limit_spans_batches_up_to_the_limit() -> None:
     assert other.acquire("a", [(0, 1), (2, 4), (5, 9)], 4, 0, LOCK) == [Acquired(0, 4, 1)]
 
 
+def release_all(sp: SharePartition, member: str, got: list[Acquired]) -> None:
+    sp.acknowledge(member, [(a.first, a.last, [2]) for a in got])
+
+
+def redeliveries(sp: SharePartition, log: list[tuple[int, int]], rounds: int = 40) -> list[list[tuple[int, int, int]]]:
+    """What each fetch acquires when everything acquired is released again, until nothing comes."""
+    out: list[list[tuple[int, int, int]]] = []
+    for _ in range(rounds):
+        got = sp.acquire("a", log, 500, 0, LOCK)
+        if not got:
+            break
+        out.append([(a.first, a.last, a.delivery_count) for a in got])
+        release_all(sp, "a", got)
+    return out
+
+
+@pytest.mark.parametrize(("limit", "throttled_from"), [(2, 2), (3, 2), (4, 2), (5, 3), (6, 3), (10, 5)])
+def test_throttling_starts_at_half_the_delivery_count_limit(limit: int, throttled_from: int) -> None:
+    assert partition(limit=limit).throttle_limit() == throttled_from
+
+
+def test_a_batch_released_again_and_again_comes_back_halved_then_record_by_record() -> None:
+    # limit 5: throttled from 3 deliveries (half the batch at the 4th); the 5th, the last, one by one
+    assert redeliveries(partition(limit=5), [(0, 7)]) == [
+        [(0, 7, 1)], [(0, 7, 2)], [(0, 7, 3)], [(0, 3, 4)],
+        [(0, 0, 5)], [(1, 1, 5)], [(2, 2, 5)], [(3, 3, 5)],
+        [(4, 7, 4)], [(4, 4, 5)], [(5, 5, 5)], [(6, 6, 5)], [(7, 7, 5)]]
+    # limit 4: throttled from 2 deliveries
+    assert redeliveries(partition(limit=4), [(0, 7)]) == [
+        [(0, 7, 1)], [(0, 7, 2)], [(0, 3, 3)],
+        [(0, 0, 4)], [(1, 1, 4)], [(2, 2, 4)], [(3, 3, 4)],
+        [(4, 7, 3)], [(4, 4, 4)], [(5, 5, 4)], [(6, 6, 4)], [(7, 7, 4)]]
+
+
+def test_the_portion_halves_with_each_delivery_past_the_throttle_limit() -> None:
+    # limit 10: throttled from 5; a batch of 32 gives 16, then 8, 4, 2 records (the 10th alone)
+    sizes = [sum(last - first + 1 for first, last, _ in got) for got in redeliveries(partition(limit=10), [(0, 31)])]
+    assert sizes[:9] == [32, 32, 32, 32, 32, 16, 8, 4, 2]
+
+
+def test_nothing_is_throttled_under_a_limit_of_2() -> None:
+    # throttled from 2 deliveries, but the second is the last: released, the records are archived
+    assert redeliveries(partition(limit=2), [(0, 3)]) == [[(0, 3, 1)], [(0, 3, 2)]]
+
+
+def test_a_throttled_batch_is_acquired_alone_and_new_records_wait() -> None:
+    sp = partition(limit=5)
+    a = sp.acquire("a", [(0, 7)], 500, 0, LOCK)
+    b = sp.acquire("a", [(8, 11)], 500, 0, LOCK)  # a second in-flight batch
+    for _ in range(2):
+        release_all(sp, "a", a)
+        a = sp.acquire("a", [(0, 7)], 500, 0, LOCK)
+    release_all(sp, "a", a + b)
+    log = [(0, 7), (8, 11), (12, 15)]
+    assert sp.acquire("a", log, 500, 0, LOCK) == [Acquired(0, 3, 4)]  # not 8-11, not the new 12-15
+    assert sp.acquire("a", log, 500, 0, LOCK) == [Acquired(4, 7, 4)]
+    assert sp.acquire("a", log[1:], 500, 0, LOCK) == [Acquired(8, 11, 2), Acquired(12, 15, 1)]  # B and the new ones
+
+
+def test_a_throttled_batch_after_others_waits_for_the_next_fetch() -> None:
+    sp = partition(limit=5)
+    a = sp.acquire("a", [(0, 3)], 500, 0, LOCK)
+    b = sp.acquire("a", [(4, 7)], 500, 0, LOCK)
+    for _ in range(2):
+        release_all(sp, "a", b)
+        b = sp.acquire("a", [(4, 7)], 500, 0, LOCK)
+    release_all(sp, "a", a + b)  # 0-3 delivered once, 4-7 three times
+    assert sp.acquire("a", [(0, 3), (4, 7)], 500, 0, LOCK) == [Acquired(0, 3, 2)]
+    assert sp.acquire("a", [(4, 7)], 500, 0, LOCK) == [Acquired(4, 5, 4)]
+
+
+def mixed(limit: int, often: tuple[int, int], times: int) -> SharePartition:
+    """A batch 0-7 delivered once, its offsets `often` (first, last) `times` times, all available."""
+    sp = partition(limit=limit)
+    sp.acquire("a", [(0, 7)], 500, 0, LOCK)
+    for _ in range(times - 1):
+        sp.acknowledge("a", [(often[0], often[1], [2])])
+        sp.acquire("a", [(0, 7)], 500, 0, LOCK)
+    sp.acknowledge("a", [(0, 7, [2])])
+    return sp
+
+
+def test_records_before_the_first_throttled_one_count_towards_its_portion() -> None:
+    sp = mixed(5, (2, 7), 3)  # 0-1 once, 2-7 three times: the portion, 8 >> 1, counts 0-1 too
+    assert sp.acquire("a", [(0, 7)], 500, 0, LOCK) == [Acquired(0, 1, 2), Acquired(2, 3, 4)]
+    sp.acknowledge("a", [(0, 3, [2])])
+    # 2 is on its last attempt: it does not follow 0-1
+    assert sp.acquire("a", [(0, 7)], 500, 0, LOCK) == [Acquired(0, 1, 3)]
+
+
+def test_a_portion_already_passed_does_not_stop_the_batch() -> None:
+    # 0-5 once, 6-7 three times: six records are taken before the portion (4) is known, and
+    # Kafka stops only when the count equals it
+    sp = mixed(5, (6, 7), 3)
+    assert sp.acquire("a", [(0, 7)], 500, 0, LOCK) == [Acquired(0, 5, 2), Acquired(6, 7, 4)]
+
+
+def test_record_limit_applies_within_a_throttled_batch() -> None:
+    sp = partition(limit=5)
+    got = sp.acquire("a", [(0, 7)], 500, 0, LOCK)
+    for _ in range(2):
+        release_all(sp, "a", got)
+        got = sp.acquire("a", [(0, 7)], 500, 0, LOCK)
+    release_all(sp, "a", got)
+    assert sp.acquire("a", [(0, 7)], 3, 0, LOCK, ShareAcquireMode.RECORD_LIMIT) == [Acquired(0, 2, 4)]
+    # the portion is worked out again each fetch: 3-7, 8 >> 1 = 4, cut to the 3 asked for
+    assert sp.acquire("a", [(0, 7)], 3, 0, LOCK, ShareAcquireMode.RECORD_LIMIT) == [Acquired(3, 5, 4)]
+
+
 @settings(max_examples=200)
 @given(st.lists(st.tuples(st.sampled_from(["acquire", "acquire-limited", "ack", "renew", "expire", "leave"]),
                           st.sampled_from("ab"), st.integers(0, 3)), max_size=40))
