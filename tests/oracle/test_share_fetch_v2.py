@@ -7,7 +7,8 @@ and batch-optimized acquisition takes the rest; RENEW acknowledgements extend th
 records the member holds, in a renew ShareFetch (which acquires nothing and answers at once)
 and in ShareAcknowledge v2 (which answers the lock duration); a renew ShareFetch asking for
 records, a RENEW in a request not marked is_renew_ack, a RENEW in v1, and a RENEW of records
-not held are refused as Kafka refuses them.
+not held are refused as Kafka refuses them. Record-limited fetches of a batch delivered often
+enough to be throttled take at most the throttled part of it.
 """
 
 from __future__ import annotations
@@ -197,3 +198,29 @@ def another_members_records(run: ScenarioRun) -> None:
 
 def test_another_members_records(brokers) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(another_members_records)
+
+
+def record_limit_throttled(run: ScenarioRun) -> None:
+    """Record-limited fetches of a batch delivered three times (throttled under the default
+    limit, 5): each takes the records asked for, at most half the batch (6 of 12); one on its last
+    attempt comes alone whatever the mode."""
+    member_reads_a_partition(run, {})
+    epoch = 0
+    for i in range(3):
+        if i:
+            share_acknowledge(run, f"release 0-11 ({i})", epoch, [(0, 11, [RELEASE])])
+            epoch += 1
+        share_fetch(run, f"batch-optimized: 0-11 ({i})", epoch)
+        epoch += 1
+    share_acknowledge(run, "release 0-11, delivered three times", epoch, [(0, 11, [RELEASE])])
+    for max_records in (10, 4, 10):
+        share_fetch(run, f"record-limit {max_records}, throttled", epoch + 1, mode=RECORD_LIMIT,
+                    max_records=max_records)
+        epoch += 1
+    share_acknowledge(run, "release 0-11, delivered four times", epoch + 1, [(0, 11, [RELEASE])])
+    share_fetch(run, "record-limit 3: 0, on its last attempt, alone", epoch + 2, mode=RECORD_LIMIT, max_records=3)
+    share_fetch(run, "batch-optimized: 1 alone", epoch + 3)
+
+
+def test_record_limit_of_a_throttled_batch(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(record_limit_throttled)
