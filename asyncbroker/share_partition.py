@@ -186,11 +186,20 @@ class SharePartition:
         Records near the delivery count limit are throttled as Kafka 4.4 throttles them: a batch
         holding one delivered throttle_limit() times or more is acquired alone (nothing before
         it, nothing after it, no new records) and only in part (see _acquire_offsets)."""
-        budget = min(max_records, self.max_in_flight - self.acquired_count())
         out: list[Acquired] = []
-        if budget <= 0 or not batches:
+        if not batches:
             return out
         limit = batches[-1][1]
+        # Kafka counts every record from the start offset to the end offset as in flight, held
+        # or not; at the limit, only records already in flight (before the end offset) are taken.
+        in_flight = self.end_offset - self.start_offset if self.runs else 0
+        budget = min(max_records, self.max_in_flight - in_flight)
+        if budget <= 0:
+            fetch_offset = self.next_fetch_offset()
+            if fetch_offset >= self.end_offset:
+                return out
+            budget = min(max_records, self.end_offset - fetch_offset)
+            limit = min(limit, self.end_offset - 1)
         record_limit = mode == ShareAcquireMode.RECORD_LIMIT
         deadline = now + lock_ms
         throttle_limit = self.throttle_limit()
@@ -226,7 +235,8 @@ class SharePartition:
             if throttled and got > 0:
                 done = True
                 break
-        new = [(max(base, self.end_offset), last) for base, last in batches if last >= self.end_offset]
+        new = [(max(base, self.end_offset), last) for base, last in batches
+               if last >= self.end_offset and max(base, self.end_offset) <= limit]
         if taken < budget and new and not done:
             out += self._acquire_new(member, new, budget - taken, deadline, mode,
                                      budget if batch_size is None else batch_size)

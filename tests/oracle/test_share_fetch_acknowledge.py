@@ -40,13 +40,14 @@ class Member:
 
     def fetch(self, label: str | None, acks: tuple[tuple[int, int, tuple[int, ...]], ...] = (), *,
               epoch: int | None = None, topic_id: uuid.UUID | None = None, wait_ms: int = 0,
-              max_records: int = 500, record: bool = True, member_id: str | None = None) -> Any:
+              max_records: int = 500, record: bool = True, member_id: str | None = None,
+              max_bytes: int = 1 << 20) -> Any:
         topic_id = topic_id or self.run.topic_id("solo")
         used = self.epoch if epoch is None else epoch
         answer = self.run.call(
             SHARE_FETCH, 1, _label=label, _conn=self.conn, _record=record, group_id=self.run.group("g"),
             member_id=self.member_id if member_id is None else member_id, share_session_epoch=used,
-            max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=1, max_bytes=1 << 20,
+            max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=1, max_bytes=max_bytes,
             max_records=max_records, batch_size=max_records,
             topics=(entity(SHARE_FETCH, 1, "FetchTopic", topic_id=topic_id, partitions=(
                 entity(SHARE_FETCH, 1, "FetchPartition", partition_index=0, acknowledgement_batches=tuple(
@@ -71,10 +72,10 @@ class Member:
             self.epoch += 1
         return answer
 
-    def fetch_until_acquired(self, label: str) -> Any:
+    def fetch_until_acquired(self, label: str, **limits: int) -> Any:
         """Fetches (unrecorded) until records are acquired; that answer is recorded."""
         def acquired() -> Any:
-            answer = self.fetch(label, wait_ms=200, record=False)
+            answer = self.fetch(label, wait_ms=200, record=False, **limits)
             assert answer.error_code == 0, answer
             got = [p for t in answer.responses for p in t.partitions if p.acquired_records]
             return answer if got else None
@@ -165,3 +166,28 @@ def delivery_limit(run: ScenarioRun) -> None:
 
 def test_delivery_count_limit(brokers) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(delivery_limit)
+
+
+def large_reads(run: ScenarioRun) -> None:
+    """About 3 MiB of records (30 batches of 100 records of 1 KiB) and fetches allowed 50 MiB:
+    all of them acquired at once up to max_records; released, they are one batch that the
+    next fetch takes whole whatever its max_records; a fetch with max_bytes 1 gets the first
+    batch whole."""
+    setup(run, batches=0)
+    for _ in range(30):
+        data_steps.produce(run, "solo", {0: batch([(None, b"x" * 1024)] * 100)}, record=False)
+    incremental_alter_configs(run, [(GROUP_RESOURCE, "=" + run.group("g"),
+                                     [("share.partition.max.record.locks", SET, "4000")])], label="locks 4000")
+    a = Member(run, "m-a")
+    a.fetch_until_acquired("a acquires everything", max_records=5000, max_bytes=50 << 20)
+    a.acknowledge("a releases them", ((0, 2999, (RELEASE,)),))
+    a.fetch("a with max_records 250", max_records=250, max_bytes=50 << 20, wait_ms=2000)
+    a.acknowledge("a releases them again", ((0, 2999, (RELEASE,)),))
+    a.fetch("a with max_bytes 1", max_records=5000, max_bytes=1, wait_ms=2000)
+    data_steps.produce(run, "solo", {0: batch([(None, b"y" * 1024)] * 100)}, record=False)
+    a.acknowledge("a accepts them", ((0, 2999, (ACCEPT,)),))
+    a.fetch("a gets the new batch", max_records=5000, max_bytes=50 << 20, wait_ms=2000)
+
+
+def test_large_reads(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(large_reads)

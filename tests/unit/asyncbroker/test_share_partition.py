@@ -149,6 +149,17 @@ def test_the_in_flight_limit_stops_acquisition() -> None:
     assert sp.acquire("b", [(4, 5)], 500, 0, LOCK) == []
 
 
+def test_at_the_in_flight_limit_only_records_in_flight_are_taken() -> None:
+    """Every record from the start offset to the end offset counts, held or not (Kafka's
+    numInFlightRecords): at the limit a fetch takes released records, never new ones."""
+    sp = partition(max_in_flight=100)
+    assert sp.acquire("a", [(0, 49), (50, 99)], 500, 0, LOCK) == [Acquired(0, 99, 1)]
+    sp.acknowledge("a", [(50, 99, [2])])  # 0-49 still held: the start offset stays at 0
+    assert sp.acquire("b", [(50, 99), (100, 149)], 500, 0, LOCK) == [Acquired(50, 99, 2)]
+    sp.acknowledge("b", [(50, 99, [1])])
+    assert sp.acquire("b", [(100, 149)], 500, 0, LOCK) == []  # 0-99 in flight, 50 of them done
+
+
 def test_offsets_missing_from_the_log_are_passed_over() -> None:
     sp = partition()
     assert sp.acquire("a", [(3, 4)], 500, 0, LOCK) == [Acquired(3, 4, 1)]
