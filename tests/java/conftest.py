@@ -9,16 +9,7 @@ import pytest
 
 from asyncbroker.testing import BrokerProcess
 from java_harness import JavaHarness, Targets
-from jvm.kafka_jvm import ORACLE_SETTINGS, KafkaServer
-
-# The broker keys asyncbroker shares with the oracle's settings (tests/oracle/conftest.py
-# starts its own broker the same way; the rest of ORACLE_SETTINGS is about replication).
-_SHARED_KEYS = (
-    "num.partitions", "auto.create.topics.enable", "offsets.topic.num.partitions",
-    "group.initial.rebalance.delay.ms", "group.consumer.assignment.interval.ms", "log.cleaner.backoff.ms", "log.retention.check.interval.ms",
-    "log.initial.task.delay.ms", "log.segment.delete.delay.ms",
-)
-
+from jvm.kafka_jvm import ASYNCBROKER_ORACLE_OVERRIDES, KafkaServer
 
 @pytest.fixture(scope="session")
 def java() -> Iterator[JavaHarness]:
@@ -31,8 +22,7 @@ def java() -> Iterator[JavaHarness]:
 
 @pytest.fixture(scope="session")
 def java_asyncbroker() -> Iterator[BrokerProcess]:
-    overrides = ["node.id=1", *(f"{k}={ORACLE_SETTINGS[k]}" for k in _SHARED_KEYS)]
-    with BrokerProcess(overrides) as broker:
+    with BrokerProcess(ASYNCBROKER_ORACLE_OVERRIDES) as broker:
         yield broker
 
 

@@ -100,6 +100,15 @@ ORACLE_SETTINGS: dict[str, str] = {
     "log.segment.delete.delay.ms": "0",
 }
 
+# The broker keys asyncbroker shares with the oracle's settings (the rest are about replication
+# and Kafka's own internal topics): the differential and Java tests start asyncbroker with them.
+ASYNCBROKER_ORACLE_OVERRIDES: list[str] = ["node.id=1", *(f"{k}={ORACLE_SETTINGS[k]}" for k in (
+    "num.partitions", "auto.create.topics.enable", "offsets.topic.num.partitions",
+    "group.initial.rebalance.delay.ms", "log.cleaner.backoff.ms", "log.retention.check.interval.ms",
+    "log.initial.task.delay.ms", "log.segment.delete.delay.ms", "group.consumer.assignment.interval.ms",
+    "group.share.assignment.interval.ms", "group.share.min.record.lock.duration.ms",
+))]
+
 
 class KafkaServer:
     """A single-node KRaft Apache Kafka 4.4 on 127.0.0.1, in its own temporary directory.

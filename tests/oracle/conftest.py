@@ -9,22 +9,11 @@ from collections.abc import Iterator
 import pytest
 
 from asyncbroker.testing import BrokerProcess
-from jvm.kafka_jvm import ORACLE_SETTINGS, KafkaServer
-
-# Broker keys asyncbroker knows among the oracle's settings (the rest are about
-# replication and Kafka's own internal topics).
-_SHARED_KEYS = (
-    "num.partitions", "auto.create.topics.enable", "offsets.topic.num.partitions",
-    "group.initial.rebalance.delay.ms", "log.cleaner.backoff.ms", "log.retention.check.interval.ms",
-    "log.initial.task.delay.ms", "log.segment.delete.delay.ms", "group.consumer.assignment.interval.ms",
-    "group.share.assignment.interval.ms", "group.share.min.record.lock.duration.ms",
-)
-
+from jvm.kafka_jvm import ASYNCBROKER_ORACLE_OVERRIDES, KafkaServer
 
 @pytest.fixture(scope="session")
 def oracle_asyncbroker() -> Iterator[BrokerProcess]:
-    overrides = ["node.id=1", *(f"{k}={ORACLE_SETTINGS[k]}" for k in _SHARED_KEYS)]
-    with BrokerProcess(overrides, monitor=True) as broker:
+    with BrokerProcess(ASYNCBROKER_ORACLE_OVERRIDES, monitor=True) as broker:
         yield broker
 
 

@@ -33,7 +33,7 @@ from admin_steps import (
 from asyncbroker.testing import BrokerProcess
 from data_steps import delete_records, fetch_topics, list_offsets_topics, offset_for_leader_epoch, produce_topics
 from differential import ScenarioRun, batch, compare, entity, request_class_name
-from jvm.kafka_jvm import ORACLE_SETTINGS, KafkaServer
+from jvm.kafka_jvm import ASYNCBROKER_ORACLE_OVERRIDES, KafkaServer
 from steps import create_topic, produce
 
 pytestmark = pytest.mark.timeout(300)
@@ -57,11 +57,6 @@ AUTHORIZER = {
     "super.users": "User:ANONYMOUS",
     "allow.everyone.if.no.acl.found": "false",
 }
-# As the session's oracle pair shares them (tests/oracle/conftest.py).
-_SHARED_KEYS = ("num.partitions", "auto.create.topics.enable", "offsets.topic.num.partitions",
-                "group.consumer.assignment.interval.ms",
-                "group.initial.rebalance.delay.ms", "log.cleaner.backoff.ms", "log.retention.check.interval.ms",
-                "log.initial.task.delay.ms", "log.segment.delete.delay.ms")
 
 
 class SecuredBrokers:
@@ -85,7 +80,7 @@ def secured() -> Iterator[SecuredBrokers]:
     jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
             + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";")
     overrides = [
-        "node.id=1", *(f"{k}={ORACLE_SETTINGS[k]}" for k in _SHARED_KEYS), *(f"{k}={v}" for k, v in AUTHORIZER.items()),
+        *ASYNCBROKER_ORACLE_OVERRIDES, *(f"{k}={v}" for k, v in AUTHORIZER.items()),
         "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN",
         f"listener.name.sasl_plaintext.plain.sasl.jaas.config={jaas}",
     ]
