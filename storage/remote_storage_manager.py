@@ -1,0 +1,126 @@
+"""RemoteStorageManager: where a tiered topic's rolled segments go (KIP-405).
+
+Kafka's plugin interface (org.apache.kafka.server.log.remote.storage.RemoteStorageManager),
+in Python. A backend stores, for each remote segment, the files LogSegmentData names and
+answers byte ranges of them. It knows nothing of offsets: the RemoteLogManager decides what
+is copied and records it in `__remote_log_metadata` before and after each call here, so a
+backend call that dies half-way leaves a segment in COPY_SEGMENT_STARTED that is deleted,
+never one that readers trust.
+
+Every method blocks (disk or network I/O) and is called from a worker thread, never from
+the event loop. Two backends: `LocalTieredStorage` (a directory; tests and laptops) and
+`S3RemoteStorageManager` (any S3-compatible store).
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from pathlib import Path
+from typing import Protocol
+
+import msgspec
+
+from storage.errors import KafkaStorageError
+from storage.partition_metadata import uuid_to_base64
+
+__all__ = ["IndexType", "RemoteLogSegmentState", "TopicIdPartition", "RemoteLogSegmentId",
+           "RemoteLogSegmentMetadata", "LogSegmentData", "RemoteStorageManager", "RemoteStorageError",
+           "RemoteResourceNotFoundError"]
+
+
+class IndexType(enum.Enum):
+    """The files that travel with a segment (Kafka's RemoteStorageManager.IndexType)."""
+
+    OFFSET = "index"
+    TIMESTAMP = "timeindex"
+    PRODUCER_SNAPSHOT = "snapshot"
+    TRANSACTION = "txnindex"
+    LEADER_EPOCH = "leader_epoch_checkpoint"
+
+
+class RemoteLogSegmentState(enum.IntEnum):
+    """A remote segment's life (RemoteLogSegmentState's ids, as `__remote_log_metadata` stores
+    them). Only COPY_SEGMENT_FINISHED segments are read; the others are work to finish."""
+
+    COPY_SEGMENT_STARTED = 0
+    COPY_SEGMENT_FINISHED = 1
+    DELETE_SEGMENT_STARTED = 2
+    DELETE_SEGMENT_FINISHED = 3
+
+
+class TopicIdPartition(msgspec.Struct, frozen=True):
+    topic_id: uuid.UUID
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        # Kafka's TopicIdPartition.toString(): what RemoteLogMetadataTopicPartitioner hashes.
+        return f"{uuid_to_base64(self.topic_id)}:{self.topic}-{self.partition}"
+
+
+class RemoteLogSegmentId(msgspec.Struct, frozen=True):
+    topic_id_partition: TopicIdPartition
+    id: uuid.UUID
+
+
+class RemoteLogSegmentMetadata(msgspec.Struct, frozen=True):
+    """One remote segment: its offsets, the leader epochs that start inside it, and its state."""
+
+    segment_id: RemoteLogSegmentId
+    start_offset: int
+    end_offset: int  # inclusive: the segment's last offset
+    max_timestamp_ms: int
+    broker_id: int
+    event_timestamp_ms: int
+    segment_leader_epochs: tuple[tuple[int, int], ...]  # (epoch, start offset), ascending
+    segment_size_in_bytes: int
+    state: RemoteLogSegmentState
+    custom_metadata: bytes | None = None
+    txn_index_empty: bool = False
+
+
+class LogSegmentData(msgspec.Struct, frozen=True):
+    """What is copied for one rolled segment: its files, and the leader-epoch checkpoint bytes
+    covering it (Kafka's LogSegmentData)."""
+
+    log_segment: Path
+    offset_index: Path
+    time_index: Path
+    transaction_index: Path | None  # None when the segment has no aborted transactions
+    producer_snapshot_index: Path
+    leader_epoch_index: bytes
+
+
+class RemoteStorageError(KafkaStorageError):
+    """A backend failed (unreachable, refused, throttled, full): the caller retries later and
+    keeps the local segment (Kafka's RemoteStorageException)."""
+
+
+class RemoteResourceNotFoundError(RemoteStorageError):
+    """The backend has no such segment or index (Kafka's RemoteResourceNotFoundException)."""
+
+
+class RemoteStorageManager(Protocol):
+    def copy_log_segment_data(self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData) -> bytes | None:
+        """Store the segment's files under `metadata.segment_id`; return custom metadata or None.
+        A copy that raises may have stored part of the files: they are deleted later."""
+        ...
+
+    def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start_position: int,
+                          end_position: int | None = None) -> bytes:
+        """Bytes of the `.log` from `start_position` to `end_position` inclusive (the end of
+        the file when None or past it)."""
+        ...
+
+    def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> bytes:
+        """The whole index file of that type; RemoteResourceNotFoundError when the segment had
+        none (a transaction index is optional)."""
+        ...
+
+    def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
+        """Delete every file of the segment. Deleting what is already gone succeeds."""
+        ...
+
+    def close(self) -> None:
+        ...
