@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # the parts are imported where they are built (startup), to k
     from asyncbroker.offsets_topic import CoordinatorTopic
     from asyncbroker.share_partition_manager import SharePartitionManager
     from asyncbroker.producer_id_expiration import ProducerIdExpiration
+    from asyncbroker.remote_log_manager import RemoteLogManager
     from asyncbroker.replica_manager import ReplicaManager
     from asyncbroker.scram_credentials import ScramCredentials
     from asyncbroker.client_quota_manager import QuotaManagers
@@ -119,6 +120,8 @@ class Broker:
         self.share_partitions: SharePartitionManager
         self.producer_id_expiration: ProducerIdExpiration
         self.transaction_coordinator: TransactionCoordinator
+        # Tiered storage (remote.log.storage.system.enable), else None.
+        self.remote_log_manager: RemoteLogManager | None = None
         self._started = False
         # Log compaction, None with log.cleaner.enable=false or until its background start
         # has built it. `cleaner_manager` is the seam LogJobs (retention pauses) and
@@ -263,6 +266,7 @@ class Broker:
             node_id=config.node_id,
             cluster_id=None,
             recovery_threads_per_data_dir=config.num_recovery_threads_per_data_dir,
+            remote_storage_system_enable=config.remote_log_storage_system_enable,
         )
         started = time.monotonic()
         await self.run_blocking(self._load_logs)
@@ -282,6 +286,8 @@ class Broker:
         self._start_replica_manager()
         self._start_group_coordinator()
         self._start_transaction_coordinator()
+        if config.remote_log_storage_system_enable:
+            await self._start_remote_log_manager()
         self._started = True
 
     def _load_logs(self) -> None:
@@ -301,7 +307,35 @@ class Broker:
             fetch_waiters=self.fetch_waiters, run_blocking=self.run_blocking, cleaner=lambda: self.cleaner,
             checkpoint_log_start_offsets=self.log_jobs.checkpoint_log_start_offsets_now,
             clock_ms=self.clock.milliseconds, transaction_coordinator=lambda: self.transaction_coordinator,
-            verification_enabled=self._transaction_verification_enabled)
+            verification_enabled=self._transaction_verification_enabled,
+            remote_log_manager=lambda: self.remote_log_manager)
+
+    async def _start_remote_log_manager(self) -> None:
+        """Tiered storage: the backend, `__remote_log_metadata` (created now, as Kafka's
+        metadata manager does at start) and the RemoteLogManager's tasks."""
+        from asyncbroker.remote_log_manager import RemoteLogManager, remote_storage_manager_for
+        from asyncbroker.remote_log_metadata_manager import (
+            REMOTE_LOG_METADATA_TOPIC,
+            TopicBasedRemoteLogMetadataManager,
+        )
+
+        config = self.config
+        rlmm_props = config.remote_log_metadata_manager_props
+        topic = self._coordinator_topic(REMOTE_LOG_METADATA_TOPIC,
+                                        int(rlmm_props.get("remote.log.metadata.topic.num.partitions", "50")), {
+                                            "cleanup.policy": "delete",
+                                            "retention.ms": rlmm_props.get("remote.log.metadata.topic.retention.ms",
+                                                                           "-1")})
+        await topic.ensure_created()
+        rsm = await self.run_blocking(remote_storage_manager_for, config)
+        self.remote_log_manager = RemoteLogManager(
+            config, rsm, TopicBasedRemoteLogMetadataManager(topic), self.log_manager, broker_id=config.node_id,
+            clock_ms=self.clock.milliseconds, on_log_start_offset_moved=self._remote_log_start_moved)
+        await self.remote_log_manager.startup()
+
+    def _remote_log_start_moved(self) -> None:
+        """Remote retention moved a log start offset: it is checkpointed as DeleteRecords' are."""
+        asyncio.ensure_future(self.log_jobs.checkpoint_log_start_offsets_now())
 
     def _transaction_verification_enabled(self) -> bool:
         """transaction.partition.verification.enable, which is dynamic."""
@@ -471,6 +505,8 @@ class Broker:
             self.group_coordinator.close()
         if "producer_id_expiration" in built:
             await self.producer_id_expiration.stop()
+        if self.remote_log_manager is not None:
+            await self.remote_log_manager.shutdown()
         if "log_jobs" in built:
             await self.log_jobs.stop()  # waits for a pass already running on its threads
         if self._cleaner_started is not None:

@@ -400,6 +400,27 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     log_cleaner_dedupe_buffer_size: int = broker_default("log.cleaner.dedupe.buffer.size")
     log_cleaner_io_buffer_load_factor: float = broker_default("log.cleaner.io.buffer.load.factor")
     log_cleaner_io_buffer_size: int = broker_default("log.cleaner.io.buffer.size")
+    remote_log_storage_system_enable: bool = broker_default("remote.log.storage.system.enable")
+    remote_log_storage_manager_class_name: str | None = broker_default("remote.log.storage.manager.class.name")
+    remote_log_storage_manager_class_path: str | None = broker_default("remote.log.storage.manager.class.path")
+    remote_log_storage_manager_impl_prefix: str = broker_default("remote.log.storage.manager.impl.prefix")
+    remote_log_metadata_manager_class_name: str = broker_default("remote.log.metadata.manager.class.name")
+    remote_log_metadata_manager_class_path: str | None = broker_default("remote.log.metadata.manager.class.path")
+    remote_log_metadata_manager_impl_prefix: str = broker_default("remote.log.metadata.manager.impl.prefix")
+    remote_log_metadata_manager_listener_name: str | None = broker_default("remote.log.metadata.manager.listener.name")
+    remote_log_manager_task_interval_ms: int = broker_default("remote.log.manager.task.interval.ms")
+    remote_log_manager_task_retry_backoff_ms: int = broker_default("remote.log.manager.task.retry.backoff.ms")
+    remote_log_manager_task_retry_backoff_max_ms: int = broker_default("remote.log.manager.task.retry.backoff.max.ms")
+    remote_log_manager_copy_max_bytes_per_second: int = broker_default("remote.log.manager.copy.max.bytes.per.second")
+    remote_log_manager_fetch_max_bytes_per_second: int = broker_default("remote.log.manager.fetch.max.bytes.per.second")
+    remote_log_manager_copier_thread_pool_size: int = broker_default("remote.log.manager.copier.thread.pool.size")
+    remote_log_manager_expiration_thread_pool_size: int = broker_default("remote.log.manager.expiration.thread.pool.size")
+    remote_log_reader_threads: int = broker_default("remote.log.reader.threads")
+    remote_log_reader_max_pending_tasks: int = broker_default("remote.log.reader.max.pending.tasks")
+    remote_log_index_file_cache_total_size_bytes: int = broker_default("remote.log.index.file.cache.total.size.bytes")
+    remote_log_metadata_custom_metadata_max_bytes: int = broker_default("remote.log.metadata.custom.metadata.max.bytes")
+    remote_fetch_max_wait_ms: int = broker_default("remote.fetch.max.wait.ms")
+    remote_list_offsets_request_timeout_ms: int = broker_default("remote.list.offsets.request.timeout.ms")
     log_cleaner_io_max_bytes_per_second: float = broker_default("log.cleaner.io.max.bytes.per.second")
     log_cleaner_backoff_ms: int = broker_default("log.cleaner.backoff.ms")
     log_cleaner_min_cleanable_ratio: float = broker_default("log.cleaner.min.cleanable.ratio")
@@ -409,6 +430,9 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     # The keys explicitly given (file, environment, overrides) with their raw
     # values: DescribeConfigs reports these as STATIC_BROKER_CONFIG.
     originals: dict[str, str] = msgspec.field(default_factory=dict)
+    # The tiered storage plugins' own keys, their prefix (rsm.config., rlmm.config.) removed.
+    remote_storage_manager_props: dict[str, str] = msgspec.field(default_factory=dict)
+    remote_log_metadata_manager_props: dict[str, str] = msgspec.field(default_factory=dict)
     # listener.name.<listener>.<mechanism>.sasl.jaas.config, by "LISTENER MECHANISM" (upper case).
     listener_jaas_configs: dict[str, str] = msgspec.field(default_factory=dict)
     # listener.name.<listener>.<mechanism>.sasl.server.callback.handler.class, keyed the same way.
@@ -470,7 +494,14 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         values: dict[str, Any] = {}
         jaas: dict[str, str] = {}
         handlers: dict[str, str] = {}
+        rsm_prefix = props.get("remote.log.storage.manager.impl.prefix", "rsm.config.")
+        rlmm_prefix = props.get("remote.log.metadata.manager.impl.prefix", "rlmm.config.")
+        plugin_props: dict[str, dict[str, str]] = {rsm_prefix: {}, rlmm_prefix: {}}
         for name, raw in props.items():
+            prefix = next((p for p in (rsm_prefix, rlmm_prefix) if p and name.startswith(p)), None)
+            if prefix is not None:
+                plugin_props[prefix][name[len(prefix):]] = raw
+                continue
             if (m := _LISTENER_JAAS.match(name)) is not None:
                 jaas[f"{m.group(1).upper()} {m.group(2).upper()}"] = raw
                 continue
@@ -496,13 +527,16 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             values["log_dirs"] = [values.get("log_dir", "./data")]
         if "node_id" not in values and values.get("broker_id", -1) >= 0:
             values["node_id"] = values["broker_id"]
-        originals = {k: props[k] for k in props if _LISTENER_JAAS.match(k) is None and _LISTENER_HANDLER.match(k) is None}
+        originals = {k: props[k] for k in props if _LISTENER_JAAS.match(k) is None and _LISTENER_HANDLER.match(k) is None
+                     and not any(p and k.startswith(p) for p in (rsm_prefix, rlmm_prefix))}
         if "broker.id" not in props and "node.id" in props:
             # Kafka copies node.id into broker.id when it builds its config, so broker.id is
             # then a static config with node.id's value.
             values["broker_id"] = values["node_id"]
             originals["broker.id"] = props["node.id"]
-        config = cls(**values, originals=originals, listener_jaas_configs=jaas, listener_callback_handlers=handlers)
+        config = cls(**values, originals=originals, listener_jaas_configs=jaas, listener_callback_handlers=handlers,
+                     remote_storage_manager_props=plugin_props[rsm_prefix],
+                     remote_log_metadata_manager_props=plugin_props[rlmm_prefix])
         config._check()
         return config
 

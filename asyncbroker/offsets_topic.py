@@ -87,7 +87,7 @@ class CoordinatorTopic:
         self._configured_partitions = num_partitions
         self._configs = configs
         self._creating: asyncio.Future[None] | None = None
-        self._queue: list[tuple[int, Sequence[tuple[bytes, bytes | None]], Producer | None, asyncio.Future[int]]] = []
+        self._queue: list[tuple[int, Sequence[tuple[bytes | None, bytes | None]], Producer | None, asyncio.Future[int]]] = []
         self._writer: asyncio.Task[None] | None = None
 
     @property
@@ -119,7 +119,7 @@ class CoordinatorTopic:
         finally:
             self._creating = None
 
-    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]],
+    async def append(self, partition: int, records: Sequence[tuple[bytes | None, bytes | None]],
                      producer: Producer | None = None) -> int:
         """Append (key, value-or-tombstone) records as one batch; returns its first offset.
 
@@ -129,7 +129,7 @@ class CoordinatorTopic:
         """
         return await self.enqueue(partition, records, producer)
 
-    def enqueue(self, partition: int, records: Sequence[tuple[bytes, bytes | None]],
+    def enqueue(self, partition: int, records: Sequence[tuple[bytes | None, bytes | None]],
                 producer: Producer | None = None) -> asyncio.Future[int]:
         """Queue a write; writes to one partition reach the log in the order they were queued.
 
@@ -149,7 +149,7 @@ class CoordinatorTopic:
             while queue:
                 pending = queue[:]
                 del queue[:]
-                by_partition: dict[int, list[tuple[Sequence[tuple[bytes, bytes | None]], Producer | None,
+                by_partition: dict[int, list[tuple[Sequence[tuple[bytes | None, bytes | None]], Producer | None,
                                                    asyncio.Future[int]]]] = {}
                 for partition, records, producer, fut in pending:
                     by_partition.setdefault(partition, []).append((records, producer, fut))
@@ -177,7 +177,7 @@ class CoordinatorTopic:
         finally:
             self._writer = None
 
-    def _write_all(self, writes: dict[int, list[tuple[Sequence[tuple[bytes, bytes | None]], Producer | None]]]
+    def _write_all(self, writes: dict[int, list[tuple[Sequence[tuple[bytes | None, bytes | None]], Producer | None]]]
                    ) -> dict[int, tuple[list[int], int] | BaseException]:
         """Executor side: one append per partition; a failure stays with its partition."""
         now = self.clock.milliseconds()

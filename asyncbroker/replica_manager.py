@@ -137,7 +137,7 @@ class PartitionRead:
 
 
 def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: bool, use_file_regions: bool,
-                    nonblocking: bool = False) -> int:
+                    nonblocking: bool = False, remote: Any = None) -> int:
     """Read every partition within the byte budgets; return the bytes read. On an IO thread, or
     `nonblocking` on the loop: then every byte must be in the page cache, else ReadWouldBlock
     (what was read is released by the caller, which reads again on an IO thread).
@@ -145,6 +145,9 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
     `max_bytes` bounds the whole response and each partition's own bound applies, except that
     the first partition with data returns at least one whole batch even when larger (KIP-74);
     a later partition whose first batch does not fit returns nothing rather than part of one.
+
+    An offset below a tiered log's local start is read from remote storage through `remote`
+    (the RemoteLogManager), under the same limits; never on the loop.
     """
     remaining = max(0, max_bytes)
     min_one = True
@@ -162,6 +165,25 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
             r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
             continue
         limit = min(r.max_bytes, remaining)
+        if remote is not None and log_start <= r.fetch_offset < log_.local_log_start_offset and log_.remote_log_enabled:
+            if nonblocking:
+                raise ReadWouldBlock()
+            try:
+                got = remote.read(log_, r.fetch_offset, limit, min_one_message=min_one, read_committed=read_committed)
+            except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
+                r.error = error_code_for(exc)
+                r.high_watermark = r.last_stable_offset = r.log_start_offset = -1
+                continue
+            r.error = ErrorCode.NONE
+            r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
+            if read_committed:
+                r.aborted = [(a.producer_id, a.first_offset) for a in (got.aborted or ())]
+            if got.records:
+                r.records, r.size = got.records, len(got.records)
+                total += r.size
+                remaining = max(0, remaining - r.size)
+                min_one = False
+            continue
         try:
             info = log_.read(r.fetch_offset, limit, isolation=isolation, min_one_message=min_one,
                              nonblocking=nonblocking)
@@ -384,7 +406,7 @@ class ReplicaManager:
                  fetch_waiters: FetchWaiters, run_blocking: Callable[..., Awaitable[Any]],
                  cleaner: Callable[[], Any], checkpoint_log_start_offsets: Callable[[], Awaitable[None]],
                  clock_ms: Callable[[], int], transaction_coordinator: Callable[[], Any],
-                 verification_enabled: Callable[[], bool]) -> None:
+                 verification_enabled: Callable[[], bool], remote_log_manager: Callable[[], Any] = lambda: None) -> None:
         self._get_log = get_log
         self._hosts_topic = hosts_topic
         self.fetch_waiters = fetch_waiters
@@ -394,6 +416,7 @@ class ReplicaManager:
         self._clock_ms = clock_ms
         self._transaction_coordinator = transaction_coordinator
         self._verification_enabled = verification_enabled
+        self._remote_log_manager = remote_log_manager  # the RemoteLogManager, when tiered storage is on
 
     def log_of(self, tp: TopicPartition) -> Any | None:
         """The partition's Log when this node hosts it (its topic exists and the log is open)."""
@@ -581,14 +604,16 @@ class ReplicaManager:
         a few partitions: no executor hop, as appends that cannot block), else
         on the IO pool; if the fetch is cancelled meanwhile (the client went away), the regions
         the pooled read still creates are closed when it finishes."""
+        remote = self._remote_log_manager()
         if len(reads) <= INLINE_READ_MAX_PARTITIONS:
             try:
-                return read_partitions(reads, max_bytes, read_committed, use_file_regions, nonblocking=True)
+                return read_partitions(reads, max_bytes, read_committed, use_file_regions, nonblocking=True,
+                                       remote=remote)
             except ReadWouldBlock:
                 for r in reads:
                     _release(r)
         task = asyncio.ensure_future(self._run_blocking(read_partitions, reads, max_bytes, read_committed,
-                                                        use_file_regions))
+                                                        use_file_regions, False, remote))
         try:
             return int(await asyncio.shield(task))
         except asyncio.CancelledError:

@@ -224,7 +224,7 @@ class TopicManager:
             overrides[key] = value
         # Unknown keys and bad values raise InvalidConfigurationError naming the key.
         log_config = LogConfig.from_props(overrides, self.defaults)
-        if log_config.remote_storage_enable:
+        if log_config.remote_storage_enable and not self.config.remote_log_storage_system_enable:
             # As a Kafka broker with remote.log.storage.system.enable=false: no tiered topics.
             raise InvalidConfigurationError(
                 "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote "

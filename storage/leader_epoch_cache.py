@@ -18,9 +18,14 @@ class LeaderEpochCheckpointFile:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
-    def write(self, entries: list[tuple[int, int]], *, sync: bool = True) -> None:
+    @staticmethod
+    def encode(entries: list[tuple[int, int]]) -> bytes:
+        """The file's bytes for `entries` (also what tiered storage copies with a segment)."""
         lines = [str(CURRENT_VERSION), str(len(entries))] + [f"{e} {o}" for e, o in entries]
-        write_atomically(self.path, ("\n".join(lines) + "\n").encode(), sync=sync)
+        return ("\n".join(lines) + "\n").encode()
+
+    def write(self, entries: list[tuple[int, int]], *, sync: bool = True) -> None:
+        write_atomically(self.path, self.encode(entries), sync=sync)
 
     def read(self) -> list[tuple[int, int]]:
         try:

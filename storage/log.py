@@ -35,6 +35,7 @@ from storage.log_validator import LogValidator
 from storage.offset_index import OffsetPosition
 from storage.partition_metadata import PartitionMetadataFile
 from storage.producer_state_manager import ProducerStateManager
+from storage.topic_name import is_internal
 from storage.topic_partition import TopicPartition
 from storage.transaction_index import AbortedTxn
 from wire.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
@@ -67,6 +68,11 @@ def _handles_io_errors(operation: str) -> Callable[[Callable[..., Any]], Callabl
         return inner
 
     return wrap
+
+
+def _remote_log_enabled(dir: Path, config: LogConfig, system_enable: bool) -> bool:
+    return system_enable and config.remote_storage_enable and not is_internal(
+        TopicPartition.from_dir_name(Path(dir).name).topic)
 
 
 class Log:
@@ -109,6 +115,11 @@ class Log:
             self.partition_metadata_file.write(topic_id)
         # Single node: everything appended is replicated, so the HW is the LEO.
         self._high_watermark = next_offset_metadata
+        # Tiered storage (KIP-405): remote.log.storage.system.enable, set by the LogManager, and
+        # the last offset already in remote storage (-1: none), which the RemoteLogManager
+        # raises after each copy and local retention reads: only copied segments go locally.
+        self.remote_storage_system_enable = False
+        self._highest_offset_in_remote_storage = -1
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -116,7 +127,8 @@ class Log:
              log_start_offset: int = 0, recovery_point: int = 0, had_clean_shutdown: bool = False,
              topic_id: uuid.UUID | None = None,
              background: Callable[[Callable[[], None]], None] | None = None,
-             log_dir_failure_channel: LogDirFailureChannel | None = None) -> "Log":
+             log_dir_failure_channel: LogDirFailureChannel | None = None,
+             remote_storage_system_enable: bool = False) -> "Log":
         """Open (creating if needed) the log in `dir`, recovering it as LogLoader does."""
         dir = Path(dir)
         config = config or LogConfig()
@@ -126,11 +138,14 @@ class Log:
         segments = LogSegments()
         offsets = LogLoader(dir, config, clock, segments, log_start_offset_checkpoint=log_start_offset,
                             recovery_point_checkpoint=recovery_point, had_clean_shutdown=had_clean_shutdown,
-                            leader_epoch_cache=epoch_cache, producer_state_manager=producer_state).load()
-        return cls(dir, config, segments, log_start_offset=offsets.log_start_offset,
-                   recovery_point=offsets.recovery_point, next_offset_metadata=offsets.next_offset_metadata,
-                   clock=clock, leader_epoch_cache=epoch_cache, producer_state_manager=producer_state,
-                   topic_id=topic_id, background=background, log_dir_failure_channel=log_dir_failure_channel)
+                            leader_epoch_cache=epoch_cache, producer_state_manager=producer_state,
+                            remote_log_enabled=_remote_log_enabled(dir, config, remote_storage_system_enable)).load()
+        log = cls(dir, config, segments, log_start_offset=offsets.log_start_offset,
+                  recovery_point=offsets.recovery_point, next_offset_metadata=offsets.next_offset_metadata,
+                  clock=clock, leader_epoch_cache=epoch_cache, producer_state_manager=producer_state,
+                  topic_id=topic_id, background=background, log_dir_failure_channel=log_dir_failure_channel)
+        log.remote_storage_system_enable = remote_storage_system_enable
+        return log
 
     # -- offsets --------------------------------------------------------------------------------
     @property
@@ -143,8 +158,27 @@ class Log:
 
     @property
     def local_log_start_offset(self) -> int:
+        """The first offset on local disk. Below the log start offset only on a tiered log,
+        whose older segments are in remote storage."""
         first = self.segments.first_segment()
-        return first.base_offset if first is not None else self._log_start_offset
+        return max(first.base_offset, self._log_start_offset) if first is not None else self._log_start_offset
+
+    @property
+    def remote_log_enabled(self) -> bool:
+        """Kafka's UnifiedLog.remoteLogEnabled: the broker has tiered storage, the topic asks for
+        it, and it is not an internal topic."""
+        return _remote_log_enabled(self.dir, self.config, self.remote_storage_system_enable)
+
+    @property
+    def highest_offset_in_remote_storage(self) -> int:
+        return self._highest_offset_in_remote_storage
+
+    def update_highest_offset_in_remote_storage(self, offset: int) -> None:
+        """Called after a segment's copy is confirmed (or from the metadata at start); never
+        moves back."""
+        with self._lock:
+            if offset > self._highest_offset_in_remote_storage:
+                self._highest_offset_in_remote_storage = offset
 
     @property
     def log_end_offset(self) -> int:
@@ -444,6 +478,12 @@ class Log:
                 f"Received request for offset {fetch_offset} for partition {self.topic_partition}, but we only "
                 f"have log segments upto {end_metadata.message_offset} and log start offset {self._log_start_offset}."
             )
+        if fetch_offset < self.local_log_start_offset:
+            # On a tiered log these offsets are in remote storage: the RemoteLogManager reads them.
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {fetch_offset} for partition {self.topic_partition}, which is below "
+                f"the local log start offset {self.local_log_start_offset}."
+            )
         if isolation == "log_end":
             max_metadata = end_metadata
         elif isolation == "read_committed":
@@ -531,12 +571,15 @@ class Log:
         Special values: -2 earliest, -1 latest (HW, or LSO for read_committed), -3 the record with
         the largest timestamp, -4 earliest local. None when no record qualifies.
         """
-        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        if timestamp == EARLIEST_TIMESTAMP:
             return (self._log_start_offset, -1)
+        if timestamp == EARLIEST_LOCAL_TIMESTAMP:
+            return (self.local_log_start_offset, -1)
         if timestamp == LATEST_TIMESTAMP:
             return (self.last_stable_offset if isolation == "read_committed" else self.high_watermark, -1)
         if timestamp == LATEST_TIERED_TIMESTAMP:
-            return None
+            # Kafka answers -1 when nothing is tiered (or the log is not tiered).
+            return (self._highest_offset_in_remote_storage if self.remote_log_enabled else -1, -1)
         segments = self.segments.values()
         if timestamp == MAX_TIMESTAMP:
             return self._max_timestamp_offset(segments)
@@ -631,7 +674,10 @@ class Log:
     def delete_old_segments(self) -> int:
         """Delete whole oldest segments breaching the log start offset, retention.bytes, retention.ms.
 
-        Compact-only logs drop just the segments below the log start offset. Never deletes at or
+        A tiered log applies local.retention.bytes and local.retention.ms instead (-2: the total
+        ones) and deletes only segments already copied to remote storage, or wholly below the
+        log start offset; its log start offset does not move (the RemoteLogManager's expiration
+        moves it). Compact-only logs drop just the segments below the log start offset. Never deletes at or
         above the high watermark and never leaves the log without a segment.
         """
         with self._lock:
@@ -652,6 +698,8 @@ class Log:
 
     def _delete_retention_size_breached_segments(self) -> int:
         retention = self.config.retention_bytes
+        if self.remote_log_enabled and self.config.local_retention_bytes != -2:
+            retention = self.config.local_retention_bytes
         size = self.size_in_bytes
         if retention < 0 or size < retention:
             return 0
@@ -671,6 +719,8 @@ class Log:
 
     def _delete_retention_ms_breached_segments(self) -> int:
         retention = self.config.retention_ms
+        if self.remote_log_enabled and self.config.local_retention_ms != -2:
+            retention = self.config.local_retention_ms
         if retention < 0:
             return 0
         now = self.clock.milliseconds()
@@ -695,6 +745,7 @@ class Log:
         with self._lock:
             segments = self.segments.values()
             hw = self.high_watermark
+            tiered = self.remote_log_enabled
             deletable: list[LogSegment] = []
             for i, segment in enumerate(segments):
                 next_segment = segments[i + 1] if i + 1 < len(segments) else None
@@ -702,6 +753,9 @@ class Log:
                     upper_bound, last_and_empty = next_segment.base_offset, False
                 else:
                     upper_bound, last_and_empty = self.log_end_offset, segment.size() == 0
+                if tiered and not ((next_segment is not None and self._log_start_offset >= next_segment.base_offset)
+                                   or upper_bound - 1 <= self._highest_offset_in_remote_storage):
+                    break  # not yet in remote storage: the local copy is the only one
                 if hw >= upper_bound and not last_and_empty and predicate(segment, next_segment):
                     deletable.append(segment)
                 else:
@@ -718,11 +772,11 @@ class Log:
             for segment in deletable:
                 self.segments.remove(segment.base_offset)
             first = self.segments.first_segment()
-            if first is not None and first.base_offset > self._log_start_offset:
+            if first is not None and first.base_offset > self._log_start_offset and not self.remote_log_enabled:
                 self._log_start_offset = first.base_offset
                 self.leader_epoch_cache.truncate_from_start(first.base_offset)
                 self.producer_state_manager.on_log_start_offset_incremented(first.base_offset)
-            self._recovery_point = max(self._recovery_point, self._log_start_offset)
+            self._recovery_point = max(self._recovery_point, self.local_log_start_offset)
             for segment in deletable:
                 logger.info("[UnifiedLog partition=%s, dir=%s] Deleting segment %r due to %s",
                             self.topic_partition, self.dir.parent, segment, reason)

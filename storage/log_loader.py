@@ -55,7 +55,8 @@ def _delete_indices_if_exist(dir: Path, base_offset: int, suffix: str = "") -> N
 class LogLoader:
     def __init__(self, dir: Path, config: LogConfig, clock: Clock, segments: LogSegments, *,
                  log_start_offset_checkpoint: int, recovery_point_checkpoint: int, had_clean_shutdown: bool,
-                 leader_epoch_cache: LeaderEpochFileCache, producer_state_manager: ProducerStateManager) -> None:
+                 leader_epoch_cache: LeaderEpochFileCache, producer_state_manager: ProducerStateManager,
+                 remote_log_enabled: bool = False) -> None:
         self.dir = Path(dir)
         self.config = config
         self.clock = clock
@@ -65,6 +66,9 @@ class LogLoader:
         self.had_clean_shutdown = had_clean_shutdown
         self.leader_epoch_cache = leader_epoch_cache
         self.producer_state_manager = producer_state_manager
+        # A tiered log's start offset may lie below its first local segment (the older ones
+        # are remote): the checkpoint is then the log start, not a lower bound of it.
+        self.remote_log_enabled = remote_log_enabled
         self.recovered_segments: list[int] = []  # base offsets recovered (for tests and metrics)
         # A clean shutdown whose active segment did not end on a whole batch (recovered anyway).
         self.torn_after_clean_shutdown = False
@@ -77,7 +81,9 @@ class LogLoader:
         active = self.segments.active_segment()
         active.resize_indexes(self.config.max_index_size)
         self.leader_epoch_cache.truncate_from_end(next_offset)
-        log_start = max(self.log_start_offset_checkpoint, self.segments.first_segment().base_offset)  # type: ignore[union-attr]
+        first_base = self.segments.first_segment().base_offset  # type: ignore[union-attr]
+        log_start = (min(self.log_start_offset_checkpoint, next_offset) if self.remote_log_enabled
+                     else max(self.log_start_offset_checkpoint, first_base))
         self.leader_epoch_cache.truncate_from_start(log_start)
         # A recovered torn tail makes the snapshot taken at shutdown (at the old end) stale.
         self.producer_state_manager.rebuild(

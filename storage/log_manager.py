@@ -61,7 +61,7 @@ class LogManager:
                  clock: Clock = SYSTEM_CLOCK, node_id: int = 1, cluster_id: str | None = None,
                  recovery_threads_per_data_dir: int = 2, file_delete_delay_ms: int | None = None,
                  log_dir_failure_channel: LogDirFailureChannel | None = None,
-                 halt: Callable[[str], None] | None = None) -> None:
+                 halt: Callable[[str], None] | None = None, remote_storage_system_enable: bool = False) -> None:
         self.log_dirs = [Path(d).resolve() for d in log_dirs]
         if len(set(self.log_dirs)) != len(self.log_dirs):
             raise KafkaStorageError(f"Duplicate log directory found: {', '.join(map(str, log_dirs))}")
@@ -90,6 +90,9 @@ class LogManager:
         self._halt = halt or _halt_process
         self._failure_handler: threading.Thread | None = None
         self._stopping = threading.Event()
+        # remote.log.storage.system.enable: tiered topics' logs keep a start offset below their
+        # first local segment and retain locally only what is copied (storage.log.Log).
+        self.remote_storage_system_enable = remote_storage_system_enable
 
     # -- startup --------------------------------------------------------------------------------
     def startup(self) -> None:
@@ -255,7 +258,8 @@ class LogManager:
                   had_clean_shutdown: bool) -> Log:
         return Log.open(path, self.config_for(tp.topic), clock=self.clock, log_start_offset=log_start,
                         recovery_point=recovery_point, had_clean_shutdown=had_clean_shutdown,
-                        background=self._submit_background, log_dir_failure_channel=self.log_dir_failure_channel)
+                        background=self._submit_background, log_dir_failure_channel=self.log_dir_failure_channel,
+                        remote_storage_system_enable=self.remote_storage_system_enable)
 
     def _submit_background(self, task: Callable[[], None]) -> None:
         flusher = self._flusher
@@ -321,7 +325,8 @@ class LogManager:
             try:
                 log = Log.open(path, config or self.config_for(tp.topic), clock=self.clock,
                                background=self._submit_background, topic_id=topic_id,
-                               log_dir_failure_channel=self.log_dir_failure_channel)
+                               log_dir_failure_channel=self.log_dir_failure_channel,
+                               remote_storage_system_enable=self.remote_storage_system_enable)
                 fsync_dir(parent)
             except OSError as exc:
                 raise self._report_io_error(parent, f"Error while creating log for {tp} in dir {parent}", exc) from exc
@@ -447,8 +452,7 @@ class LogManager:
     def checkpoint_log_start_offsets(self) -> None:
         for d, logs in self.logs_by_dir().items():
             self._write_checkpoint(d, LOG_START_OFFSET_CHECKPOINT_FILE,
-                                   {log.topic_partition: log.log_start_offset for log in logs
-                                    if log.log_start_offset > log.local_log_start_offset})
+                                   _log_starts_to_checkpoint(logs))
 
     def checkpoint_high_watermarks(self) -> None:
         for d, logs in self.logs_by_dir().items():
@@ -460,8 +464,7 @@ class LogManager:
         self._write_checkpoint(d, RECOVERY_POINT_CHECKPOINT_FILE,
                                {log.topic_partition: log.recovery_point for log in logs})
         self._write_checkpoint(d, LOG_START_OFFSET_CHECKPOINT_FILE,
-                               {log.topic_partition: log.log_start_offset for log in logs
-                                if log.log_start_offset > log.local_log_start_offset})
+                               _log_starts_to_checkpoint(logs))
 
     # -- shutdown -------------------------------------------------------------------------------
     def shutdown(self) -> None:
@@ -505,6 +508,17 @@ def _halt_process(message: str) -> None:
     logger.critical(message)
     logging.shutdown()
     os._exit(1)
+
+
+def _log_starts_to_checkpoint(logs: list[Log]) -> dict[TopicPartition, int]:
+    """Kafka records a log start offset only where the first segment does not tell it: above
+    that segment's base, or on a tiered log (whose start is usually below it, in remote storage)."""
+    out = {}
+    for log in logs:
+        first = log.segments.first_segment()
+        if log.remote_log_enabled or (first is not None and log.log_start_offset > first.base_offset):
+            out[log.topic_partition] = log.log_start_offset
+    return out
 
 
 def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:

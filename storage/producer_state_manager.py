@@ -476,6 +476,12 @@ class ProducerStateManager:
         self.last_snap_offset = log_start_offset
 
 
+def empty_snapshot() -> bytes:
+    """A snapshot that knows no producer (for a remote segment whose local snapshot is gone)."""
+    body = struct.pack(">i", 0)
+    return struct.pack(">hI", PRODUCER_SNAPSHOT_VERSION, crc32c(body)) + body
+
+
 def read_snapshot(path: Path) -> list[ProducerStateEntry]:
     """Parse a producer snapshot file; CorruptSnapshotError on any inconsistency."""
     data = Path(path).read_bytes()

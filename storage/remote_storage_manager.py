@@ -15,14 +15,18 @@ the event loop. Two backends: `LocalTieredStorage` (a directory; tests and lapto
 from __future__ import annotations
 
 import enum
-import uuid
 from pathlib import Path
 from typing import Protocol
 
 import msgspec
 
 from storage.errors import KafkaStorageError
-from storage.partition_metadata import uuid_to_base64
+from wire.remote_log_metadata_records import (
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    TopicIdPartition,
+)
 
 __all__ = ["IndexType", "RemoteLogSegmentState", "TopicIdPartition", "RemoteLogSegmentId",
            "RemoteLogSegmentMetadata", "LogSegmentData", "RemoteStorageManager", "RemoteStorageError",
@@ -37,47 +41,6 @@ class IndexType(enum.Enum):
     PRODUCER_SNAPSHOT = "snapshot"
     TRANSACTION = "txnindex"
     LEADER_EPOCH = "leader_epoch_checkpoint"
-
-
-class RemoteLogSegmentState(enum.IntEnum):
-    """A remote segment's life (RemoteLogSegmentState's ids, as `__remote_log_metadata` stores
-    them). Only COPY_SEGMENT_FINISHED segments are read; the others are work to finish."""
-
-    COPY_SEGMENT_STARTED = 0
-    COPY_SEGMENT_FINISHED = 1
-    DELETE_SEGMENT_STARTED = 2
-    DELETE_SEGMENT_FINISHED = 3
-
-
-class TopicIdPartition(msgspec.Struct, frozen=True):
-    topic_id: uuid.UUID
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        # Kafka's TopicIdPartition.toString(): what RemoteLogMetadataTopicPartitioner hashes.
-        return f"{uuid_to_base64(self.topic_id)}:{self.topic}-{self.partition}"
-
-
-class RemoteLogSegmentId(msgspec.Struct, frozen=True):
-    topic_id_partition: TopicIdPartition
-    id: uuid.UUID
-
-
-class RemoteLogSegmentMetadata(msgspec.Struct, frozen=True):
-    """One remote segment: its offsets, the leader epochs that start inside it, and its state."""
-
-    segment_id: RemoteLogSegmentId
-    start_offset: int
-    end_offset: int  # inclusive: the segment's last offset
-    max_timestamp_ms: int
-    broker_id: int
-    event_timestamp_ms: int
-    segment_leader_epochs: tuple[tuple[int, int], ...]  # (epoch, start offset), ascending
-    segment_size_in_bytes: int
-    state: RemoteLogSegmentState
-    custom_metadata: bytes | None = None
-    txn_index_empty: bool = False
 
 
 class LogSegmentData(msgspec.Struct, frozen=True):

@@ -23,7 +23,7 @@ import uuid
 import msgspec
 
 from wire.errors import CorruptRecordError
-from wire.records import read_uvarint, write_uvarint
+from wire.api_message_frame import FRAME_VERSION, FrameReader, FrameWriter
 
 __all__ = ["TOPIC_RECORD", "CONFIG_RECORD", "REMOVE_TOPIC_RECORD", "TopicRecord", "ConfigRecord",
            "RemoveTopicRecord", "OtherMetadataRecord", "MetadataRecord", "decode_metadata_record",
@@ -36,7 +36,6 @@ TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, REMOVE_TOPIC_RECORD = 2, 3, 4, 9
 FEATURE_LEVEL_RECORD, PRODUCER_IDS_RECORD = 12, 15
 USER_SCRAM_CREDENTIAL_RECORD, CLIENT_QUOTA_RECORD = 11, 14
 ACCESS_CONTROL_ENTRY_RECORD, REMOVE_ACCESS_CONTROL_ENTRY_RECORD, REMOVE_USER_SCRAM_CREDENTIAL_RECORD = 18, 19, 22
-FRAME_VERSION = 1
 # ConfigRecord.ResourceType: ConfigResource.Type's ids.
 TOPIC_RESOURCE, BROKER_RESOURCE, GROUP_RESOURCE = 2, 4, 32
 
@@ -135,56 +134,9 @@ MetadataRecord = (TopicRecord | ConfigRecord | RemoveTopicRecord | AccessControl
                   | ClientQuotaRecord | OtherMetadataRecord)
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def uvarint(self) -> int:
-        value, self.pos = read_uvarint(self.data, self.pos, len(self.data), 5)
-        return value
-
-    def take(self, n: int) -> bytes:
-        if self.pos + n > len(self.data):
-            raise CorruptRecordError("truncated metadata record")
-        out = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def int8(self) -> int:
-        return int.from_bytes(self.take(1), "big", signed=True)
-
-    def uuid(self) -> uuid.UUID:
-        return uuid.UUID(bytes=self.take(16))
-
-    def compact_string(self) -> str | None:
-        n = self.uvarint()
-        return None if n == 0 else self.take(n - 1).decode("utf-8")
-
-    def string(self) -> str:
-        s = self.compact_string()
-        if s is None:
-            raise CorruptRecordError("null where a metadata record needs a string")
-        return s
-
-    def compact_bytes(self) -> bytes:
-        n = self.uvarint()
-        if n == 0:
-            raise CorruptRecordError("null where a metadata record needs bytes")
-        return self.take(n - 1)
-
-    def int32(self) -> int:
-        return int.from_bytes(self.take(4), "big", signed=True)
-
-    def skip_tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
-
-
 def decode_metadata_record(value: bytes) -> MetadataRecord:
     """One record value of the metadata log; CorruptRecordError when it does not parse."""
-    r = _Reader(value)
+    r = FrameReader(value)
     frame = r.uvarint()
     if frame != FRAME_VERSION:
         raise CorruptRecordError(f"unknown metadata record frame version {frame}")
@@ -218,55 +170,11 @@ def decode_metadata_record(value: bytes) -> MetadataRecord:
     return OtherMetadataRecord(api_key, version)
 
 
-class _Writer:
-    def __init__(self) -> None:
-        self.out = bytearray()
-
-    def uvarint(self, value: int) -> "_Writer":
-        write_uvarint(self.out, value)
-        return self
-
-    def signed(self, value: int, size: int) -> "_Writer":
-        self.out += value.to_bytes(size, "big", signed=True)
-        return self
-
-    def uuid(self, value: uuid.UUID) -> "_Writer":
-        self.out += value.bytes
-        return self
-
-    def compact_string(self, value: str | None) -> "_Writer":
-        if value is None:
-            return self.uvarint(0)
-        data = value.encode("utf-8")
-        self.uvarint(len(data) + 1)
-        self.out += data
-        return self
-
-    def compact_bytes(self, value: bytes) -> "_Writer":
-        self.uvarint(len(value) + 1)
-        self.out += value
-        return self
-
-    def raw(self, value: bytes) -> "_Writer":
-        self.out += value
-        return self
-
-    def int32_array(self, values: list[int]) -> "_Writer":
-        self.uvarint(len(values) + 1)
-        for v in values:
-            self.signed(v, 4)
-        return self
-
-    def no_tagged_fields(self) -> bytes:
-        self.uvarint(0)
-        return bytes(self.out)
-
-
 def encode_metadata_record(record: TopicRecord | PartitionRecord | ConfigRecord | FeatureLevelRecord
                            | ProducerIdsRecord | AccessControlEntryRecord | UserScramCredentialRecord
                            | ClientQuotaRecord) -> bytes:
     """The framed value of one metadata record, as Kafka's MetadataRecordSerde writes it."""
-    w = _Writer().uvarint(FRAME_VERSION)
+    w = FrameWriter().uvarint(FRAME_VERSION)
     if isinstance(record, TopicRecord):
         w.uvarint(TOPIC_RECORD).uvarint(0).compact_string(record.name).uuid(record.topic_id)
     elif isinstance(record, PartitionRecord):
@@ -302,9 +210,9 @@ def encode_metadata_record(record: TopicRecord | PartitionRecord | ConfigRecord 
 
 def encode_snapshot_header(last_contained_log_timestamp: int) -> bytes:
     """SnapshotHeaderRecord (version 0): the value of a snapshot's first control record."""
-    return _Writer().signed(0, 2).signed(last_contained_log_timestamp, 8).no_tagged_fields()
+    return FrameWriter().signed(0, 2).signed(last_contained_log_timestamp, 8).no_tagged_fields()
 
 
 def encode_snapshot_footer() -> bytes:
     """SnapshotFooterRecord (version 0): the value of a snapshot's last control record."""
-    return _Writer().signed(0, 2).no_tagged_fields()
+    return FrameWriter().signed(0, 2).no_tagged_fields()

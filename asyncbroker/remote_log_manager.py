@@ -1,0 +1,468 @@
+"""RemoteLogManager: moves tiered topics' rolled segments to remote storage and reads them back.
+
+Kafka's RemoteLogManager (KIP-405) for one node. Every `remote.log.manager.task.interval.ms`
+each tiered partition (remote.storage.enable on a broker with remote.log.storage.system.enable)
+gets two tasks, Kafka's RLMCopyTask and RLMExpirationTask:
+
+- copy: every rolled segment above `highest_offset_in_remote_storage` whose records are all
+  below the last stable offset (never the active segment) goes to the RemoteStorageManager with
+  its indexes, producer snapshot and leader-epoch slice. The metadata record
+  COPY_SEGMENT_STARTED is on disk before the upload and COPY_SEGMENT_FINISHED after it; only
+  then does the log's highest remote offset move, which is what lets local retention
+  (local.retention.ms / .bytes, storage.log.Log) delete the local copy.
+- expiration: remote segments breaching retention.ms, retention.bytes (remote and local-only
+  bytes together) or the log start offset (DeleteRecords) are deleted, DELETE_SEGMENT_STARTED
+  first and DELETE_SEGMENT_FINISHED last, and the log start offset moves past them. Segments
+  left in COPY_SEGMENT_STARTED by a failed or interrupted copy, and DELETE_SEGMENT_STARTED by an
+  interrupted delete, are deleted here too: a crash never leaves a segment listed twice or
+  half-written segments that readers trust.
+
+Fetches below the local log start offset read here (`read`, on an IO thread): the segment holding
+the offset, its position from the remote offset index, then the first batch at or after the
+offset and as many bytes after it as the fetch allows, as Kafka's RemoteLogManager.read does.
+
+Backend calls block and run on this manager's own threads, never on the event loop; metadata
+records are written through the broker's coordinator-topic writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+import msgspec
+
+from storage.leader_epoch_cache import LeaderEpochCheckpointFile
+from storage.log import Log
+from storage.producer_state_manager import empty_snapshot, snapshot_file_name
+from storage.remote_storage_manager import (
+    IndexType,
+    LogSegmentData,
+    RemoteResourceNotFoundError,
+    RemoteStorageError,
+    RemoteStorageManager,
+)
+from storage.transaction_index import AbortedTxn
+from wire.errors import OffsetOutOfRangeError
+from wire.remote_log_metadata_records import (
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentMetadataUpdate,
+    RemoteLogSegmentState,
+    TopicIdPartition,
+)
+
+from asyncbroker.remote_log_metadata_manager import TopicBasedRemoteLogMetadataManager
+
+if TYPE_CHECKING:
+    from storage.log_manager import LogManager
+
+    from asyncbroker.config import KafkaConfig
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+S3_REMOTE_STORAGE = "asyncbroker.S3RemoteStorageManager"
+# Bytes read past an offset index entry to find the batch holding the fetch offset: the index
+# has an entry every index.interval.bytes (4096 by default), plus the batch that straddles it.
+_INDEX_SLACK = 64 * 1024
+_BATCH_HEADER = struct.Struct(">qi")  # base offset, length (after these 12 bytes)
+_LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
+_INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
+_TXN_ENTRY = struct.Struct(">hqqqq")  # version, producer id, first offset, last offset, last stable offset
+_INDEX_CACHE_ENTRIES = 64
+
+
+def remote_storage_manager_for(config: KafkaConfig) -> RemoteStorageManager:
+    """The backend `remote.log.storage.manager.class.name` names, built from its `rsm.config.` keys."""
+    name = config.remote_log_storage_manager_class_name
+    props = config.remote_storage_manager_props
+    if name == LOCAL_TIERED_STORAGE:
+        from storage.local_tiered_storage import LocalTieredStorage
+
+        directory = props.get("dir")
+        if not directory:
+            raise ValueError(f"{config.remote_log_storage_manager_impl_prefix}dir must name the directory of "
+                             f"{LOCAL_TIERED_STORAGE}")
+        return LocalTieredStorage(directory)
+    if name == S3_REMOTE_STORAGE:
+        from storage.s3_remote_storage_manager import S3RemoteStorageManager  # type: ignore[import-not-found]
+
+        rsm: RemoteStorageManager = S3RemoteStorageManager.from_configs(props)
+        return rsm
+    raise ValueError(f"Invalid value {name} for configuration remote.log.storage.manager.class.name: the backends "
+                     f"built in are {LOCAL_TIERED_STORAGE} and {S3_REMOTE_STORAGE}")
+
+
+class RemoteRead(msgspec.Struct):
+    """What a fetch below the local log start got from remote storage."""
+
+    records: bytes
+    aborted: list[AbortedTxn] | None = None
+
+
+class RemoteLogManagerStats(msgspec.Struct):
+    copied_segments: int = 0
+    copied_bytes: int = 0
+    deleted_segments: int = 0
+    failed_copies: int = 0
+
+
+class RemoteLogManager:
+    def __init__(self, config: KafkaConfig, rsm: RemoteStorageManager, rlmm: TopicBasedRemoteLogMetadataManager,
+                 log_manager: LogManager, *, broker_id: int, clock_ms: Callable[[], int],
+                 on_log_start_offset_moved: Callable[[], Any] | None = None) -> None:
+        self.config = config
+        self.rsm = rsm
+        self.rlmm = rlmm
+        self.log_manager = log_manager
+        self.broker_id = broker_id
+        self.clock_ms = clock_ms
+        self.on_log_start_offset_moved = on_log_start_offset_moved
+        threads = max(1, min(config.remote_log_manager_copier_thread_pool_size, 4))
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="remote-log-manager")
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._running: asyncio.Future[None] | None = None
+        self._copying: set[uuid.UUID] = set()
+        self._failures: dict[TopicIdPartition, tuple[int, float]] = {}  # consecutive failures, retry at
+        self._index_cache: OrderedDict[tuple[uuid.UUID, IndexType], bytes] = OrderedDict()
+        self._index_lock = threading.Lock()
+        self.stats = RemoteLogManagerStats()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def startup(self) -> None:
+        """Replay `__remote_log_metadata`, give each tiered log its highest remote offset, and
+        start the periodic tasks."""
+        await self.rlmm.load()
+        for partition_log in self._tiered_logs():
+            tip = self._tip(partition_log)
+            if tip is not None:
+                partition_log.update_highest_offset_in_remote_storage(self.rlmm.highest_offset_in_remote_storage(tip))
+        self._task = asyncio.create_task(self._loop(), name="remote-log-manager")
+        log.info("RemoteLogManager started: %s, task interval %d ms", type(self.rsm).__name__,
+                 self.config.remote_log_manager_task_interval_ms)
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - stopping
+                pass
+        await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown, True)
+        self.rsm.close()
+
+    async def _loop(self) -> None:
+        interval = self.config.remote_log_manager_task_interval_ms / 1000
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), interval)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self.run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the next round tries again
+                log.exception("RemoteLogManager task failed")
+
+    async def run_once(self) -> None:
+        """One round of copy and expiration over every tiered partition (the periodic task, and
+        the test lever). Concurrent callers share one round."""
+        if self._running is not None:
+            await asyncio.shield(self._running)
+            return
+        self._running = asyncio.get_running_loop().create_future()
+        try:
+            for partition_log in self._tiered_logs():
+                tip = self._tip(partition_log)
+                if tip is None:
+                    continue
+                if not partition_log.config.remote_log_copy_disable and self._may_retry(tip):
+                    await self._copy_partition(partition_log, tip)
+                await self._expire_partition(partition_log, tip)
+        finally:
+            self._running.set_result(None)
+            self._running = None
+
+    def _tiered_logs(self) -> list[Log]:
+        return [partition_log for partition_log in self.log_manager.all_logs()
+                if partition_log.remote_log_enabled and not partition_log.is_closed]
+
+    @staticmethod
+    def _tip(partition_log: Log) -> TopicIdPartition | None:
+        if partition_log.topic_id is None:
+            return None
+        tp = partition_log.topic_partition
+        return TopicIdPartition(partition_log.topic_id, tp.topic, tp.partition)
+
+    async def _blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def _may_retry(self, tip: TopicIdPartition) -> bool:
+        failure = self._failures.get(tip)
+        return failure is None or time.monotonic() >= failure[1]
+
+    def _record_failure(self, tip: TopicIdPartition) -> None:
+        count = self._failures.get(tip, (0, 0.0))[0] + 1
+        backoff_ms = min(self.config.remote_log_manager_task_retry_backoff_ms * 2 ** (count - 1),
+                         self.config.remote_log_manager_task_retry_backoff_max_ms)
+        self._failures[tip] = (count, time.monotonic() + backoff_ms / 1000)
+        self.stats.failed_copies += 1
+
+    # -- copy ------------------------------------------------------------------------------------
+    async def _copy_partition(self, partition_log: Log, tip: TopicIdPartition) -> None:
+        """Kafka's copyLogSegmentsToRemote: the rolled segments past the highest remote offset
+        whose every record is below the last stable offset, oldest first."""
+        from_offset = max(partition_log.highest_offset_in_remote_storage + 1, partition_log.local_log_start_offset)
+        lso = partition_log.last_stable_offset
+        segments = partition_log.segments.values()
+        for segment, next_segment in zip(segments, segments[1:]):
+            if next_segment.base_offset <= from_offset or segment.base_offset < from_offset:
+                continue
+            if next_segment.base_offset > lso:
+                break
+            try:
+                await self._copy_segment(partition_log, tip, segment, next_segment.base_offset)
+            except RemoteStorageError as exc:
+                self._record_failure(tip)
+                log.warning("[RemoteLogManager=%d partition=%s] Error occurred while copying log segments of "
+                            "partition %s; retrying after back-off: %s", self.broker_id, tip, tip, exc)
+                return
+            self._failures.pop(tip, None)
+
+    async def _copy_segment(self, partition_log: Log, tip: TopicIdPartition, segment: Any, next_base: int) -> None:
+        end_offset = next_base - 1
+        epochs = [(epoch, offset) for epoch, offset in partition_log.leader_epoch_cache.entries() if offset < next_base]
+        segment_epochs = _segment_leader_epochs(epochs, segment.base_offset)
+        txn_index = segment.txn_index
+        txn_empty = not txn_index.path.exists() or txn_index.path.stat().st_size == 0
+        snapshot = partition_log.dir / snapshot_file_name(next_base)
+        if not snapshot.exists():
+            # Rolls snapshot producer state at the next segment's base; a log recovered from
+            # an older format may lack one: an empty snapshot says "no producers known here".
+            await self._blocking(_write_empty_producer_snapshot, snapshot)
+        metadata = RemoteLogSegmentMetadata(
+            RemoteLogSegmentId(tip, uuid.uuid4()), segment.base_offset, end_offset, self.broker_id,
+            segment.max_timestamp_so_far, self.clock_ms(), segment_epochs, segment.size(),
+            RemoteLogSegmentState.COPY_SEGMENT_STARTED, None, txn_empty)
+        data = LogSegmentData(segment.log.path, segment.offset_index.path, segment.time_index.path,
+                              None if txn_empty else txn_index.path, snapshot,
+                              LeaderEpochCheckpointFile.encode(epochs))
+        log.info("[RemoteLogManager=%d partition=%s] Copying %s to remote storage.", self.broker_id, tip,
+                 segment.log.path.name)
+        await self.rlmm.add_remote_log_segment_metadata(metadata)
+        self._copying.add(metadata.segment_id.id)
+        try:
+            started = time.monotonic()
+            custom = await self._blocking(self.rsm.copy_log_segment_data, metadata, data)
+            await self._throttle(metadata.segment_size_in_bytes, time.monotonic() - started)
+            await self.rlmm.update_remote_log_segment_metadata(RemoteLogSegmentMetadataUpdate(
+                metadata.segment_id, self.broker_id, self.clock_ms(), RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
+                custom))
+        finally:
+            self._copying.discard(metadata.segment_id.id)
+        partition_log.update_highest_offset_in_remote_storage(end_offset)
+        self.stats.copied_segments += 1
+        self.stats.copied_bytes += metadata.segment_size_in_bytes
+        log.info("[RemoteLogManager=%d partition=%s] Copied %s to remote storage with segment-id: %s",
+                 self.broker_id, tip, segment.log.path.name, metadata.segment_id.id)
+
+    async def _throttle(self, copied: int, took_s: float) -> None:
+        """remote.log.manager.copy.max.bytes.per.second: wait out what the copy ran ahead."""
+        rate = self.config.remote_log_manager_copy_max_bytes_per_second
+        due = copied / rate - took_s if rate > 0 else 0
+        if due > 0:
+            await asyncio.sleep(due)
+
+    # -- expiration ------------------------------------------------------------------------------
+    async def _expire_partition(self, partition_log: Log, tip: TopicIdPartition) -> None:
+        """Kafka's cleanupExpiredRemoteLogSegments: dangling copies and deletes first, then the
+        retention rules on the copied segments, oldest first, and the log start offset after them."""
+        for metadata in self.rlmm.list_remote_log_segments(tip):
+            if ((metadata.state == RemoteLogSegmentState.COPY_SEGMENT_STARTED
+                 and metadata.segment_id.id not in self._copying)
+                    or metadata.state == RemoteLogSegmentState.DELETE_SEGMENT_STARTED):
+                await self._delete_remote_segment(metadata, "dangling")
+        copied = self.rlmm.copied_segments(tip)
+        if not copied:
+            return
+        config = partition_log.config
+        now = self.clock_ms()
+        log_start = partition_log.log_start_offset
+        remaining = -1
+        if config.retention_bytes >= 0:
+            local_only = sum(s.size() for s in partition_log.segments.values()
+                             if s.base_offset > partition_log.highest_offset_in_remote_storage)
+            remaining = sum(m.segment_size_in_bytes for m in copied) + local_only - config.retention_bytes
+        new_log_start = log_start
+        for metadata in copied:
+            if metadata.end_offset < log_start:
+                reason = f"log start offset {log_start} breach"
+            elif config.retention_ms >= 0 and metadata.max_timestamp_ms <= now - config.retention_ms:
+                reason = f"retention time {config.retention_ms}ms breach"
+            elif remaining >= metadata.segment_size_in_bytes:
+                remaining -= metadata.segment_size_in_bytes
+                reason = f"retention size {config.retention_bytes} breach"
+            else:
+                break
+            new_log_start = max(new_log_start, metadata.end_offset + 1)
+            if new_log_start > log_start:
+                # The log start moves first: a fetch never reaches a segment being deleted.
+                await self._blocking(partition_log.maybe_increment_log_start_offset,
+                                     min(new_log_start, partition_log.high_watermark), "segment deletion")
+                log_start = partition_log.log_start_offset
+                if self.on_log_start_offset_moved is not None:
+                    self.on_log_start_offset_moved()
+            await self._delete_remote_segment(metadata, reason)
+
+    async def _delete_remote_segment(self, metadata: RemoteLogSegmentMetadata, reason: str) -> None:
+        sid = metadata.segment_id
+        if metadata.state != RemoteLogSegmentState.DELETE_SEGMENT_STARTED:
+            await self.rlmm.update_remote_log_segment_metadata(RemoteLogSegmentMetadataUpdate(
+                sid, self.broker_id, self.clock_ms(), RemoteLogSegmentState.DELETE_SEGMENT_STARTED))
+        try:
+            await self._blocking(self.rsm.delete_log_segment_data, metadata)
+        except RemoteStorageError as exc:
+            log.warning("[RemoteLogManager=%d partition=%s] Failed to delete remote segment %s; retrying in the next "
+                        "round: %s", self.broker_id, sid.topic_id_partition, sid.id, exc)
+            return
+        await self.rlmm.update_remote_log_segment_metadata(RemoteLogSegmentMetadataUpdate(
+            sid, self.broker_id, self.clock_ms(), RemoteLogSegmentState.DELETE_SEGMENT_FINISHED))
+        with self._index_lock:
+            for index_type in IndexType:
+                self._index_cache.pop((sid.id, index_type), None)
+        self.stats.deleted_segments += 1
+        log.info("[RemoteLogManager=%d partition=%s] Deleted remote log segment %s (offsets %d-%d) due to %s",
+                 self.broker_id, sid.topic_id_partition, sid.id, metadata.start_offset, metadata.end_offset, reason)
+
+    async def delete_partition(self, tip: TopicIdPartition) -> None:
+        """Topic deletion, or remote.storage.enable turned off with remote.log.delete.on.disable:
+        every remote segment of the partition goes (Kafka's stopPartitions with delete)."""
+        for metadata in self.rlmm.list_remote_log_segments(tip):
+            await self._delete_remote_segment(metadata, "partition deletion")
+
+    # -- reads (blocking: on an IO thread) -------------------------------------------------------
+    def read(self, partition_log: Log, fetch_offset: int, max_bytes: int, *, min_one_message: bool,
+             read_committed: bool) -> RemoteRead:
+        """Records from `fetch_offset`, below the local log start: the first batch holding or
+        following it, then the following bytes of that remote segment up to `max_bytes` (a whole
+        first batch however large when `min_one_message`; a cut last batch, as locally)."""
+        tip = self._tip(partition_log)
+        metadata = self.rlmm.segment_for_offset(tip, fetch_offset) if tip is not None else None
+        if metadata is None:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {fetch_offset} for partition {partition_log.topic_partition}, which "
+                f"does not exist in remote tiered storage.")
+        position = self._lookup_position(metadata, fetch_offset)
+        window = self.rsm.fetch_log_segment(metadata, position, position + max(max_bytes, 0) + _INDEX_SLACK - 1)
+        at = 0
+        while True:
+            if len(window) - at < 27:
+                more = self.rsm.fetch_log_segment(metadata, position + len(window),
+                                                  position + len(window) + _INDEX_SLACK - 1)
+                if not more:
+                    return RemoteRead(b"", [] if read_committed else None)
+                window += more
+                continue
+            base, length = _BATCH_HEADER.unpack_from(window, at)
+            last = base + _LAST_OFFSET_DELTA.unpack_from(window, at + 23)[0]
+            if last >= fetch_offset:
+                break
+            at += 12 + length
+        first_size = 12 + length
+        if first_size > max_bytes and not min_one_message:
+            return RemoteRead(b"", [] if read_committed else None)
+        take = max(max_bytes, first_size) if min_one_message else max_bytes
+        end = at + take
+        if end > len(window):
+            window += self.rsm.fetch_log_segment(metadata, position + len(window), position + end - 1)
+        records = bytes(window[at:end])
+        aborted = None
+        if read_committed:
+            upper = base + 1
+            pos = 0
+            while pos + 27 <= len(records):
+                b, n = _BATCH_HEADER.unpack_from(records, pos)
+                if pos + 12 + n > len(records):
+                    break
+                upper = b + _LAST_OFFSET_DELTA.unpack_from(records, pos + 23)[0] + 1
+                pos += 12 + n
+            aborted = self._aborted_transactions(tip, metadata, fetch_offset, upper)  # type: ignore[arg-type]
+        return RemoteRead(records, aborted)
+
+    def _lookup_position(self, metadata: RemoteLogSegmentMetadata, offset: int) -> int:
+        """The byte position of the last offset index entry at or below `offset` (0 if none)."""
+        index = self._index(metadata, IndexType.OFFSET)
+        target = offset - metadata.start_offset
+        lo, hi, found = 0, len(index) // 8 - 1, 0
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            relative, position = _INDEX_ENTRY.unpack_from(index, mid * 8)
+            if relative == 0 and position == 0 and mid > 0:
+                hi = mid - 1  # preallocated zeroes past the last entry
+            elif relative <= target:
+                found, lo = position, mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    def _index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> bytes:
+        """Kafka's RemoteIndexCache, in memory: the most recently used indexes."""
+        key = (metadata.segment_id.id, index_type)
+        with self._index_lock:
+            cached = self._index_cache.get(key)
+            if cached is not None:
+                self._index_cache.move_to_end(key)
+                return cached
+        data = self.rsm.fetch_index(metadata, index_type)
+        with self._index_lock:
+            self._index_cache[key] = data
+            while len(self._index_cache) > _INDEX_CACHE_ENTRIES:
+                self._index_cache.popitem(last=False)
+        return data
+
+    def _aborted_transactions(self, tip: TopicIdPartition, metadata: RemoteLogSegmentMetadata, fetch_offset: int,
+                              upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound) from the remote
+        transaction indexes of this segment and the later copied ones."""
+        out: list[AbortedTxn] = []
+        for m in self.rlmm.copied_segments(tip):
+            if m.end_offset < metadata.start_offset or m.txn_index_empty:
+                continue
+            try:
+                data = self._index(m, IndexType.TRANSACTION)
+            except RemoteResourceNotFoundError:
+                continue
+            for pos in range(0, len(data) - len(data) % _TXN_ENTRY.size, _TXN_ENTRY.size):
+                _version, pid, first, last, lso = _TXN_ENTRY.unpack_from(data, pos)
+                if last >= fetch_offset and first < upper_bound:
+                    out.append(AbortedTxn(pid, first, last, lso))
+            if m.end_offset >= upper_bound:
+                break
+        return out
+
+
+def _segment_leader_epochs(epochs: list[tuple[int, int]], base_offset: int) -> tuple[tuple[int, int], ...]:
+    """The epochs that lead records of the segment: the one in force at its base offset (starting
+    there), then those starting inside it."""
+    before = [e for e in epochs if e[1] <= base_offset]
+    inside = [e for e in epochs if e[1] > base_offset]
+    first = [(before[-1][0], base_offset)] if before else []
+    return tuple(first + inside)
+
+
+def _write_empty_producer_snapshot(path: Path) -> None:
+    path.write_bytes(empty_snapshot())

@@ -1,0 +1,120 @@
+"""Tiered storage (KIP-405) on a real broker with real clients, over the local-directory backend.
+
+A tiered topic's rolled segments are copied to the remote directory with their indexes, the
+local copies go once local retention allows (only after the copy), and consumers reading from
+offset 0 get every record back through the remote tier, in order. ListOffsets answers the
+earliest (-2), earliest local (-4) and latest tiered (-5) offsets as Kafka 4.4 does.
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from asyncbroker.testing import BrokerProcess
+from raw_client import RawClient
+from wait_for import wait_until
+
+pytestmark = pytest.mark.timeout(180)
+
+MIB = 1 << 20
+RECORDS = 6000
+VALUE = 1000  # about 6 MB: six 1 MiB segments
+
+
+def tiered_overrides(remote_dir: Path) -> list[str]:
+    return ["remote.log.storage.system.enable=true",
+            "remote.log.storage.manager.class.name=org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+            f"rsm.config.dir={remote_dir}", "rlmm.config.remote.log.metadata.topic.num.partitions=5",
+            "remote.log.manager.task.interval.ms=200", "log.retention.check.interval.ms=200"]
+
+
+@pytest.fixture
+def remote_dir(tmp_path: Path) -> Path:
+    return tmp_path / "remote"
+
+
+@pytest.fixture
+def broker(tmp_path: Path, remote_dir: Path) -> Iterator[BrokerProcess]:
+    with BrokerProcess(tiered_overrides(remote_dir), log_dir=tmp_path / "logs") as b:
+        yield b
+
+
+def produce(bootstrap: str, topic: str, count: int = RECORDS) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 64 * 1024})
+    for i in range(count):
+        while True:
+            try:
+                p.produce(topic, key=b"%d" % i, value=(b"%08d" % i) * (VALUE // 8))
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(60) == 0
+
+
+def list_offset(bootstrap: str, topic: str, timestamp: int) -> int:
+    """ListOffsets v9 over a raw socket: -4 (earliest local) and -5 (latest tiered) are not
+    named by confluent-kafka's OffsetSpec."""
+    from kio.schema.list_offsets.v9 import request as lo9
+
+    with RawClient(bootstrap) as client:
+        resp = client.request(lo9.ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=(
+            lo9.ListOffsetsTopic(name=topic, partitions=(
+                lo9.ListOffsetsPartition(partition_index=0, timestamp=timestamp),)),)))
+    found = resp.topics[0].partitions[0]
+    assert found.error_code == 0, found
+    return int(found.offset)
+
+
+def consume_all(bootstrap: str, topic: str, count: int, timeout: float = 60) -> list[int]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    seen: list[int] = []
+    try:
+        def done() -> bool:
+            for m in c.consume(500, 0.5):
+                assert m.error() is None, m.error()
+                assert m.value() == (b"%08d" % m.offset()) * (VALUE // 8)
+                seen.append(m.offset())
+            return len(seen) >= count
+
+        wait_until(done, timeout=timeout, message=lambda: f"consumed {len(seen)} of {count}")
+    finally:
+        c.close()
+    return seen
+
+
+def remote_files(remote_dir: Path, topic: str) -> list[Path]:
+    return sorted(p for d in remote_dir.glob(f"{topic}-0-*") for p in d.iterdir())
+
+
+def test_segments_move_to_the_remote_tier_and_read_back_in_order(broker: BrokerProcess, remote_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("tiered", 1, 1, config={
+        "remote.storage.enable": "true", "segment.bytes": str(MIB), "local.retention.bytes": "1"})])["tiered"].result(15)
+    produce(broker.bootstrap, "tiered")
+    local = tmp_path / "logs" / "tiered-0"
+
+    # Every rolled segment is copied; local retention then keeps only the active segment.
+    wait_until(lambda: len(list(local.glob("*.log"))) == 1, timeout=60,
+               message=lambda: f"local segments {sorted(p.name for p in local.glob('*.log'))}")
+    logs = [p for p in remote_files(remote_dir, "tiered") if p.suffix == ".log"]
+    assert len(logs) >= 5
+    for log_file in logs:
+        stem = log_file.name[:-len(".log")]
+        for suffix in (".index", ".timeindex", ".snapshot", ".leader_epoch_checkpoint"):
+            assert (log_file.parent / (stem + suffix)).exists(), stem + suffix
+    active_base = int(next(local.glob("*.log")).name[:20])
+
+    assert list_offset(broker.bootstrap, "tiered", -2) == 0  # earliest: the remote tier's first offset
+    assert list_offset(broker.bootstrap, "tiered", -1) == RECORDS
+    assert list_offset(broker.bootstrap, "tiered", -4) == active_base  # earliest local
+    assert list_offset(broker.bootstrap, "tiered", -5) == active_base - 1  # latest tiered
+
+    assert consume_all(broker.bootstrap, "tiered", RECORDS) == list(range(RECORDS))
