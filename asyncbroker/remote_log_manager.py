@@ -42,6 +42,7 @@ import msgspec
 
 from storage.leader_epoch_cache import LeaderEpochCheckpointFile
 from storage.log import Log
+from storage.partition_metadata import uuid_to_base64
 from storage.producer_state_manager import empty_snapshot, snapshot_file_name
 from storage.remote_storage_manager import (
     IndexType,
@@ -239,7 +240,7 @@ class RemoteLogManager:
             except RemoteStorageError as exc:
                 self._record_failure(tip)
                 log.warning("[RemoteLogManager=%d partition=%s] Error occurred while copying log segments of "
-                            "partition %s; retrying after back-off: %s", self.broker_id, tip, tip, exc)
+                            "partition %s; retrying after back-off: %s", self.broker_id, describe(tip), describe(tip), exc)
                 return
             self._failures.pop(tip, None)
 
@@ -261,7 +262,7 @@ class RemoteLogManager:
         data = LogSegmentData(segment.log.path, segment.offset_index.path, segment.time_index.path,
                               None if txn_empty else txn_index.path, snapshot,
                               LeaderEpochCheckpointFile.encode(epochs))
-        log.info("[RemoteLogManager=%d partition=%s] Copying %s to remote storage.", self.broker_id, tip,
+        log.info("[RemoteLogManager=%d partition=%s] Copying %s to remote storage.", self.broker_id, describe(tip),
                  segment.log.path.name)
         await self.rlmm.add_remote_log_segment_metadata(metadata)
         self._copying.add(metadata.segment_id.id)
@@ -278,7 +279,7 @@ class RemoteLogManager:
         self.stats.copied_segments += 1
         self.stats.copied_bytes += metadata.segment_size_in_bytes
         log.info("[RemoteLogManager=%d partition=%s] Copied %s to remote storage with segment-id: %s",
-                 self.broker_id, tip, segment.log.path.name, metadata.segment_id.id)
+                 self.broker_id, describe(tip), segment.log.path.name, uuid_to_base64(metadata.segment_id.id))
 
     async def _throttle(self, copied: int, took_s: float) -> None:
         """remote.log.manager.copy.max.bytes.per.second: wait out what the copy ran ahead."""
@@ -337,7 +338,7 @@ class RemoteLogManager:
             await self._blocking(self.rsm.delete_log_segment_data, metadata)
         except RemoteStorageError as exc:
             log.warning("[RemoteLogManager=%d partition=%s] Failed to delete remote segment %s; retrying in the next "
-                        "round: %s", self.broker_id, sid.topic_id_partition, sid.id, exc)
+                        "round: %s", self.broker_id, describe(sid.topic_id_partition), uuid_to_base64(sid.id), exc)
             return
         await self.rlmm.update_remote_log_segment_metadata(RemoteLogSegmentMetadataUpdate(
             sid, self.broker_id, self.clock_ms(), RemoteLogSegmentState.DELETE_SEGMENT_FINISHED))
@@ -346,7 +347,7 @@ class RemoteLogManager:
                 self._index_cache.pop((sid.id, index_type), None)
         self.stats.deleted_segments += 1
         log.info("[RemoteLogManager=%d partition=%s] Deleted remote log segment %s (offsets %d-%d) due to %s",
-                 self.broker_id, sid.topic_id_partition, sid.id, metadata.start_offset, metadata.end_offset, reason)
+                 self.broker_id, describe(sid.topic_id_partition), uuid_to_base64(sid.id), metadata.start_offset, metadata.end_offset, reason)
 
     async def delete_partition(self, tip: TopicIdPartition) -> None:
         """Topic deletion, or remote.storage.enable turned off with remote.log.delete.on.disable:
@@ -453,6 +454,11 @@ class RemoteLogManager:
             if m.end_offset >= upper_bound:
                 break
         return out
+
+
+def describe(tip: TopicIdPartition) -> str:
+    """As Kafka prints a TopicIdPartition: `<topic id>:<topic>-<partition>`."""
+    return f"{uuid_to_base64(tip.topic_id)}:{tip.topic}-{tip.partition}"
 
 
 def _segment_leader_epochs(epochs: list[tuple[int, int]], base_offset: int) -> tuple[tuple[int, int], ...]:

@@ -30,7 +30,8 @@ def tiered_overrides(remote_dir: Path) -> list[str]:
     return ["remote.log.storage.system.enable=true",
             "remote.log.storage.manager.class.name=org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
             f"rsm.config.dir={remote_dir}", "rlmm.config.remote.log.metadata.topic.num.partitions=5",
-            "remote.log.manager.task.interval.ms=200", "log.retention.check.interval.ms=200"]
+            "remote.log.manager.task.interval.ms=200", "log.retention.check.interval.ms=200",
+            "log.initial.task.delay.ms=0"]
 
 
 @pytest.fixture
