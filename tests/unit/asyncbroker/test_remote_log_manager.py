@@ -1,0 +1,226 @@
+"""The RemoteLogManager and its metadata on a real in-process Broker: a real log directory, a
+real `__remote_log_metadata`, LocalTieredStorage in a temp directory. The periodic task is
+set far apart and each test drives rounds itself (`run_once`), so every step is deterministic."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from asyncbroker.broker import Broker
+from asyncbroker.config import KafkaConfig
+from asyncbroker.remote_log_manager import RemoteLogManager
+from asyncbroker.remote_log_metadata_manager import metadata_partition, murmur2
+from storage.log import Log
+from storage.partition_metadata import uuid_from_base64
+from storage.topic_partition import TopicPartition
+from wire.records import Record, build_batch, iter_batch_headers
+from wire.remote_log_metadata_records import (
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    TopicIdPartition,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+TOPIC = "tiered"
+TP = TopicPartition(TOPIC, 0)
+
+
+def test_murmur2_and_the_metadata_partitioner_match_kafka() -> None:
+    # Printed by Kafka 4.4's Utils.murmur2 and RemoteLogMetadataTopicPartitioner (50 partitions).
+    assert [murmur2(s.encode()) for s in ("21", "foobar", "abc", "a-little-bit-long-string")] == [
+        -973932308, -790332482, 479470107, -985981536]
+    topic_id = uuid_from_base64("fKm6w0ZKQpuHULjM0ffz3w")
+    assert [metadata_partition(TopicIdPartition(topic_id, "t", p), 50) for p in range(4)] == [40, 14, 48, 12]
+
+
+def config(log_dir: Path, remote_dir: Path, *extra: str) -> KafkaConfig:
+    return KafkaConfig.load(None, [
+        f"log.dirs={log_dir}", "listeners=PLAINTEXT://127.0.0.1:0", "remote.log.storage.system.enable=true",
+        "remote.log.storage.manager.class.name=org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+        f"rsm.config.dir={remote_dir}", "rlmm.config.remote.log.metadata.topic.num.partitions=3",
+        "remote.log.manager.task.interval.ms=3600000", "log.initial.task.delay.ms=3600000", *extra], {})
+
+
+async def start(tmp_path: Path, *extra: str) -> Broker:
+    broker = Broker(config(tmp_path / "logs", tmp_path / "remote", *extra))
+    await broker.startup()
+    return broker
+
+
+@pytest.fixture
+async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
+    b = await start(tmp_path)
+    yield b
+    await b.shutdown()
+
+
+def rlm(broker: Broker) -> RemoteLogManager:
+    assert broker.remote_log_manager is not None
+    return broker.remote_log_manager
+
+
+def log_of(broker: Broker) -> Log:
+    found = broker.log_manager.get_log(TP)
+    assert found is not None
+    return found
+
+
+async def create(broker: Broker, **configs: str) -> None:
+    await broker.topics.create_topic(TOPIC, 1, configs={"remote.storage.enable": "true", **configs})
+
+
+async def append(broker: Broker, count: int, *, timestamp: int | None = None, value: bytes = b"v" * 100) -> None:
+    """`count` single-record batches, each its own Produce."""
+    now = broker.clock.milliseconds() if timestamp is None else timestamp
+    for i in range(count):
+        batch = build_batch([Record(0, now, b"k%d" % i, value)])
+        result = await broker.replica_manager.append_records({TP: batch}, acks=-1, transactional_id=None,
+                                                             produce_version=9)
+        assert result[TP].error == 0
+
+
+async def segments(broker: Broker, per_segment: int, count: int, *, active: int = 0) -> None:
+    """`count` rolled segments of `per_segment` records, then `active` records in the active one
+    (local retention by size keeps the last segments holding retention.bytes, so an active
+    segment with records lets every rolled one go)."""
+    for _ in range(count):
+        await append(broker, per_segment)
+        log_of(broker).roll()
+    await append(broker, active)
+
+
+def tip(broker: Broker) -> TopicIdPartition:
+    topic_id = log_of(broker).topic_id
+    assert topic_id is not None
+    return TopicIdPartition(topic_id, TOPIC, 0)
+
+
+async def test_rolled_segments_are_copied_and_only_then_deleted_locally(broker: Broker, tmp_path: Path) -> None:
+    await create(broker, **{"local.retention.bytes": "1"})
+    await segments(broker, 10, 3, active=5)  # the active segment is never copied
+    log = log_of(broker)
+    assert log.delete_old_segments() == 0  # nothing is in remote storage yet: local retention waits
+    assert log.highest_offset_in_remote_storage == -1
+
+    await rlm(broker).run_once()
+    copied = rlm(broker).rlmm.copied_segments(tip(broker))
+    assert [(m.start_offset, m.end_offset) for m in copied] == [(0, 9), (10, 19), (20, 29)]
+    assert all(m.state == RemoteLogSegmentState.COPY_SEGMENT_FINISHED for m in copied)
+    assert all(m.txn_index_empty and m.segment_leader_epochs[0][1] == m.start_offset for m in copied)
+    assert log.highest_offset_in_remote_storage == 29
+    files = sorted(p.name for p in (tmp_path / "remote").glob(f"{TOPIC}-0-*/*"))
+    assert len(files) == 3 * 5  # .log .index .timeindex .snapshot .leader_epoch_checkpoint, no .txnindex
+    assert {f.rsplit(".", 1)[1] for f in files} == {"log", "index", "timeindex", "snapshot", "leader_epoch_checkpoint"}
+
+    assert log.delete_old_segments() == 3
+    assert (log.log_start_offset, log.local_log_start_offset) == (0, 30)
+    await rlm(broker).run_once()  # nothing new to copy: no duplicate segments
+    assert len(rlm(broker).rlmm.list_remote_log_segments(tip(broker))) == 3
+
+
+async def test_reads_below_the_local_start_come_from_the_remote_segment(broker: Broker) -> None:
+    await create(broker, **{"local.retention.bytes": "1"})
+    await segments(broker, 10, 2, active=1)
+    await rlm(broker).run_once()
+    log = log_of(broker)
+    log.delete_old_segments()
+    assert log.local_log_start_offset == 20
+    manager = rlm(broker)
+
+    got = manager.read(log, 13, 1 << 20, min_one_message=True, read_committed=False)
+    offsets = [h.base_offset for h, _ in iter_batch_headers(got.records)]
+    assert offsets == list(range(13, 20))  # from the batch holding 13 to the end of that remote segment
+    # A limit below the first batch: the whole batch when it is the fetch's first, else nothing.
+    size = len(build_batch([Record(0, 0, b"k0", b"v" * 100)]))
+    assert len(manager.read(log, 13, 10, min_one_message=True, read_committed=False).records) == size
+    assert manager.read(log, 13, 10, min_one_message=False, read_committed=False).records == b""
+    assert len(manager.read(log, 0, size * 2 + 5, min_one_message=True, read_committed=False).records) == size * 2 + 5
+    assert manager.read(log, 13, 1 << 20, min_one_message=True, read_committed=True).aborted == []
+    with pytest.raises(Exception, match="does not exist in remote tiered storage"):
+        manager.read(log, 25, 100, min_one_message=True, read_committed=False)
+
+
+async def test_a_copy_left_started_is_deleted_and_a_failed_copy_keeps_the_local_segment(tmp_path: Path) -> None:
+    broker = await start(tmp_path)
+    try:
+        await create(broker, **{"local.retention.bytes": "1"})
+        await segments(broker, 10, 1)
+        manager = rlm(broker)
+        # A copy that never finished (the broker died between the two records).
+        dangling = RemoteLogSegmentMetadata(
+            RemoteLogSegmentId(tip(broker), uuid_from_base64("AAECAwQFBgcICQoLDA0ODw")), 0, 9, 1, 0, 0, ((0, 0),),
+            100, RemoteLogSegmentState.COPY_SEGMENT_STARTED)
+        await manager.rlmm.add_remote_log_segment_metadata(dangling)
+        # The backend's directory is unusable: the copy fails and is retried later.
+        (tmp_path / "remote").rename(tmp_path / "remote-away")
+        (tmp_path / "remote").write_bytes(b"not a directory")
+        await manager.run_once()
+        states = [m.state for m in manager.rlmm.list_remote_log_segments(tip(broker))]
+        assert RemoteLogSegmentState.COPY_SEGMENT_FINISHED not in states
+        assert manager.stats.failed_copies == 1
+        assert log_of(broker).delete_old_segments() == 0  # the only copy is local: it stays
+        assert log_of(broker).local_log_start_offset == 0
+    finally:
+        await broker.shutdown()
+    # After a restart with the backend back, both are cleaned up and the segment is copied once.
+    (tmp_path / "remote").unlink()
+    (tmp_path / "remote-away").rename(tmp_path / "remote")
+    broker = await start(tmp_path)
+    try:
+        manager = rlm(broker)
+        await manager.run_once()
+        listed = manager.rlmm.list_remote_log_segments(tip(broker))
+        assert [(m.start_offset, m.state) for m in listed] == [(0, RemoteLogSegmentState.COPY_SEGMENT_FINISHED)]
+        assert log_of(broker).highest_offset_in_remote_storage == 9
+    finally:
+        await broker.shutdown()
+
+
+async def test_remote_retention_moves_the_log_start_offset(broker: Broker) -> None:
+    await create(broker, **{"local.retention.bytes": "1", "retention.ms": "86400000"})
+    day = 86_400_000
+    now = broker.clock.milliseconds()
+    for age in (3 * day, 2 * day):  # two old segments
+        await append(broker, 10, timestamp=now - age)
+        log_of(broker).roll()
+    await segments(broker, 10, 1, active=1)  # and a fresh one
+    manager = rlm(broker)
+    await manager.run_once()  # copies all three, then expires the two old ones
+    await manager.run_once()
+    log = log_of(broker)
+    assert log.log_start_offset == 20
+    assert [m.start_offset for m in manager.rlmm.copied_segments(tip(broker))] == [20]
+    assert manager.stats.deleted_segments == 2
+
+    # DeleteRecords inside a remote segment keeps it; past its end, it goes at the next round.
+    await broker.replica_manager.delete_records({TP: 25})
+    await manager.run_once()
+    assert [m.start_offset for m in manager.rlmm.copied_segments(tip(broker))] == [20]
+    await broker.replica_manager.delete_records({TP: 30})
+    await manager.run_once()
+    assert manager.rlmm.copied_segments(tip(broker)) == []
+    assert log.log_start_offset == 30
+
+
+async def test_metadata_and_the_highest_remote_offset_survive_a_restart(tmp_path: Path) -> None:
+    broker = await start(tmp_path)
+    try:
+        await create(broker, **{"local.retention.bytes": "1"})
+        await segments(broker, 10, 2, active=1)
+        await rlm(broker).run_once()
+        log_of(broker).delete_old_segments()
+    finally:
+        await broker.shutdown()
+    broker = await start(tmp_path)
+    try:
+        log = log_of(broker)
+        assert (log.log_start_offset, log.local_log_start_offset, log.highest_offset_in_remote_storage) == (0, 20, 19)
+        got = rlm(broker).read(log, 0, 1 << 20, min_one_message=True, read_committed=False)
+        assert [h.base_offset for h, _ in iter_batch_headers(got.records)] == list(range(10))
+    finally:
+        await broker.shutdown()
