@@ -278,7 +278,8 @@ class Broker:
             config=config, log_manager=self.log_manager, run_blocking=self.run_blocking,
             cleaner_manager=lambda: self.cleaner_manager,
             on_partitions_deleted=lambda partitions: self.group_coordinator.on_partitions_deleted(partitions),
-            on_broker_configs_changed=self._on_broker_configs_changed)
+            on_broker_configs_changed=self._on_broker_configs_changed,
+            remote_log_manager=lambda: self.remote_log_manager)
         topics = self.topics
         self.metadata_responses = MetadataResponseCache(lambda: topics.generation)
         self._start_cleaner()

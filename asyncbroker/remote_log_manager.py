@@ -58,6 +58,8 @@ from wire.remote_log_metadata_records import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
     RemoteLogSegmentState,
+    RemotePartitionDeleteMetadata,
+    RemotePartitionDeleteState,
     TopicIdPartition,
 )
 
@@ -136,6 +138,8 @@ class RemoteLogManager:
         self._wake = asyncio.Event()
         self._running: asyncio.Future[None] | None = None
         self._copying: set[uuid.UUID] = set()
+        self._copying_stopped: set[TopicIdPartition] = set()  # stopped partitions: no more copies
+        self._background: set[asyncio.Future[None]] = set()
         self._failures: dict[TopicIdPartition, tuple[int, float]] = {}  # consecutive failures, retry at
         self._index_cache: OrderedDict[tuple[uuid.UUID, IndexType], bytes] = OrderedDict()
         self._index_lock = threading.Lock()
@@ -150,11 +154,18 @@ class RemoteLogManager:
             tip = self._tip(partition_log)
             if tip is not None:
                 partition_log.update_highest_offset_in_remote_storage(self.rlmm.highest_offset_in_remote_storage(tip))
+        pending = [tip for tip, m in self.rlmm.partition_deletes().items()
+                   if m.state != RemotePartitionDeleteState.DELETE_PARTITION_FINISHED]
+        for tip in pending:  # a partition deletion the last run did not finish
+            await self._delete_partition(tip)
         self._task = asyncio.create_task(self._loop(), name="remote-log-manager")
         log.info("RemoteLogManager started: %s, task interval %d ms", type(self.rsm).__name__,
                  self.config.remote_log_manager_task_interval_ms)
 
     async def shutdown(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
             try:
@@ -190,6 +201,8 @@ class RemoteLogManager:
             for partition_log in self._tiered_logs():
                 tip = self._tip(partition_log)
                 if tip is None:
+                    continue
+                if tip in self._copying_stopped:
                     continue
                 if not partition_log.config.remote_log_copy_disable and self._may_retry(tip):
                     await self._copy_partition(partition_log, tip)
@@ -349,11 +362,39 @@ class RemoteLogManager:
         log.info("[RemoteLogManager=%d partition=%s] Deleted remote log segment %s (offsets %d-%d) due to %s",
                  self.broker_id, describe(sid.topic_id_partition), uuid_to_base64(sid.id), metadata.start_offset, metadata.end_offset, reason)
 
-    async def delete_partition(self, tip: TopicIdPartition) -> None:
-        """Topic deletion, or remote.storage.enable turned off with remote.log.delete.on.disable:
-        every remote segment of the partition goes (Kafka's stopPartitions with delete)."""
+    def stop_partitions(self, tips: list[TopicIdPartition], *, delete: bool) -> None:
+        """Topic deletion, or remote.storage.enable turned off with remote.log.delete.on.disable
+        (Kafka's stopPartitions): with `delete`, every remote segment of the partitions goes, in
+        the background, between DELETE_PARTITION_MARKED/_STARTED and _FINISHED records; a
+        restart in between resumes it."""
+        for tip in tips:
+            self._copying_stopped.add(tip)
+        if delete and tips:
+            task = asyncio.ensure_future(self._delete_partitions(tips))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _delete_partitions(self, tips: list[TopicIdPartition]) -> None:
+        for tip in tips:
+            try:
+                await self.rlmm.put_remote_partition_delete_metadata(RemotePartitionDeleteMetadata(
+                    tip, self.broker_id, self.clock_ms(), RemotePartitionDeleteState.DELETE_PARTITION_MARKED))
+                await self._delete_partition(tip)
+            except Exception:  # noqa: BLE001 - resumed at the next start
+                log.exception("[RemoteLogManager=%d partition=%s] Failed to delete the remote log of the partition",
+                              self.broker_id, describe(tip))
+
+    async def _delete_partition(self, tip: TopicIdPartition) -> None:
+        await self.rlmm.put_remote_partition_delete_metadata(RemotePartitionDeleteMetadata(
+            tip, self.broker_id, self.clock_ms(), RemotePartitionDeleteState.DELETE_PARTITION_STARTED))
         for metadata in self.rlmm.list_remote_log_segments(tip):
             await self._delete_remote_segment(metadata, "partition deletion")
+        if self.rlmm.list_remote_log_segments(tip):
+            return  # a delete failed: the next start (or round) tries again
+        await self.rlmm.put_remote_partition_delete_metadata(RemotePartitionDeleteMetadata(
+            tip, self.broker_id, self.clock_ms(), RemotePartitionDeleteState.DELETE_PARTITION_FINISHED))
+        log.info("[RemoteLogManager=%d partition=%s] Deleted the remote log of the partition", self.broker_id,
+                 describe(tip))
 
     # -- reads (blocking: on an IO thread) -------------------------------------------------------
     def read(self, partition_log: Log, fetch_offset: int, max_bytes: int, *, min_one_message: bool,

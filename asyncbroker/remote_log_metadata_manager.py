@@ -26,6 +26,7 @@ from wire.remote_log_metadata_records import (
     RemoteLogSegmentMetadataUpdate,
     RemoteLogSegmentState,
     RemotePartitionDeleteMetadata,
+    RemotePartitionDeleteState,
     TopicIdPartition,
     decode_remote_log_metadata,
     encode_remote_log_metadata,
@@ -133,6 +134,8 @@ class TopicBasedRemoteLogMetadataManager:
                     current.segment_size_in_bytes, record.state, custom, current.txn_index_empty)
         else:
             self._partition_deletes[record.topic_id_partition] = record
+            if record.state == RemotePartitionDeleteState.DELETE_PARTITION_FINISHED:
+                self._segments.pop(record.topic_id_partition, None)
 
     async def _publish(self, tp: TopicIdPartition, record: RemoteLogMetadata) -> None:
         await self.topic.append(metadata_partition(tp, self.topic.num_partitions),
@@ -180,8 +183,6 @@ class TopicBasedRemoteLogMetadataManager:
     def remote_log_size(self, tp: TopicIdPartition) -> int:
         return sum(m.segment_size_in_bytes for m in self.copied_segments(tp))
 
-    def partitions(self) -> Mapping[TopicIdPartition, dict[uuid.UUID, RemoteLogSegmentMetadata]]:
-        return self._segments
-
-    def forget_partition(self, tp: TopicIdPartition) -> None:
-        self._segments.pop(tp, None)
+    def partition_deletes(self) -> Mapping[TopicIdPartition, RemotePartitionDeleteMetadata]:
+        """The last partition-deletion record of each partition that had one."""
+        return self._partition_deletes

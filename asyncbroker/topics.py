@@ -108,6 +108,7 @@ class TopicManager:
         cleaner_manager: Callable[[], LogCleanerManager | None] = lambda: None,
         on_partitions_deleted: Callable[[Iterable[tuple[str, int]]], Awaitable[object]] | None = None,
         on_broker_configs_changed: Callable[[], None] = lambda: None,
+        remote_log_manager: Callable[[], Any] = lambda: None,
     ) -> None:
         self.config = config
         self.log_manager = log_manager
@@ -115,6 +116,9 @@ class TopicManager:
         self._cleaner_manager = cleaner_manager
         self._on_partitions_deleted = on_partitions_deleted
         self._on_broker_configs_changed = on_broker_configs_changed
+        # Tiered storage's RemoteLogManager (None without it): a deleted tiered topic's remote
+        # segments go with it, and so do those of a topic whose remote storage is turned off.
+        self._remote_log_manager = remote_log_manager
         self.defaults: LogConfig = self.config.log_config_defaults()
         self._lock = asyncio.Lock()
         self._topics: dict[str, TopicMetadata] = {}
@@ -299,6 +303,7 @@ class TopicManager:
             if meta is None:
                 raise UnknownTopicOrPartitionError(f"Topic {name} not found.")
             self._check_deletion_enabled()
+            tiered = self.log_config(name).remote_storage_enable
             # Gone from the table first: new requests stop seeing the topic at once.
             self._drop(name)
             # Kafka aborts cleaning of the partitions before renaming them `-delete`, so the
@@ -309,6 +314,7 @@ class TopicManager:
                 await cleaner.abort_cleaning(meta.topic_partitions())
             await self._run_blocking(self._delete_logs_blocking, meta)
             log.info("Deleted topic %s (id %s)", name, meta.topic_id)
+            self._stop_remote_partitions(meta, tiered)
             # Committed offsets go with the partitions (Kafka's onPartitionsDeleted).
             if self._on_partitions_deleted is not None and not meta.is_internal:
                 await self._on_partitions_deleted((tp.topic, tp.partition) for tp in meta.topic_partitions())
@@ -395,9 +401,14 @@ class TopicManager:
             if validate_only or overrides == meta.configs:
                 return msgspec.structs.replace(meta, configs=overrides)
             updated = msgspec.structs.replace(meta, configs=overrides)
+            was_tiered = self.log_config(name).remote_storage_enable
             await self._run_blocking(self._apply_configs_blocking, updated, log_config)
             self._put(updated)
             self._log_configs[name] = log_config
+            if was_tiered and not log_config.remote_storage_enable:
+                # remote.log.delete.on.disable: the remote segments go and the log starts locally.
+                await self._run_blocking(self._start_locally_blocking, updated)
+                self._stop_remote_partitions(updated, True)
             log.info("Updated configs of topic %s: %s", name, overrides)
             return updated
 
@@ -445,6 +456,22 @@ class TopicManager:
                   value: str | None) -> dict[str, str]:
         return apply_op(TOPIC_KEYS, "topic", overrides, key, op, value,
                         lambda: str(self.log_config(name).to_props()[key]) if name in self._topics else "")
+
+    def _stop_remote_partitions(self, meta: TopicMetadata, tiered: bool) -> None:
+        rlm = self._remote_log_manager()
+        if rlm is None or not tiered or meta.topic_id is None:
+            return
+        from wire.remote_log_metadata_records import TopicIdPartition
+
+        rlm.stop_partitions([TopicIdPartition(meta.topic_id, meta.name, p) for p in range(meta.partitions)],
+                            delete=True)
+
+    def _start_locally_blocking(self, meta: TopicMetadata) -> None:
+        for tp in meta.topic_partitions():
+            partition_log = self.log_manager.get_log(tp)
+            first = partition_log.segments.first_segment() if partition_log is not None else None
+            if partition_log is not None and first is not None:
+                partition_log.maybe_increment_log_start_offset(first.base_offset, "remote storage disabled")
 
     def _apply_configs_blocking(self, meta: TopicMetadata, log_config: LogConfig) -> None:
         self.log_manager.set_topic_config(meta.name, meta.configs)

@@ -4,7 +4,8 @@ set far apart and each test drives rounds itself (`run_once`), so every step is 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from wire.remote_log_metadata_records import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
+    RemotePartitionDeleteState,
     TopicIdPartition,
 )
 
@@ -224,3 +226,42 @@ async def test_metadata_and_the_highest_remote_offset_survive_a_restart(tmp_path
         assert [h.base_offset for h, _ in iter_batch_headers(got.records)] == list(range(10))
     finally:
         await broker.shutdown()
+
+
+async def wait_for(condition: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)  # polling a condition, bounded by the deadline
+
+
+async def test_deleting_a_tiered_topic_deletes_its_remote_segments(broker: Broker, tmp_path: Path) -> None:
+    await create(broker)
+    await segments(broker, 10, 2, active=1)
+    manager = rlm(broker)
+    await manager.run_once()
+    partition = tip(broker)
+    assert len(manager.rlmm.copied_segments(partition)) == 2
+    await broker.topics.delete_topic(TOPIC)
+    await wait_for(lambda: not list((tmp_path / "remote").glob(f"{TOPIC}-0-*/*")))
+    await wait_for(lambda: partition in manager.rlmm.partition_deletes()
+                   and manager.rlmm.partition_deletes()[partition].state
+                   == RemotePartitionDeleteState.DELETE_PARTITION_FINISHED)
+    assert manager.rlmm.list_remote_log_segments(partition) == []
+
+
+async def test_turning_remote_storage_off_with_delete_on_disable(broker: Broker, tmp_path: Path) -> None:
+    await create(broker, **{"local.retention.bytes": "1"})
+    await segments(broker, 10, 2, active=1)
+    manager = rlm(broker)
+    await manager.run_once()
+    log = log_of(broker)
+    log.delete_old_segments()
+    assert (log.log_start_offset, log.local_log_start_offset) == (0, 20)
+    await broker.topics.incremental_alter_configs(TOPIC, [("remote.storage.enable", 0, "false"),
+                                                          ("remote.log.delete.on.disable", 0, "true")])
+    assert not log.remote_log_enabled
+    assert log.log_start_offset == 20  # what was only remote is gone
+    await wait_for(lambda: not list((tmp_path / "remote").glob(f"{TOPIC}-0-*/*")))
+    await manager.run_once()  # not tiered any more: nothing is copied again
+    assert manager.rlmm.list_remote_log_segments(tip(broker)) == []
