@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import msgspec
 
+from storage import fault_injection
 from storage.leader_epoch_cache import LeaderEpochCheckpointFile
 from storage.log import Log
 from storage.partition_metadata import uuid_to_base64
@@ -282,6 +283,7 @@ class RemoteLogManager:
         try:
             started = time.monotonic()
             custom = await self._blocking(self.rsm.copy_log_segment_data, metadata, data)
+            fault_injection.fault_point("remote.copy")  # copied, COPY_SEGMENT_FINISHED not yet written
             await self._throttle(metadata.segment_size_in_bytes, time.monotonic() - started)
             await self.rlmm.update_remote_log_segment_metadata(RemoteLogSegmentMetadataUpdate(
                 metadata.segment_id, self.broker_id, self.clock_ms(), RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
@@ -349,6 +351,7 @@ class RemoteLogManager:
                 sid, self.broker_id, self.clock_ms(), RemoteLogSegmentState.DELETE_SEGMENT_STARTED))
         try:
             await self._blocking(self.rsm.delete_log_segment_data, metadata)
+            fault_injection.fault_point("remote.delete")  # deleted, DELETE_SEGMENT_FINISHED not yet written
         except RemoteStorageError as exc:
             log.warning("[RemoteLogManager=%d partition=%s] Failed to delete remote segment %s; retrying in the next "
                         "round: %s", self.broker_id, describe(sid.topic_id_partition), uuid_to_base64(sid.id), exc)

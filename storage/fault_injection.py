@@ -18,6 +18,8 @@ is interrupted:
     txn.markers    a transaction's PrepareCommit/PrepareAbort is logged, no marker written yet
     txn.marker     after one partition's COMMIT/ABORT marker (the others not yet written)
     txn.complete   every marker written, CompleteCommit/CompleteAbort not yet logged
+    remote.copy    a segment's files are in remote storage, COPY_SEGMENT_FINISHED not yet logged
+    remote.delete  a remote segment's files are deleted, DELETE_SEGMENT_FINISHED not yet logged
 
 Unset (production), `hit` is a constant-False function: one call per point, nothing else.
 """

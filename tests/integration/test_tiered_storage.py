@@ -7,13 +7,14 @@ earliest (-2), earliest local (-4) and latest tiered (-5) offsets as Kafka 4.4 d
 """
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from asyncbroker.testing import BrokerProcess
 from raw_client import RawClient
@@ -119,3 +120,81 @@ def test_segments_move_to_the_remote_tier_and_read_back_in_order(broker: BrokerP
     assert list_offset(broker.bootstrap, "tiered", -5) == active_base - 1  # latest tiered
 
     assert consume_all(broker.bootstrap, "tiered", RECORDS) == list(range(RECORDS))
+
+
+def remote_start_offsets(remote_dir: Path, topic: str) -> list[int]:
+    return sorted(int(p.name[:20]) for p in remote_files(remote_dir, topic) if p.suffix == ".log")
+
+
+def test_sigkill_during_a_copy_then_restart(tmp_path: Path, remote_dir: Path) -> None:
+    """The broker dies with a segment's files uploaded and COPY_SEGMENT_FINISHED not yet
+    written: after the restart that copy is deleted, the segment is copied again once, and
+    every record reads back from offset 0."""
+    logs = tmp_path / "logs"
+    b = BrokerProcess(tiered_overrides(remote_dir), log_dir=logs,
+                      env={**os.environ, "BROKER_FAULT_POINT": "remote.copy:2"})
+    try:
+        b.start()
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("tiered", 1, 1, config={
+            "remote.storage.enable": "true", "segment.bytes": str(MIB), "local.retention.bytes": "1",
+            "remote.log.copy.disable": "true"})])["tiered"].result(15)
+        produce(b.bootstrap, "tiered")
+        rolled = len(list((logs / "tiered-0").glob("*.log"))) - 1
+        admin.incremental_alter_configs([ConfigResource("topic", "tiered", incremental_configs=[
+            ConfigEntry("remote.log.copy.disable", "false", incremental_operation=AlterConfigOpType.SET)])])[
+            ConfigResource("topic", "tiered")].result(15)
+        wait_until(lambda: b.returncode is not None, timeout=30, message="the broker did not die at its second copy")
+        assert b.kill() == -9
+        assert len(remote_start_offsets(remote_dir, "tiered")) == 2  # the second one's files are there
+
+        b.env = {k: v for k, v in os.environ.items() if k != "BROKER_FAULT_POINT"}
+        b.start()
+        wait_until(lambda: len(list((logs / "tiered-0").glob("*.log"))) == 1, timeout=60,
+                   message="local segments were not deleted after their copies")
+        starts = remote_start_offsets(remote_dir, "tiered")
+        assert len(starts) == rolled and starts == sorted(set(starts))  # each segment once
+        assert consume_all(b.bootstrap, "tiered", RECORDS) == list(range(RECORDS))
+    finally:
+        b.cleanup()
+
+
+def test_sigkill_during_a_remote_delete_then_restart(tmp_path: Path, remote_dir: Path) -> None:
+    """DeleteRecords past two remote segments; the broker dies with the first one's files
+    deleted and DELETE_SEGMENT_FINISHED not yet written. After the restart both are gone and
+    every record from the new log start offset reads back."""
+    logs = tmp_path / "logs"
+    b = BrokerProcess(tiered_overrides(remote_dir), log_dir=logs,
+                      env={**os.environ, "BROKER_FAULT_POINT": "remote.delete:1"})
+    try:
+        b.start()
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("tiered", 1, 1, config={
+            "remote.storage.enable": "true", "segment.bytes": str(MIB),
+            "local.retention.bytes": "1"})])["tiered"].result(15)
+        produce(b.bootstrap, "tiered")
+        wait_until(lambda: len(list((logs / "tiered-0").glob("*.log"))) == 1, timeout=60)
+        starts = remote_start_offsets(remote_dir, "tiered")
+        cut = starts[2]  # past the first two remote segments
+        admin.delete_records([TopicPartition("tiered", 0, cut)])[TopicPartition("tiered", 0, cut)].result(15)
+        wait_until(lambda: b.returncode is not None, timeout=30, message="the broker did not die deleting")
+        assert b.kill() == -9
+
+        b.env = {k: v for k, v in os.environ.items() if k != "BROKER_FAULT_POINT"}
+        b.start()
+        wait_until(lambda: remote_start_offsets(remote_dir, "tiered") == starts[2:], timeout=30,
+                   message=lambda: f"remote segments {remote_start_offsets(remote_dir, 'tiered')}")
+        assert list_offset(b.bootstrap, "tiered", -2) == cut
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "after-delete", "enable.auto.commit": False})
+        c.assign([TopicPartition("tiered", 0, OFFSET_BEGINNING)])
+        seen: list[int] = []
+        try:
+            def done() -> bool:
+                seen.extend(m.offset() for m in c.consume(500, 0.5) if m.error() is None)
+                return len(seen) >= RECORDS - cut
+            wait_until(done, timeout=60, message=lambda: f"consumed {len(seen)}")
+        finally:
+            c.close()
+        assert seen == list(range(cut, RECORDS))
+    finally:
+        b.cleanup()
