@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 import msgspec
 
 from storage import fault_injection
+from storage.file_records import search_batch_for_timestamp
 from storage.leader_epoch_cache import LeaderEpochCheckpointFile
 from storage.log import Log
 from storage.partition_metadata import uuid_to_base64
@@ -54,6 +55,7 @@ from storage.remote_storage_manager import (
 )
 from storage.transaction_index import AbortedTxn
 from wire.errors import OffsetOutOfRangeError
+from wire.records import iter_batch_headers
 from wire.remote_log_metadata_records import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
@@ -83,6 +85,8 @@ _INDEX_SLACK = 64 * 1024
 _BATCH_HEADER = struct.Struct(">qi")  # base offset, length (after these 12 bytes)
 _LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
 _INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
+_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
+_SEARCH_CHUNK = 1 << 20
 _TXN_ENTRY = struct.Struct(">hqqqq")  # version, producer id, first offset, last offset, last stable offset
 _INDEX_CACHE_ENTRIES = 64
 
@@ -447,6 +451,59 @@ class RemoteLogManager:
                 pos += 12 + n
             aborted = self._aborted_transactions(tip, metadata, fetch_offset, upper)  # type: ignore[arg-type]
         return RemoteRead(records, aborted)
+
+    def find_offset_by_timestamp(self, partition_log: Log, timestamp: int) -> tuple[int, int] | None:
+        """ListOffsets by time on a tiered log: the first record at or after the log start
+        offset with a timestamp at least `timestamp`, searched in the copied remote segments
+        (their time and offset indexes, then their batches); None when none has one, and
+        the local segments are searched next (Kafka's findOffsetByTimestamp)."""
+        tip = self._tip(partition_log)
+        if tip is None:
+            return None
+        start = partition_log.log_start_offset
+        for metadata in self.rlmm.copied_segments(tip):
+            if metadata.end_offset < start or metadata.max_timestamp_ms < timestamp:
+                continue
+            position = self._lookup_position(metadata, max(self._lookup_timestamp(metadata, timestamp), start))
+            found = self._search_segment(metadata, position, timestamp, start)
+            if found is not None:
+                return found
+        return None
+
+    def _lookup_timestamp(self, metadata: RemoteLogSegmentMetadata, timestamp: int) -> int:
+        """The offset of the last time index entry at or below `timestamp` (the segment's start if none)."""
+        index = self._index(metadata, IndexType.TIMESTAMP)
+        found = metadata.start_offset
+        for pos in range(0, len(index) - len(index) % 12, 12):
+            ts, relative = _TIME_ENTRY.unpack_from(index, pos)
+            if (ts == 0 and relative == 0 and pos > 0) or ts > timestamp:
+                break  # preallocated zeroes, or past the target
+            found = metadata.start_offset + relative
+        return found
+
+    def _search_segment(self, metadata: RemoteLogSegmentMetadata, position: int, timestamp: int,
+                        start_offset: int) -> tuple[int, int] | None:
+        end = metadata.segment_size_in_bytes
+        while position < end:
+            chunk = self.rsm.fetch_log_segment(metadata, position, min(end, position + _SEARCH_CHUNK) - 1)
+            if len(chunk) < 12:
+                return None
+            at = 0
+            for header, at in iter_batch_headers(chunk):
+                found = search_batch_for_timestamp(header, chunk, at, timestamp, start_offset)
+                if found is not None:
+                    return (found.offset, found.timestamp)
+                at += 12 + header.batch_length
+            if at == 0:  # one batch larger than the chunk: fetch it whole
+                _base, length = _BATCH_HEADER.unpack_from(chunk, 0)
+                chunk = self.rsm.fetch_log_segment(metadata, position, position + 12 + length - 1)
+                for header, pos in iter_batch_headers(chunk):
+                    found = search_batch_for_timestamp(header, chunk, pos, timestamp, start_offset)
+                    if found is not None:
+                        return (found.offset, found.timestamp)
+                at = 12 + length
+            position += at
+        return None
 
     def _lookup_position(self, metadata: RemoteLogSegmentMetadata, offset: int) -> int:
         """The byte position of the last offset index entry at or below `offset` (0 if none)."""

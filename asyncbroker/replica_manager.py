@@ -647,16 +647,22 @@ class ReplicaManager:
             lookups[tp] = (log_, q.timestamp)
         if lookups:
             isolation = "read_committed" if read_committed else "read_uncommitted"
-            results.update(await self._run_blocking(self._lookup_all, lookups, isolation))
+            results.update(await self._run_blocking(self._lookup_all, lookups, isolation, self._remote_log_manager()))
         return {tp: results[tp] for tp in queries}
 
     @staticmethod
-    def _lookup_all(lookups: dict[TopicPartition, tuple[Any, int]], isolation: str) -> dict[TopicPartition, FoundOffset]:
-        """Time-index searches: on the IO pool."""
+    def _lookup_all(lookups: dict[TopicPartition, tuple[Any, int]], isolation: str,
+                    remote: Any = None) -> dict[TopicPartition, FoundOffset]:
+        """Time-index searches: on the IO pool. A tiered log is searched in its remote
+        segments first, then locally."""
         out = {}
         for tp, (log_, timestamp) in lookups.items():
             try:
-                found = log_.fetch_offset_by_timestamp(timestamp, isolation=isolation)
+                found = None
+                if remote is not None and timestamp >= 0 and log_.remote_log_enabled:
+                    found = remote.find_offset_by_timestamp(log_, timestamp)
+                if found is None:
+                    found = log_.fetch_offset_by_timestamp(timestamp, isolation=isolation)
             except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
                 out[tp] = FoundOffset(error_code_for(exc))
                 continue

@@ -244,17 +244,10 @@ class FileRecords:
                              starting_offset: int) -> TimestampAndOffset | None:
         """First record at or after starting_offset with timestamp >= target (decodes only the matching batch)."""
         for batch in self.batches(starting_position, with_data=True):
-            h = batch.header
-            if h.max_timestamp < target_timestamp:
-                continue
-            if h.attributes & 0x08:  # LogAppendTime: every record carries maxTimestamp
-                offset = max(h.base_offset, starting_offset)
-                if offset <= h.base_offset + h.last_offset_delta:
-                    return TimestampAndOffset(h.max_timestamp, offset, _epoch(h))
-                continue
-            for record in decode_records(batch.buf, batch.offset_in_buf):  # type: ignore[arg-type]
-                if record.timestamp >= target_timestamp and record.offset >= starting_offset:
-                    return TimestampAndOffset(record.timestamp, record.offset, _epoch(h))
+            found = search_batch_for_timestamp(batch.header, batch.buf, batch.offset_in_buf,  # type: ignore[arg-type]
+                                               target_timestamp, starting_offset)
+            if found is not None:
+                return found
         return None
 
     def offset_of_max_timestamp(self, batch: FileBatch) -> int:
@@ -272,3 +265,20 @@ def _epoch(h: BatchHeader) -> int | None:
 
 
 BATCH_ERRORS = (CorruptRecordError, UnsupportedForMessageFormatError)
+
+
+def search_batch_for_timestamp(h: BatchHeader, buf: bytes | bytearray | memoryview, pos: int, target_timestamp: int,
+                               starting_offset: int) -> TimestampAndOffset | None:
+    """The first record of the batch at `pos` at or after `starting_offset` whose timestamp is
+    at least the target (a local segment's search, and a remote one's over fetched bytes)."""
+    if h.max_timestamp < target_timestamp:
+        return None
+    if h.attributes & 0x08:  # LogAppendTime: every record carries maxTimestamp
+        offset = max(h.base_offset, starting_offset)
+        if offset <= h.base_offset + h.last_offset_delta:
+            return TimestampAndOffset(h.max_timestamp, offset, _epoch(h))
+        return None
+    for record in decode_records(buf, pos):
+        if record.timestamp >= target_timestamp and record.offset >= starting_offset:
+            return TimestampAndOffset(record.timestamp, record.offset, _epoch(h))
+    return None

@@ -14,6 +14,7 @@ from asyncbroker.broker import Broker
 from asyncbroker.config import KafkaConfig
 from asyncbroker.remote_log_manager import RemoteLogManager
 from asyncbroker.remote_log_metadata_manager import metadata_partition, murmur2
+from asyncbroker.replica_manager import OffsetQuery
 from storage.log import Log
 from storage.partition_metadata import uuid_from_base64
 from storage.topic_partition import TopicPartition
@@ -265,3 +266,30 @@ async def test_turning_remote_storage_off_with_delete_on_disable(broker: Broker,
     await wait_for(lambda: not list((tmp_path / "remote").glob(f"{TOPIC}-0-*/*")))
     await manager.run_once()  # not tiered any more: nothing is copied again
     assert manager.rlmm.list_remote_log_segments(tip(broker)) == []
+
+
+async def test_list_offsets_by_time_searches_the_remote_segments_first(broker: Broker) -> None:
+    await create(broker, **{"local.retention.bytes": "1"})
+    base = broker.clock.milliseconds() - 1_000_000
+    for segment in range(3):  # record i of segment s stamped base + s*1000 + i*10
+        for i in range(10):
+            batch = build_batch([Record(0, base + segment * 1000 + i * 10, b"k", b"v" * 100)])
+            await broker.replica_manager.append_records({TP: batch}, acks=-1, transactional_id=None, produce_version=9)
+        log_of(broker).roll()
+    await append(broker, 1)
+    await rlm(broker).run_once()
+    log = log_of(broker)
+    log.delete_old_segments()
+    assert log.local_log_start_offset == 30
+
+    async def by_time(ts: int) -> tuple[int, int]:
+        found = (await broker.replica_manager.fetch_offsets({TP: OffsetQuery(ts)}, version=9,
+                                                             read_committed=False))[TP]
+        return found.offset, found.timestamp
+
+    assert await by_time(base) == (0, base)
+    assert await by_time(base + 1005) == (11, base + 1010)  # between records: the next one
+    assert await by_time(base + 2090) == (29, base + 2090)
+    assert (await by_time(base + 2095))[0] == 30  # past the remote tier: the local segment's record
+    await broker.replica_manager.delete_records({TP: 15})
+    assert await by_time(base) == (15, base + 1050)  # never below the log start offset
