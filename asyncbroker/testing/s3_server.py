@@ -172,10 +172,12 @@ class S3Server:
             client.close()
 
     def rsm_configs(self, bucket: str, prefix: str = "") -> dict[str, str]:
-        """S3RemoteStorageManager.from_configs settings for this server (no `rsm.config.`)."""
-        return {"s3.bucket": bucket, "s3.prefix": prefix, "s3.endpoint.url": self.endpoint_url,
-                "s3.region": self.region, "s3.access.key.id": self.access_key_id,
-                "s3.secret.access.key": self.secret_access_key}
+        """S3RemoteStorageManager.from_configs settings for this server (no `rsm.config.`); no
+        s3.prefix when it is empty."""
+        configs = {"s3.bucket": bucket, "s3.prefix": prefix, "s3.endpoint.url": self.endpoint_url,
+                   "s3.region": self.region, "s3.access.key.id": self.access_key_id,
+                   "s3.secret.access.key": self.secret_access_key}
+        return {key: value for key, value in configs.items() if value}
 
     def broker_overrides(self, bucket: str, prefix: str = "") -> list[str]:
         """`key=value` overrides for BrokerProcess: the same settings under `rsm.config.`."""
