@@ -58,8 +58,10 @@ def build_segment(dir: Path, mib: int) -> tuple[LogSegmentData, RemoteLogSegment
     size = first.size()
     log.close()
     tp = TopicIdPartition(uuid.uuid4(), "bench", 0)
-    metadata = RemoteLogSegmentMetadata(RemoteLogSegmentId(tp, uuid.uuid4()), 0, following.base_offset - 1, now, 0, now,
-                                        ((0, 0),), size, RemoteLogSegmentState.COPY_SEGMENT_STARTED)
+    metadata = RemoteLogSegmentMetadata(
+        segment_id=RemoteLogSegmentId(tp, uuid.uuid4()), start_offset=0, end_offset=following.base_offset - 1,
+        max_timestamp_ms=now, broker_id=0, event_timestamp_ms=now, segment_leader_epochs=((0, 0),),
+        segment_size_in_bytes=size, state=RemoteLogSegmentState.COPY_SEGMENT_STARTED)
     return data, metadata
 
 
