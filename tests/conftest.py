@@ -8,10 +8,15 @@ broker share it; tests that restart or kill a broker start their own
 
 Apache Kafka 4.4 itself (`kafka` fixture, tests/jvm/kafka_jvm.py) is started
 once per session, on first use, from the jars `make jvm` fetched.
+
+A local S3 API (`s3_server`: moto's server, asyncbroker.testing.S3Server) is
+started once per session, on first use, for tiered storage and the object-store
+tests; each test takes a bucket of its own (`s3_bucket`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import uuid
 from collections.abc import Iterator
@@ -23,6 +28,7 @@ import pytest
 os.environ.setdefault("BROKER_STRICT_RESPONSES", "1")
 
 from asyncbroker.testing import BrokerProcess
+from asyncbroker.testing.s3_server import S3Server
 from jvm.kafka_jvm import JvmSetupError, KafkaServer, classpath
 
 # Spark's Kafka connector for every SparkSession of the run (pipeline.session): the jars
@@ -85,3 +91,23 @@ def kafka() -> Iterator[KafkaServer]:
     """A single-node KRaft Apache Kafka 4.4 for the whole session: the oracle."""
     with KafkaServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """A local S3 API server for the session (moto's, in a child process on 127.0.0.1).
+
+    Shared: tests use buckets of their own (`s3_bucket`) and leave it running and unfaulted. A
+    test that injects faults, checks credentials or kills the server starts an S3Server of its own."""
+    if importlib.util.find_spec("moto") is None:
+        pytest.skip("moto[server] is not installed")
+    with S3Server() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server) -> Iterator[str]:
+    """A new, empty bucket on the session's S3 server, for this test alone (deleted after it)."""
+    bucket = s3_server.create_bucket(f"test-{uuid.uuid4().hex[:20]}")
+    yield bucket
+    s3_server.delete_bucket(bucket)

@@ -6,12 +6,13 @@
         client = Producer({"bootstrap.servers": broker.bootstrap})
 
 pytest users get the `asyncbroker_bootstrap` fixture (a session-wide broker)
-from the plugin this distribution registers.
+from the plugin this distribution registers. `S3Server` (moto's S3 API in a child
+process, for tiered storage) needs the [test] extra's moto.
 """
 
 from asyncbroker.testing.broker import BrokerProcess, BrokerStartError
 
-__all__ = ["BrokerProcess", "BrokerStartError", "TlsFiles"]
+__all__ = ["BrokerProcess", "BrokerStartError", "S3Server", "TlsFiles"]
 
 
 def __getattr__(name: str) -> object:
@@ -20,4 +21,8 @@ def __getattr__(name: str) -> object:
         from asyncbroker.testing.tls import TlsFiles
 
         return TlsFiles
+    if name == "S3Server":
+        from asyncbroker.testing.s3_server import S3Server
+
+        return S3Server
     raise AttributeError(name)

@@ -1,13 +1,14 @@
 """The kafka-log source, the export and the compaction audit over a log directory copied to
-an object store: a local S3 server (moto's, on 127.0.0.1) holds a copy of a stopped
+an object store: the session's local S3 server (moto's, on 127.0.0.1: the `s3_server`
+fixture of tests/conftest.py) holds a copy of a stopped
 broker's log dir, and Spark reads it through pyarrow's S3 filesystem, as executors without
 the broker's disk would. Every record read from the copy equals the local read of the same
 directory, however the segments are split into tasks, and so does the audit's report."""
 
 from __future__ import annotations
 
-import socket
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,13 @@ from typing import Any
 import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="the [spark] extra is not installed")
-moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
 
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from pyarrow import fs as pafs  # noqa: E402
 
 from asyncbroker.testing import BrokerProcess  # noqa: E402
+from asyncbroker.testing.s3_server import S3Server  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -66,23 +67,16 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def s3_copy(log_dir: Path) -> Iterator[str]:
-    """The log dir copied under s3://logs/copy on a local S3 server; the URI to read it by
+def s3_copy(log_dir: Path, s3_server: S3Server) -> str:
+    """The log dir copied under s3://<bucket>/copy on the session's S3 server; the URI to read it by
     (credentials and endpoint in the URI, as pyarrow reads them: Spark's Python workers do
     not see the test's environment)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        query = f"endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1"
-        fs, _ = pafs.FileSystem.from_uri(f"s3://testing:secret@logs?{query}&allow_bucket_creation=true")
-        fs.create_dir("logs")
-        pafs.copy_files(str(log_dir), "logs/copy", source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
-        yield f"s3://testing:secret@logs/copy?{query}"
-    finally:
-        server.stop()
+    bucket = s3_server.create_bucket(f"logs-{uuid.uuid4().hex[:12]}")
+    query = f"endpoint_override={s3_server.host}:{s3_server.port}&scheme=http&region={s3_server.region}"
+    auth = f"{s3_server.access_key_id}:{s3_server.secret_access_key}"
+    fs, _ = pafs.FileSystem.from_uri(f"s3://{auth}@{bucket}?{query}")
+    pafs.copy_files(str(log_dir), f"{bucket}/copy", source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
+    return f"s3://{auth}@{bucket}/copy?{query}"
 
 
 def rows(df: Any) -> list[tuple[Any, ...]]:
