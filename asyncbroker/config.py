@@ -232,6 +232,12 @@ OAUTHBEARER_UNSECURED_HANDLER = "org.apache.kafka.common.security.oauthbearer.OA
 OAUTHBEARER_JWKS_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 
 
+# The remote storage backends built in (remote.log.storage.manager.class.name): Kafka's test
+# plugin's name for a directory, and ours for an S3-compatible store.
+LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+S3_REMOTE_STORAGE = "asyncbroker.S3RemoteStorageManager"
+
+
 class KafkaConfig(msgspec.Struct, kw_only=True):
     """Parsed broker configuration; field names are the Kafka keys with dots as underscores."""
 
@@ -544,6 +550,8 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         """Cross-key checks (the ones a single key's validator cannot make)."""
         if not self.log_dirs:
             raise ConfigException("log.dirs", "Invalid value for configuration log.dirs: at least one directory is required")
+        if self.remote_log_storage_system_enable:
+            self._check_remote_storage()
         served = self.served_listeners()
         if not served:
             raise ConfigException("listeners", f"Invalid value {','.join(self.listeners)} for configuration listeners: no listener to serve")
@@ -592,6 +600,24 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
 
         self._check_consumer_group_bounds()
         self._check_topic_defaults()
+
+    def _check_remote_storage(self) -> None:
+        """Tiered storage needs one of the built-in backends and what it reads (Kafka fails to
+        start when its plugin class cannot be loaded)."""
+        name = self.remote_log_storage_manager_class_name
+        prefix = self.remote_log_storage_manager_impl_prefix
+        if name not in (LOCAL_TIERED_STORAGE, S3_REMOTE_STORAGE):
+            raise ConfigException(
+                "remote.log.storage.manager.class.name",
+                f"Invalid value {name} for configuration remote.log.storage.manager.class.name: with "
+                f"remote.log.storage.system.enable=true it must name a built-in backend: {LOCAL_TIERED_STORAGE} "
+                f"(a directory, {prefix}dir) or {S3_REMOTE_STORAGE} ({prefix}s3.bucket and the other {prefix}s3.* keys)")
+        if name == LOCAL_TIERED_STORAGE and not self.remote_storage_manager_props.get("dir"):
+            raise ConfigException(f"{prefix}dir", f"Missing required configuration {prefix}dir: the directory of "
+                                  f"{LOCAL_TIERED_STORAGE}")
+        if name == S3_REMOTE_STORAGE and not self.remote_storage_manager_props.get("s3.bucket"):
+            raise ConfigException(f"{prefix}s3.bucket", f"Missing required configuration {prefix}s3.bucket: the bucket "
+                                  f"of {S3_REMOTE_STORAGE}")
 
     def _check_consumer_group_bounds(self) -> None:
         """Each group.consumer.* setting within its min/max keys, as Kafka's GroupCoordinatorConfig

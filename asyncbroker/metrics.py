@@ -158,6 +158,52 @@ class _CleanerCollector:
             yield family
 
 
+class _RemoteLogCollector:
+    """Tiered storage's metrics (Kafka's RemoteCopy*/RemoteFetch*/RemoteDelete* and the
+    per-topic remote size and copy lag), read from the RemoteLogManager at scrape time.
+    Nothing without tiered storage."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._metrics = metrics
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        rlm = getattr(self._metrics.broker, "remote_log_manager", None)
+        if rlm is None:
+            return
+        stats = rlm.stats
+        for name, doc, value in (
+            ("remote_copy_requests", "Segments copied to remote storage", stats.copied_segments),
+            ("remote_copy_bytes", "Bytes copied to remote storage", stats.copied_bytes),
+            ("remote_copy_errors", "Segment copies that failed (retried after a back-off)", stats.failed_copies),
+            ("remote_delete_requests", "Remote segments deleted", stats.deleted_segments),
+            ("remote_delete_errors", "Remote segment deletes that failed", stats.failed_deletes),
+            ("remote_fetch_requests", "Fetches of a partition read from remote storage", stats.fetch_requests),
+            ("remote_fetch_bytes", "Bytes read from remote storage for fetches", stats.fetch_bytes),
+            ("remote_fetch_errors", "Remote reads that failed", stats.failed_fetches),
+        ):
+            yield CounterMetricFamily("asyncbroker_" + name, doc, value=value)
+        try:
+            gauges = rlm.partition_gauges()
+        except Exception:  # noqa: BLE001 - a scrape must not fail because of one subsystem
+            log.debug("Could not read the remote log gauges", exc_info=True)
+            return
+        families = [GaugeMetricFamily("asyncbroker_remote_log_size_bytes", "Bytes in remote storage, by topic",
+                                      labels=["topic"]),
+                    GaugeMetricFamily("asyncbroker_remote_copy_lag_bytes",
+                                      "Bytes of rolled segments not yet in remote storage, by topic", labels=["topic"]),
+                    GaugeMetricFamily("asyncbroker_remote_copy_lag_segments",
+                                      "Rolled segments not yet in remote storage, by topic", labels=["topic"])]
+        for topic, values in sorted(gauges.items()):
+            for family, value in zip(families, values):
+                family.add_metric([topic], float(value))
+        yield from families
+
+
 class _CounterCollector:
     """The broker's counters as metric families, read at scrape time (from any thread:
     the dicts are copied before iterating, the loop may add a label meanwhile)."""
@@ -213,6 +259,7 @@ class BrokerMetrics:
             registry.register(_CounterCollector(self))
             registry.register(_LogCollector(self))
             registry.register(_CleanerCollector(self))
+            registry.register(_RemoteLogCollector(self))
             self._registry = registry
         return self._registry
 

@@ -66,6 +66,7 @@ from wire.remote_log_metadata_records import (
     TopicIdPartition,
 )
 
+from asyncbroker.config import S3_REMOTE_STORAGE
 from asyncbroker.remote_log_metadata_manager import TopicBasedRemoteLogMetadataManager
 
 if TYPE_CHECKING:
@@ -77,8 +78,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
-S3_REMOTE_STORAGE = "asyncbroker.S3RemoteStorageManager"
 # Bytes read past an offset index entry to find the batch holding the fetch offset: the index
 # has an entry every index.interval.bytes (4096 by default), plus the batch that straddles it.
 _INDEX_SLACK = 64 * 1024
@@ -92,24 +91,17 @@ _INDEX_CACHE_ENTRIES = 64
 
 
 def remote_storage_manager_for(config: KafkaConfig) -> RemoteStorageManager:
-    """The backend `remote.log.storage.manager.class.name` names, built from its `rsm.config.` keys."""
+    """The backend `remote.log.storage.manager.class.name` names, built from its `rsm.config.`
+    keys (KafkaConfig has checked that it is one of these and has what it needs)."""
     name = config.remote_log_storage_manager_class_name
     props = config.remote_storage_manager_props
-    if name == LOCAL_TIERED_STORAGE:
-        from storage.local_tiered_storage import LocalTieredStorage
-
-        directory = props.get("dir")
-        if not directory:
-            raise ValueError(f"{config.remote_log_storage_manager_impl_prefix}dir must name the directory of "
-                             f"{LOCAL_TIERED_STORAGE}")
-        return LocalTieredStorage(directory)
     if name == S3_REMOTE_STORAGE:
-        from storage.s3_remote_storage_manager import S3RemoteStorageManager  # type: ignore[import-not-found]
+        from storage.s3_remote_storage_manager import S3RemoteStorageManager
 
-        rsm: RemoteStorageManager = S3RemoteStorageManager.from_configs(props)
-        return rsm
-    raise ValueError(f"Invalid value {name} for configuration remote.log.storage.manager.class.name: the backends "
-                     f"built in are {LOCAL_TIERED_STORAGE} and {S3_REMOTE_STORAGE}")
+        return S3RemoteStorageManager.from_configs(props, config_prefix=config.remote_log_storage_manager_impl_prefix)
+    from storage.local_tiered_storage import LocalTieredStorage
+
+    return LocalTieredStorage(props["dir"])
 
 
 class RemoteRead(msgspec.Struct):
@@ -120,10 +112,16 @@ class RemoteRead(msgspec.Struct):
 
 
 class RemoteLogManagerStats(msgspec.Struct):
-    copied_segments: int = 0
-    copied_bytes: int = 0
-    deleted_segments: int = 0
-    failed_copies: int = 0
+    """Kafka's remote storage broker metrics, as totals (RemoteCopyRequestsPerSec, ...)."""
+
+    copied_segments: int = 0  # RemoteCopyRequests
+    copied_bytes: int = 0  # RemoteCopyBytes
+    failed_copies: int = 0  # RemoteCopyErrors
+    deleted_segments: int = 0  # RemoteDeleteRequests
+    failed_deletes: int = 0  # RemoteDeleteErrors
+    fetch_requests: int = 0  # RemoteFetchRequests
+    fetch_bytes: int = 0  # RemoteFetchBytes
+    failed_fetches: int = 0  # RemoteFetchErrors
 
 
 class RemoteLogManager:
@@ -149,6 +147,7 @@ class RemoteLogManager:
         self._index_cache: OrderedDict[tuple[uuid.UUID, IndexType], bytes] = OrderedDict()
         self._index_lock = threading.Lock()
         self.stats = RemoteLogManagerStats()
+        self._stats_lock = threading.Lock()  # reads count from IO threads
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -240,6 +239,21 @@ class RemoteLogManager:
                          self.config.remote_log_manager_task_retry_backoff_max_ms)
         self._failures[tip] = (count, time.monotonic() + backoff_ms / 1000)
         self.stats.failed_copies += 1
+
+    def partition_gauges(self) -> dict[str, tuple[int, int, int]]:
+        """Per topic: remote log size, and the bytes and segments rolled but not yet copied
+        (Kafka's RemoteLogSizeBytes, RemoteCopyLagBytes, RemoteCopyLagSegments)."""
+        out: dict[str, tuple[int, int, int]] = {}
+        for partition_log in self._tiered_logs():
+            tip = self._tip(partition_log)
+            if tip is None:
+                continue
+            highest = partition_log.highest_offset_in_remote_storage
+            lagging = [s.size() for s in partition_log.segments.values()[:-1] if s.base_offset > highest]
+            size, lag_bytes, lag_segments = out.get(tip.topic, (0, 0, 0))
+            out[tip.topic] = (size + self.rlmm.remote_log_size(tip), lag_bytes + sum(lagging),
+                              lag_segments + len(lagging))
+        return out
 
     # -- copy ------------------------------------------------------------------------------------
     async def _copy_partition(self, partition_log: Log, tip: TopicIdPartition) -> None:
@@ -357,6 +371,7 @@ class RemoteLogManager:
             await self._blocking(self.rsm.delete_log_segment_data, metadata)
             fault_injection.fault_point("remote.delete")  # deleted, DELETE_SEGMENT_FINISHED not yet written
         except RemoteStorageError as exc:
+            self.stats.failed_deletes += 1
             log.warning("[RemoteLogManager=%d partition=%s] Failed to delete remote segment %s; retrying in the next "
                         "round: %s", self.broker_id, describe(sid.topic_id_partition), uuid_to_base64(sid.id), exc)
             return
@@ -406,6 +421,22 @@ class RemoteLogManager:
     # -- reads (blocking: on an IO thread) -------------------------------------------------------
     def read(self, partition_log: Log, fetch_offset: int, max_bytes: int, *, min_one_message: bool,
              read_committed: bool) -> RemoteRead:
+        """A fetch below the local log start (see `_read`), counted in the fetch metrics."""
+        try:
+            got = self._read(partition_log, fetch_offset, max_bytes, min_one_message=min_one_message,
+                             read_committed=read_committed)
+        except Exception:
+            with self._stats_lock:
+                self.stats.fetch_requests += 1
+                self.stats.failed_fetches += 1
+            raise
+        with self._stats_lock:
+            self.stats.fetch_requests += 1
+            self.stats.fetch_bytes += len(got.records)
+        return got
+
+    def _read(self, partition_log: Log, fetch_offset: int, max_bytes: int, *, min_one_message: bool,
+              read_committed: bool) -> RemoteRead:
         """Records from `fetch_offset`, below the local log start: the first batch holding or
         following it, then the following bytes of that remote segment up to `max_bytes` (a whole
         first batch however large when `min_one_message`; a cut last batch, as locally)."""

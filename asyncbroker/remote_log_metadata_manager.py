@@ -97,6 +97,9 @@ class TopicBasedRemoteLogMetadataManager:
     def __init__(self, topic: CoordinatorTopic) -> None:
         self.topic = topic
         self._segments: dict[TopicIdPartition, dict[uuid.UUID, RemoteLogSegmentMetadata]] = {}
+        # Each partition's segments by start offset, replaced whole on every change (never
+        # mutated): fetches and scrapes read them from other threads while the loop writes.
+        self._sorted: dict[TopicIdPartition, tuple[RemoteLogSegmentMetadata, ...]] = {}
         self._partition_deletes: dict[TopicIdPartition, RemotePartitionDeleteMetadata] = {}
         self._loaded = False
 
@@ -117,6 +120,16 @@ class TopicBasedRemoteLogMetadataManager:
                  REMOTE_LOG_METADATA_TOPIC)
 
     def _apply(self, record: RemoteLogMetadata) -> None:
+        self._change(record)
+        tp = (record.segment_id.topic_id_partition if not isinstance(record, RemotePartitionDeleteMetadata)
+              else record.topic_id_partition)
+        by_id = self._segments.get(tp)
+        if by_id:
+            self._sorted[tp] = tuple(sorted(by_id.values(), key=lambda m: (m.start_offset, m.event_timestamp_ms)))
+        else:
+            self._sorted.pop(tp, None)
+
+    def _change(self, record: RemoteLogMetadata) -> None:
         if isinstance(record, RemoteLogSegmentMetadata):
             self._segments.setdefault(record.segment_id.topic_id_partition, {})[record.segment_id.id] = record
         elif isinstance(record, RemoteLogSegmentMetadataUpdate):
@@ -161,8 +174,8 @@ class TopicBasedRemoteLogMetadataManager:
         await self._publish(metadata.topic_id_partition, metadata)
 
     def list_remote_log_segments(self, tp: TopicIdPartition) -> list[RemoteLogSegmentMetadata]:
-        """Every segment known for the partition, in any state, by start offset."""
-        return sorted(self._segments.get(tp, {}).values(), key=lambda m: (m.start_offset, m.event_timestamp_ms))
+        """Every segment known for the partition, in any state, by start offset (any thread)."""
+        return list(self._sorted.get(tp, ()))
 
     def copied_segments(self, tp: TopicIdPartition) -> list[RemoteLogSegmentMetadata]:
         """The readable segments (COPY_SEGMENT_FINISHED), by start offset."""

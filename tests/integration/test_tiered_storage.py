@@ -8,6 +8,7 @@ earliest (-2), earliest local (-4) and latest tiered (-5) offsets as Kafka 4.4 d
 from __future__ import annotations
 
 import os
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from asyncbroker.testing import BrokerProcess
+from asyncbroker.testing.broker import free_port_block
+from asyncbroker.testing.s3_server import S3Server
 from raw_client import RawClient
 from wait_for import wait_until
 
@@ -198,3 +201,71 @@ def test_sigkill_during_a_remote_delete_then_restart(tmp_path: Path, remote_dir:
         assert seen == list(range(cut, RECORDS))
     finally:
         b.cleanup()
+
+
+def s3_overrides(s3: S3Server, bucket: str) -> list[str]:
+    return ["remote.log.storage.system.enable=true",
+            "remote.log.storage.manager.class.name=asyncbroker.S3RemoteStorageManager",
+            *s3.broker_overrides(bucket, prefix="tiered"), "rlmm.config.remote.log.metadata.topic.num.partitions=5",
+            "remote.log.manager.task.interval.ms=200", "log.retention.check.interval.ms=200",
+            "log.initial.task.delay.ms=0", "remote.log.manager.task.retry.backoff.ms=100",
+            "remote.log.manager.task.retry.backoff.max.ms=500"]
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The broker's Prometheus samples, by name with their labels (`name{topic="t"}`)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=15) as response:
+        text = response.read().decode()
+    return {name: float(value) for name, _, value in
+            (line.rpartition(" ") for line in text.splitlines() if line and not line.startswith("#"))}
+
+
+def test_segments_tier_to_s3_and_read_back(s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    with BrokerProcess(s3_overrides(s3_server, s3_bucket), log_dir=logs) as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("tiered", 1, 1, config={
+            "remote.storage.enable": "true", "segment.bytes": str(MIB),
+            "local.retention.bytes": "1"})])["tiered"].result(15)
+        produce(b.bootstrap, "tiered")
+        wait_until(lambda: len(list((logs / "tiered-0").glob("*.log"))) == 1, timeout=60)
+        keys = s3_server.keys(s3_bucket, "tiered/")
+        logs_keys = [k for k in keys if k.endswith(".log")]
+        assert len(logs_keys) >= 5 and all(k.startswith("tiered/tiered-0-") for k in keys)
+        assert consume_all(b.bootstrap, "tiered", RECORDS) == list(range(RECORDS))
+
+
+def test_an_unavailable_bucket_keeps_local_segments_and_the_tail_served(tmp_path: Path) -> None:
+    """Uploads fail (503 SlowDown on every PUT): copies retry with back-off, no local segment
+    is deleted, the metrics count the errors, and produce and consume of the local log keep
+    working; once the store takes uploads again, the segments tier and go locally."""
+    logs = tmp_path / "logs"
+    metrics_port = free_port_block(1)
+    with S3Server() as s3:
+        s3.create_bucket("tiers")
+        s3.inject_fault(503, "SlowDown", methods=("PUT", "POST"))
+        with BrokerProcess(s3_overrides(s3, "tiers"), log_dir=logs,
+                           serve_args=["--metrics-port", str(metrics_port)]) as b:
+            admin = AdminClient({"bootstrap.servers": b.bootstrap})
+            admin.create_topics([NewTopic("tiered", 1, 1, config={
+                "remote.storage.enable": "true", "segment.bytes": str(MIB),
+                "local.retention.bytes": "1"})])["tiered"].result(15)
+            produce(b.bootstrap, "tiered")
+            wait_until(lambda: scrape(metrics_port).get("asyncbroker_remote_copy_errors_total", 0) >= 3, timeout=30,
+                       message="no failed copies counted")
+            rolled = len(list((logs / "tiered-0").glob("*.log")))
+            assert rolled >= 6  # nothing was deleted locally: no copy is confirmed
+            assert s3.keys("tiers") == []
+            assert any("Error occurred while copying log segments" in line for line in b.log_lines)
+            assert scrape(metrics_port)['asyncbroker_remote_copy_lag_segments{topic="tiered"}'] == rolled - 1
+            produce(b.bootstrap, "tiered", 10)  # the local tail takes writes
+            assert consume_all(b.bootstrap, "tiered", RECORDS) == list(range(RECORDS))
+
+            s3.clear_fault()
+            wait_until(lambda: len(list((logs / "tiered-0").glob("*.log"))) == 1, timeout=60,
+                       message="segments were not tiered once the store recovered")
+            samples = scrape(metrics_port)
+            assert samples["asyncbroker_remote_copy_requests_total"] >= 5
+            assert samples["asyncbroker_remote_copy_bytes_total"] >= 5 * MIB * 0.9
+            assert samples['asyncbroker_remote_copy_lag_segments{topic="tiered"}'] == 0
+            assert samples['asyncbroker_remote_log_size_bytes{topic="tiered"}'] >= 5 * MIB * 0.9
