@@ -170,6 +170,12 @@ class Log:
         return _remote_log_enabled(self.dir, self.config, self.remote_storage_system_enable)
 
     @property
+    def _tiered_and_copying(self) -> bool:
+        """Kafka's remoteLogEnabledAndRemoteCopyEnabled: local retention waits for copies and
+        uses local.retention.*; with remote.log.copy.disable it is plain retention again."""
+        return self.remote_log_enabled and not self.config.remote_log_copy_disable
+
+    @property
     def highest_offset_in_remote_storage(self) -> int:
         return self._highest_offset_in_remote_storage
 
@@ -698,7 +704,7 @@ class Log:
 
     def _delete_retention_size_breached_segments(self) -> int:
         retention = self.config.retention_bytes
-        if self.remote_log_enabled and self.config.local_retention_bytes != -2:
+        if self._tiered_and_copying and self.config.local_retention_bytes != -2:
             retention = self.config.local_retention_bytes
         size = self.size_in_bytes
         if retention < 0 or size < retention:
@@ -719,7 +725,7 @@ class Log:
 
     def _delete_retention_ms_breached_segments(self) -> int:
         retention = self.config.retention_ms
-        if self.remote_log_enabled and self.config.local_retention_ms != -2:
+        if self._tiered_and_copying and self.config.local_retention_ms != -2:
             retention = self.config.local_retention_ms
         if retention < 0:
             return 0
@@ -745,21 +751,30 @@ class Log:
         with self._lock:
             segments = self.segments.values()
             hw = self.high_watermark
-            tiered = self.remote_log_enabled
+            tiered = self._tiered_and_copying
             deletable: list[LogSegment] = []
+            should_roll = False
             for i, segment in enumerate(segments):
                 next_segment = segments[i + 1] if i + 1 < len(segments) else None
                 if next_segment is not None:
                     upper_bound, last_and_empty = next_segment.base_offset, False
                 else:
                     upper_bound, last_and_empty = self.log_end_offset, segment.size() == 0
-                if tiered and not ((next_segment is not None and self._log_start_offset >= next_segment.base_offset)
-                                   or upper_bound - 1 <= self._highest_offset_in_remote_storage):
-                    break  # not yet in remote storage: the local copy is the only one
-                if hw >= upper_bound and not last_and_empty and predicate(segment, next_segment):
+                breached = hw >= upper_bound and predicate(segment, next_segment)
+                if breached and self.remote_log_enabled and next_segment is None and segment.size() > 0:
+                    should_roll = True  # the active segment is due: rolled, it can be copied, then go
+                # A tiered log keeps every segment not yet in remote storage: the local copy is the only one.
+                eligible = not tiered or (
+                    upper_bound - 1 <= self._highest_offset_in_remote_storage
+                    or (next_segment is not None and self._log_start_offset >= next_segment.base_offset))
+                if breached and not last_and_empty and eligible:
                     deletable.append(segment)
                 else:
                     break
+            if should_roll:
+                logger.info("[UnifiedLog partition=%s, dir=%s] Rolling the active segment to make it eligible for "
+                            "deletion", self.topic_partition, self.dir.parent)
+                self._roll_locked(None)
             return deletable
 
     def _delete_segments(self, deletable: list[LogSegment], reason: str) -> int:
@@ -772,7 +787,7 @@ class Log:
             for segment in deletable:
                 self.segments.remove(segment.base_offset)
             first = self.segments.first_segment()
-            if first is not None and first.base_offset > self._log_start_offset and not self.remote_log_enabled:
+            if first is not None and first.base_offset > self._log_start_offset and not self._tiered_and_copying:
                 self._log_start_offset = first.base_offset
                 self.leader_epoch_cache.truncate_from_start(first.base_offset)
                 self.producer_state_manager.on_log_start_offset_incremented(first.base_offset)

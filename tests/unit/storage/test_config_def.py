@@ -31,7 +31,8 @@ _PYTHON_TYPES: dict[ConfigType, Any] = {
 # Fields of KafkaConfig that hold no key: what was given, and the dynamic layers.
 # Not keys of the table: what was set, the dynamic layers, and the one pattern key
 # (listener.name.<listener>.<mechanism>.sasl.jaas.config) by listener and mechanism.
-_BOOKKEEPING = {"originals", "dynamic_broker", "dynamic_cluster", "listener_jaas_configs", "listener_callback_handlers"}
+_BOOKKEEPING = {"originals", "dynamic_broker", "dynamic_cluster", "listener_jaas_configs", "listener_callback_handlers",
+                "remote_storage_manager_props", "remote_log_metadata_manager_props"}
 
 
 def _expected_type(key: ConfigKey) -> Any:
