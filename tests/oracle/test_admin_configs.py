@@ -449,12 +449,13 @@ def test_incremental_alter_list_edge_cases(brokers) -> None:  # type: ignore[no-
 
 
 def test_describe_broker_keys_of_features_not_built(brokers) -> None:  # type: ignore[no-untyped-def]
-    """Kafka describes keys of features asyncbroker has not built (quotas, tiered storage);
-    asyncbroker lists none of them (KD-208). The keys both have are answered alike: the TLS
-    and SASL ones too (a sensitive one with no value)."""
+    """Kafka describes keys of features asyncbroker has not built (replication between
+    brokers); asyncbroker lists none of them (KD-208). The keys both have are answered alike:
+    quotas, tiered storage, the TLS and SASL ones too (a sensitive one with no value)."""
     def scenario(run: ScenarioRun) -> None:
         describe_configs(run, [(BROKER, "1", ("quota.window.num", "remote.log.storage.system.enable",
-                                              "ssl.keystore.password", "sasl.enabled.mechanisms", "num.partitions"))])
+                                              "num.replica.fetchers", "ssl.keystore.password",
+                                              "sasl.enabled.mechanisms", "num.partitions"))])
 
     brokers.compare(scenario, known={"KD-208": {"0:.results[0].configs[names]"}})
 
