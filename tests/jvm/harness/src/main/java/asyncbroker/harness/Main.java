@@ -41,6 +41,7 @@ public final class Main {
         ConsumerProtocolScenarios.register(SCENARIOS);
         ShareConsumerScenarios.register(SCENARIOS);
         ShareGroupOffsetsScenarios.register(SCENARIOS);
+        TieredStorageScenarios.register(SCENARIOS);
     }
 
     private Main() {
