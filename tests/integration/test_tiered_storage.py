@@ -8,6 +8,7 @@ earliest (-2), earliest local (-4) and latest tiered (-5) offsets as Kafka 4.4 d
 from __future__ import annotations
 
 import os
+import re
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -269,3 +270,38 @@ def test_an_unavailable_bucket_keeps_local_segments_and_the_tail_served(tmp_path
             assert samples["asyncbroker_remote_copy_bytes_total"] >= 5 * MIB * 0.9
             assert samples['asyncbroker_remote_copy_lag_segments{topic="tiered"}'] == 0
             assert samples['asyncbroker_remote_log_size_bytes{topic="tiered"}'] >= 5 * MIB * 0.9
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def readme_properties(containing: str) -> list[str]:
+    """A server.properties snippet of the README's "Tiered storage" section, comments dropped."""
+    section = (REPO / "README.md").read_text().split("## Tiered storage", 1)[1].split("\n## ", 1)[0]
+    (block,) = [b for b in re.findall(r"```properties\n(.*?)```", section, re.S) if containing in b]
+    return [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+@pytest.mark.parametrize("backend", ["LocalTieredStorage", "S3RemoteStorageManager"])
+def test_readme_snippets_tier_a_topic(backend: str, tmp_path: Path, s3_server: S3Server, s3_bucket: str) -> None:
+    """The README's snippets as written, but for the directory and the bucket (moto's, with its
+    endpoint and keys added) and the task intervals (seconds instead of half a minute)."""
+    lines = readme_properties(backend)
+    if backend == "LocalTieredStorage":
+        lines = [f"rsm.config.dir={tmp_path / 'remote'}" if line.startswith("rsm.config.dir=") else line
+                 for line in lines]
+    else:
+        lines = [line for line in lines if not line.startswith("rsm.config.s3.")]
+        lines += s3_server.broker_overrides(s3_bucket, prefix="kafka")
+    lines += ["remote.log.manager.task.interval.ms=200", "log.retention.check.interval.ms=200",
+              "log.initial.task.delay.ms=0"]
+    logs = tmp_path / "logs"
+    with BrokerProcess(lines, log_dir=logs) as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("tiered", 1, 1, config={
+            "remote.storage.enable": "true", "cleanup.policy": "delete", "segment.bytes": str(MIB),
+            "local.retention.bytes": "1"})])["tiered"].result(15)
+        produce(b.bootstrap, "tiered", 3000)
+        wait_until(lambda: len(list((logs / "tiered-0").glob("*.log"))) == 1, timeout=60)
+        assert list_offset(b.bootstrap, "tiered", -4) > 0
+        assert consume_all(b.bootstrap, "tiered", 3000) == list(range(3000))
