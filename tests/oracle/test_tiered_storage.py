@@ -6,7 +6,8 @@ tests/jvm/rsm's plugin for Kafka): `<topic>-<partition>-<topic id>/<start offset
 digits>-<segment id>.<suffix>`. So besides what clients see (CreateTopics and config
 answers, ListOffsets -2/-4/-5/-1/-3 and by timestamp, Fetch below the local log start,
 DeleteRecords, retention) the scenarios compare the remote tiers themselves: the segments'
-start offsets and the files each one has (segment ids are random on both sides).
+start offsets, the files each one has and their contents (segment ids are random on both
+sides; the segments hold the same batches, indexes, producer snapshot and leader-epoch slice).
 
 The segments are small and rolled by size: `internal.segment.bytes` (Kafka 4.4's topic config
 "for testing only", with no lower bound; segment.bytes stays at least 1 MiB) is 10,000, and
@@ -110,38 +111,52 @@ def remote_partition_dir(root: Path, run: ScenarioRun, symbol: str, partition: i
     return root / f"{run.topic(symbol)}-{partition}-{uuid_to_base64(run.topic_id(symbol))}"
 
 
-def remote_segments(root: Path, run: ScenarioRun, symbol: str, partition: int = 0) -> dict[int, list[str]]:
-    """start offset -> the suffixes of its files, from the partition's directory of the remote
-    tier; asserts every name has the layout and that one start offset has one segment id."""
+def remote_segments(root: Path, run: ScenarioRun, symbol: str, partition: int = 0) -> dict[int, dict[str, Path]]:
+    """start offset -> {suffix: file} of the partition's directory in the remote tier; asserts
+    every name has the layout and that one start offset has one segment id."""
     directory = remote_partition_dir(root, run, symbol, partition)
     if not directory.is_dir():
         return {}
-    segments: dict[int, list[str]] = {}
+    segments: dict[int, dict[str, Path]] = {}
     ids: dict[int, set[str]] = {}
     for path in directory.iterdir():
         m = _REMOTE_FILE.match(path.name)
         assert m is not None, f"{run.broker}: unexpected file in the remote tier: {path}"
         start = int(m.group(1))
-        segments.setdefault(start, []).append(m.group(3))
+        segments.setdefault(start, {})[m.group(3)] = path
         ids.setdefault(start, set()).add(m.group(2))
     assert all(len(v) == 1 for v in ids.values()), f"{run.broker}: several segment ids at one offset: {ids}"
-    return {start: sorted(suffixes) for start, suffixes in sorted(segments.items())}
+    return {start: dict(sorted(files.items())) for start, files in sorted(segments.items())}
+
+
+def _file_view(path: Path, contents: bool) -> Any:
+    data = path.read_bytes()
+    if not contents:
+        return len(data)
+    if path.suffix == ".leader_epoch_checkpoint":
+        return data.decode()  # "0\n<entries>\n<epoch> <start offset>\n...": Kafka's checkpoint text
+    return f"{len(data)} bytes, crc32 {zlib.crc32(data):08x}"
 
 
 def note_remote_tier(run: ScenarioRun, root: Path, symbol: str, partitions: tuple[int, ...] = (0,),
-                     label: str = "remote tier") -> None:
-    """The remote tier of this run's topic, per partition: [start offset, suffixes]; and that it
-    holds no other directory of the topic."""
+                     label: str = "remote tier", contents: bool = True) -> None:
+    """The remote tier of this run's topic: its partition directories, and per partition each
+    segment's start offset and files, with their contents (size and crc32; the leader-epoch
+    checkpoint as text: the segments hold the same batches on both brokers, and their indexes,
+    producer snapshots and epochs are Kafka's formats) or, without `contents`, their sizes (a
+    transaction's files carry its producer id and its marker the broker's clock)."""
     prefix = run.topic(symbol) + "-"
     others = sorted(p.name[len(prefix):].split("-")[0] for p in root.iterdir() if p.name.startswith(prefix)) \
         if root.is_dir() else []
     run.note(f"{label}: {symbol} partition directories", others)
     for p in partitions:
-        run.note(f"{label}: {symbol}-{p} segments", [[s, f] for s, f in remote_segments(root, run, symbol, p).items()])
+        run.note(f"{label}: {symbol}-{p} segments",
+                 [[start, {suffix: _file_view(path, contents) for suffix, path in files.items()}]
+                  for start, files in remote_segments(root, run, symbol, p).items()])
 
 
 def remote_starts(root: Path, run: ScenarioRun, symbol: str, partition: int = 0) -> list[int]:
-    return [s for s, suffixes in remote_segments(root, run, symbol, partition).items() if "log" in suffixes]
+    return [s for s, files in remote_segments(root, run, symbol, partition).items() if "log" in files]
 
 
 # -- recorded reads ------------------------------------------------------------------------------
@@ -345,7 +360,7 @@ def test_tiered_aborted_transaction_in_a_remote_segment(tiered_brokers) -> None:
         # Offsets 0..9 aborted, 10 the marker; then 7 batches: [0, 21), [21, 41), [41, 61) remote.
         produce_batches(run, "t", range(1, 8))
         wait_tiered(run, "t", 61)
-        note_remote_tier(run, root, "t")
+        note_remote_tier(run, root, "t", contents=False)
         offsets(run, "t", "tiered")
         for offset in (0, 5, 11, 25):
             ts.read(run, "t", 0, committed=True, offset=offset, label=f"read_committed from {offset}")
