@@ -71,6 +71,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--torture", action="store_true", default=False,
                      help="run the long crash/recovery torture tests (make torture)")
+    parser.addoption("--kafka-only", action="store_true", default=False,
+                     help="run the differential scenarios (tests/oracle) against Kafka 4.4 alone, without "
+                          "starting asyncbroker: checks a scenario's steps and waits on the oracle while "
+                          "asyncbroker lacks the feature (ORACLE_TRANSCRIPTS=<dir> keeps the transcripts)")
 
 
 @pytest.fixture

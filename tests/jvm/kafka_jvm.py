@@ -7,6 +7,8 @@ module only reads those files; it never downloads anything.
 
     KafkaServer      a single-node KRaft Kafka (combined broker+controller) on
                      free loopback ports and a temporary log dir: the oracle
+                     (with tiered_storage=True, a remote tier in a directory:
+                     the rsm module's plugin)
     run_tool         a main class of Kafka's tools, as kafka-*.sh runs it
     dump_log_segments  Kafka's DumpLogSegments over files we wrote
 
@@ -110,6 +112,50 @@ ASYNCBROKER_ORACLE_OVERRIDES: list[str] = ["node.id=1", *(f"{k}={ORACLE_SETTINGS
 ))]
 
 
+# Tiered storage (KIP-405) on the oracle: Kafka's RemoteLogManager with the topic-based metadata
+# manager (__remote_log_metadata) and, as the remote tier, a directory laid out as asyncbroker's
+# LocalTieredStorage lays out its own (tests/jvm/rsm: Kafka's own LocalTieredStorage lives in a
+# test jar Maven does not serve here). The tasks run every 500 ms instead of 30 s.
+RSM_CLASS = "asyncbroker.oracle.LocalDirRemoteStorageManager"
+REMOTE_LOG_MANAGER_TASK_INTERVAL_MS = "500"
+REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
+REMOTE_LOG_METADATA_PARTITIONS = 50  # Kafka's default (rlmm.config.remote.log.metadata.topic.num.partitions)
+
+
+def rsm_jar() -> Path:
+    """The remote storage plugin's jar, which Kafka loads through remote.log.storage.manager.class.path."""
+    jar = JVM_DIR / "rsm" / "target" / "rsm-0.jar"
+    if not jar.exists():
+        raise JvmSetupError(f"{jar} is missing: `make jvm` builds it")
+    return jar
+
+
+def tiered_storage_settings(remote_dir: Path) -> dict[str, str]:
+    """The broker settings that turn tiered storage on for a single-node Kafka 4.4."""
+    return {
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": RSM_CLASS,
+        "remote.log.storage.manager.class.path": str(rsm_jar()),
+        "rsm.config.dir": str(remote_dir),
+        "remote.log.manager.task.interval.ms": REMOTE_LOG_MANAGER_TASK_INTERVAL_MS,
+        # The topic-based metadata manager's clients connect to this broker's own listener.
+        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+        # Its topic's default is 3 replicas, which one node cannot place.
+        "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
+    }
+
+
+def asyncbroker_tiered_overrides(remote_dir: Path) -> list[str]:
+    """asyncbroker's counterpart of tiered_storage_settings (with ASYNCBROKER_ORACLE_OVERRIDES):
+    the same keys, its directory backend named as Kafka's test plugin is."""
+    return [
+        "remote.log.storage.system.enable=true",
+        "remote.log.storage.manager.class.name=org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+        f"rsm.config.dir={remote_dir}",
+        f"remote.log.manager.task.interval.ms={REMOTE_LOG_MANAGER_TASK_INTERVAL_MS}",
+    ]
+
+
 class KafkaServer:
     """A single-node KRaft Apache Kafka 4.4 on 127.0.0.1, in its own temporary directory.
 
@@ -119,15 +165,19 @@ class KafkaServer:
     """
 
     def __init__(self, settings: dict[str, str] | None = None, *, heap: str = "768m",
-                 startup_timeout: float = 90.0, sasl_plain_users: dict[str, str] | None = None) -> None:
-        self.settings = {**ORACLE_SETTINGS, **(settings or {})}
+                 startup_timeout: float = 90.0, sasl_plain_users: dict[str, str] | None = None,
+                 tiered_storage: bool = False) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="kafka-oracle-"))
+        # With tiered storage: the remote tier's directory (rsm.config.dir), inside self.dir.
+        self.remote_dir: Path | None = self.dir / "remote-tier" if tiered_storage else None
+        tiered = tiered_storage_settings(self.remote_dir) if self.remote_dir is not None else {}
+        self.settings = {**ORACLE_SETTINGS, **tiered, **(settings or {})}
         # With users: a second listener, SASL_PLAINTEXT with PLAIN and these user -> password
         # pairs, on sasl_port (the PLAINTEXT one stays the broker's and the harness's).
         self.sasl_plain_users = sasl_plain_users
         self.sasl_port = 0
         self.heap = heap
         self.startup_timeout = startup_timeout
-        self.dir = Path(tempfile.mkdtemp(prefix="kafka-oracle-"))
         self.log_dir = self.dir / "data"
         self.port = 0
         self.controller_port = 0
@@ -244,12 +294,22 @@ class KafkaServer:
                 if "Address already in use" in text:
                     raise _PortTaken()
                 raise RuntimeError(f"Kafka exited with {self.process.returncode}:\n{text[-4000:]}")
-            if metadata_answers(self.port):
+            if metadata_answers(self.port) and self._remote_log_metadata_ready():
                 return self
             time.sleep(0.1)  # polling a condition with a deadline
         text = self.output()
         self._kill()
         raise RuntimeError(f"Kafka did not answer Metadata within {self.startup_timeout}s:\n{text[-4000:]}")
+
+    def _remote_log_metadata_ready(self) -> bool:
+        """With tiered storage: the metadata manager has created __remote_log_metadata and this
+        broker holds every partition of it (it does so a moment after Metadata is answered;
+        until then a tiered topic's partitions wait for it)."""
+        if self.remote_dir is None:
+            return True
+        partitions = int(self.settings.get("rlmm.config.remote.log.metadata.topic.num.partitions",
+                                           REMOTE_LOG_METADATA_PARTITIONS))
+        return all((self.log_dir / f"{REMOTE_LOG_METADATA_TOPIC}-{p}").is_dir() for p in range(partitions))
 
     def output(self) -> str:
         try:

@@ -1,15 +1,24 @@
 """Fixtures of the differential tests: Kafka 4.4 (tests/conftest.py) and an asyncbroker
-configured as the oracle is, both started once per session."""
+configured as the oracle is, both started once per session.
+
+Tiered storage has its own pair (`tiered_brokers`), started once per session by the first
+test that asks for it: a Kafka with its RemoteLogManager on and a directory as the remote
+tier, and an asyncbroker configured alike. The shared pair keeps tiered storage off, as
+Kafka's default is (its answers to tiered topic configs are compared there).
+
+`pytest --kafka-only` runs the scenarios against Kafka alone, without starting asyncbroker."""
 
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from asyncbroker.testing import BrokerProcess
-from jvm.kafka_jvm import ASYNCBROKER_ORACLE_OVERRIDES, KafkaServer
+from jvm.kafka_jvm import ASYNCBROKER_ORACLE_OVERRIDES, KafkaServer, asyncbroker_tiered_overrides
 
 @pytest.fixture(scope="session")
 def oracle_asyncbroker() -> Iterator[BrokerProcess]:
@@ -18,21 +27,79 @@ def oracle_asyncbroker() -> Iterator[BrokerProcess]:
 
 
 class Brokers:
-    """The two brokers a differential test compares."""
+    """The two brokers a differential test compares (asyncbroker is None under --kafka-only)."""
 
-    def __init__(self, kafka: KafkaServer, ours: BrokerProcess) -> None:
+    def __init__(self, kafka: KafkaServer, ours: BrokerProcess | None) -> None:
         self.kafka = kafka
         self.ours = ours
 
     def compare(self, scenario, known=None):  # type: ignore[no-untyped-def]
-        from differential import compare
+        from differential import compare, run_kafka_only
 
+        if self.ours is None:
+            run_kafka_only(scenario, self.kafka.bootstrap)
+            return []
         return compare(scenario, self.kafka.bootstrap, self.ours.bootstrap, known)
 
 
+def _kafka_only(config: pytest.Config) -> bool:
+    return bool(config.getoption("kafka_only", default=False))
+
+
 @pytest.fixture(scope="session")
-def brokers(kafka: KafkaServer, oracle_asyncbroker: BrokerProcess) -> Brokers:
-    return Brokers(kafka, oracle_asyncbroker)
+def brokers(request: pytest.FixtureRequest, kafka: KafkaServer) -> Brokers:
+    if _kafka_only(request.config):
+        return Brokers(kafka, None)
+    return Brokers(kafka, request.getfixturevalue("oracle_asyncbroker"))
+
+
+# -- tiered storage -------------------------------------------------------------------------------
+
+
+class TieredBrokers(Brokers):
+    """The tiered-storage pair, and where each keeps its remote tier and its log."""
+
+    def __init__(self, kafka: KafkaServer, ours: BrokerProcess | None, our_remote_dir: Path) -> None:
+        super().__init__(kafka, ours)
+        assert kafka.remote_dir is not None
+        self.remote_dirs = {"kafka": kafka.remote_dir, "asyncbroker": our_remote_dir}
+        self.log_dirs = {"kafka": kafka.log_dir, "asyncbroker": ours.log_dir if ours is not None else None}
+
+    def remote_dir(self, broker: str) -> Path:
+        """The remote tier's root (rsm.config.dir) of "kafka" or "asyncbroker" (a run's .broker)."""
+        return self.remote_dirs[broker]
+
+
+@pytest.fixture(scope="session")
+def kafka_tiered() -> Iterator[KafkaServer]:
+    """A second Kafka 4.4 for the session, with tiered storage on (kafka_jvm.tiered_storage_settings)."""
+    with KafkaServer(tiered_storage=True, heap="512m") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def tiered_remote_dir() -> Iterator[Path]:
+    """asyncbroker's remote tier (rsm.config.dir) for the session's tiered pair."""
+    import shutil
+
+    path = Path(tempfile.mkdtemp(prefix="asyncbroker-remote-tier-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def tiered_asyncbroker(tiered_remote_dir: Path) -> Iterator[BrokerProcess]:
+    with BrokerProcess([*ASYNCBROKER_ORACLE_OVERRIDES, *asyncbroker_tiered_overrides(tiered_remote_dir)],
+                       monitor=True) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def tiered_brokers(request: pytest.FixtureRequest, kafka_tiered: KafkaServer,
+                   tiered_remote_dir: Path) -> TieredBrokers:
+    if _kafka_only(request.config):
+        return TieredBrokers(kafka_tiered, None, tiered_remote_dir)
+    return TieredBrokers(kafka_tiered, request.getfixturevalue("tiered_asyncbroker"), tiered_remote_dir)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -42,8 +109,9 @@ def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
     outcome = yield
     report = outcome.get_result()
     broker = item.funcargs.get("oracle_asyncbroker") if hasattr(item, "funcargs") else None
-    if broker is None and hasattr(item, "funcargs") and "brokers" in item.funcargs:
-        broker = item.funcargs["brokers"].ours
+    for pair in ("brokers", "tiered_brokers"):
+        if broker is None and hasattr(item, "funcargs") and pair in item.funcargs:
+            broker = item.funcargs[pair].ours
     if report.when == "call" and report.failed and broker is not None:
         start = item.stash.get(_LOG_START, 0)
         lines = [line for line in broker.log_lines[start:]
@@ -61,7 +129,12 @@ _CLEANER = re.compile(r"\(cleaner\.[a-z_]+\)$")
 @pytest.fixture(autouse=True)
 def _mark_log_start(request):  # type: ignore[no-untyped-def]
     """Where the session broker's log stood when this test began."""
-    if "brokers" in request.fixturenames or "oracle_asyncbroker" in request.fixturenames:
+    if _kafka_only(request.config):
+        pass
+    elif "brokers" in request.fixturenames or "oracle_asyncbroker" in request.fixturenames:
         broker = request.getfixturevalue("oracle_asyncbroker")
+        request.node.stash[_LOG_START] = len(broker.log_lines)
+    elif "tiered_brokers" in request.fixturenames:
+        broker = request.getfixturevalue("tiered_asyncbroker")
         request.node.stash[_LOG_START] = len(broker.log_lines)
     yield

@@ -35,6 +35,7 @@ import struct
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from kio.index import load_payload_module
@@ -652,7 +653,38 @@ def run_scenario(scenario: Scenario, broker: str, bootstrap: str, sasl_bootstrap
         scenario(run)
     finally:
         run.close()
+        save_transcript(run)
     return run
+
+
+def save_transcript(run: ScenarioRun) -> Path | None:
+    """With ORACLE_TRANSCRIPTS=<dir> in the environment: write the run's normalised transcript
+    there as JSON (<test>.<broker>.json), to read what a broker answered without a diff (also
+    when the scenario failed half-way)."""
+    import json
+    import os
+
+    directory = os.environ.get("ORACLE_TRANSCRIPTS")
+    if not directory:
+        return None
+    test = os.environ.get("PYTEST_CURRENT_TEST", "scenario").split(" ")[0]
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", test.rsplit("/", 1)[-1])
+    path = Path(directory) / f"{stem}.{run.broker}.json"
+    n = 1
+    while path.exists():  # a test comparing several scenarios
+        n += 1
+        path = Path(directory) / f"{stem}-{n}.{run.broker}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    steps = [{"step": i, "label": s.label, "request": s.request, "response": s.response}
+             for i, s in enumerate(run.transcript)]
+    path.write_text(json.dumps(steps, indent=1, default=repr))
+    return path
+
+
+def run_kafka_only(scenario: Scenario, kafka_bootstrap: str, sasl_bootstrap: str | None = None) -> ScenarioRun:
+    """The scenario against Kafka alone (pytest --kafka-only): its waits and assertions hold on the
+    oracle (and its transcript is kept when ORACLE_TRANSCRIPTS is set)."""
+    return run_scenario(scenario, "kafka", kafka_bootstrap, sasl_bootstrap)
 
 
 def compare(scenario: Scenario, kafka_bootstrap: str, asyncbroker_bootstrap: str,

@@ -212,6 +212,8 @@ def test_incremental_alter_topic_configs_errors(brokers) -> None:  # type: ignor
             ("null APPEND", [("cleanup.policy", APPEND, None)]),
             ("duplicate key", [("retention.ms", SET, "7"), ("retention.ms", DELETE, None)]),
             ("unknown operation", [("retention.ms", 7, "1")]),
+            # Refused by a broker without remote.log.storage.system.enable, as this pair is (Kafka's
+            # default); test_tiered_storage.py has a pair with it on.
             ("tiered storage", [("remote.storage.enable", SET, "true")]),
             ("cross-key rule", [("min.compaction.lag.ms", SET, "10"), ("max.compaction.lag.ms", SET, "5")]),
         ]
