@@ -53,6 +53,7 @@ from storage.remote_storage_manager import (
     RemoteStorageError,
     RemoteStorageManager,
 )
+from storage.topic_partition import TopicPartition
 from storage.transaction_index import AbortedTxn
 from wire.errors import OffsetOutOfRangeError
 from wire.records import iter_batch_headers
@@ -61,8 +62,6 @@ from wire.remote_log_metadata_records import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
     RemoteLogSegmentState,
-    RemotePartitionDeleteMetadata,
-    RemotePartitionDeleteState,
     TopicIdPartition,
 )
 
@@ -141,7 +140,7 @@ class RemoteLogManager:
         self._wake = asyncio.Event()
         self._running: asyncio.Future[None] | None = None
         self._copying: set[uuid.UUID] = set()
-        self._copying_stopped: set[TopicIdPartition] = set()  # stopped partitions: no more copies
+        self._copying_stopped: set[TopicIdPartition] = set()  # partitions whose remote log is being deleted
         self._background: set[asyncio.Future[None]] = set()
         self._failures: dict[TopicIdPartition, tuple[int, float]] = {}  # consecutive failures, retry at
         self._index_cache: OrderedDict[tuple[uuid.UUID, IndexType], bytes] = OrderedDict()
@@ -158,10 +157,11 @@ class RemoteLogManager:
             tip = self._tip(partition_log)
             if tip is not None:
                 partition_log.update_highest_offset_in_remote_storage(self.rlmm.highest_offset_in_remote_storage(tip))
-        pending = [tip for tip, m in self.rlmm.partition_deletes().items()
-                   if m.state != RemotePartitionDeleteState.DELETE_PARTITION_FINISHED]
-        for tip in pending:  # a partition deletion the last run did not finish
-            await self._delete_partition(tip)
+        orphans = self._orphaned_partitions()
+        if orphans:  # a partition deletion the last run did not finish
+            log.info("[RemoteLogManager=%d] Deleting the remote segments of %d partition(s) no longer tiered here: %s",
+                     self.broker_id, len(orphans), ", ".join(describe(t) for t in orphans))
+            await self._delete_partitions(orphans)
         self._task = asyncio.create_task(self._loop(), name="remote-log-manager")
         log.info("RemoteLogManager started: %s, task interval %d ms", type(self.rsm).__name__,
                  self.config.remote_log_manager_task_interval_ms)
@@ -265,7 +265,7 @@ class RemoteLogManager:
         for segment, next_segment in zip(segments, segments[1:]):
             if next_segment.base_offset <= from_offset or segment.base_offset < from_offset:
                 continue
-            if next_segment.base_offset > lso:
+            if next_segment.base_offset > lso or tip in self._copying_stopped or not partition_log.remote_log_enabled:
                 break
             try:
                 await self._copy_segment(partition_log, tip, segment, next_segment.base_offset)
@@ -386,37 +386,46 @@ class RemoteLogManager:
 
     def stop_partitions(self, tips: list[TopicIdPartition], *, delete: bool) -> None:
         """Topic deletion, or remote.storage.enable turned off with remote.log.delete.on.disable
-        (Kafka's stopPartitions): with `delete`, every remote segment of the partitions goes, in
-        the background, between DELETE_PARTITION_MARKED/_STARTED and _FINISHED records; a
-        restart in between resumes it."""
-        for tip in tips:
-            self._copying_stopped.add(tip)
-        if delete and tips:
-            task = asyncio.ensure_future(self._delete_partitions(tips))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+        (Kafka's stopPartitions): no more copies, and with `delete` every remote segment of the
+        partitions goes, in the background: DELETE_SEGMENT_STARTED for all of them first, then
+        each one's files and its DELETE_SEGMENT_FINISHED, as Kafka 4.4 writes them. A restart
+        in between finishes the job (`startup`)."""
+        if not delete or not tips:
+            return
+        self._copying_stopped.update(tips)
+        task = asyncio.ensure_future(self._delete_partitions(tips))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _delete_partitions(self, tips: list[TopicIdPartition]) -> None:
-        for tip in tips:
-            try:
-                await self.rlmm.put_remote_partition_delete_metadata(RemotePartitionDeleteMetadata(
-                    tip, self.broker_id, self.clock_ms(), RemotePartitionDeleteState.DELETE_PARTITION_MARKED))
-                await self._delete_partition(tip)
-            except Exception:  # noqa: BLE001 - resumed at the next start
-                log.exception("[RemoteLogManager=%d partition=%s] Failed to delete the remote log of the partition",
-                              self.broker_id, describe(tip))
+        try:
+            for tip in tips:
+                segments = self.rlmm.list_remote_log_segments(tip)
+                for metadata in segments:
+                    if metadata.state != RemoteLogSegmentState.DELETE_SEGMENT_STARTED:
+                        await self.rlmm.update_remote_log_segment_metadata(RemoteLogSegmentMetadataUpdate(
+                            metadata.segment_id, self.broker_id, self.clock_ms(),
+                            RemoteLogSegmentState.DELETE_SEGMENT_STARTED))
+                for metadata in self.rlmm.list_remote_log_segments(tip):
+                    await self._delete_remote_segment(metadata, "partition deletion")
+                if segments:
+                    log.info("[RemoteLogManager=%d partition=%s] Deleted the %d remote segment(s) of the partition",
+                             self.broker_id, describe(tip), len(segments))
+        except Exception:  # noqa: BLE001 - finished at the next start
+            log.exception("[RemoteLogManager=%d] Failed to delete the remote logs of %s", self.broker_id,
+                          ", ".join(describe(t) for t in tips))
+        finally:
+            self._copying_stopped.difference_update(tips)
 
-    async def _delete_partition(self, tip: TopicIdPartition) -> None:
-        await self.rlmm.put_remote_partition_delete_metadata(RemotePartitionDeleteMetadata(
-            tip, self.broker_id, self.clock_ms(), RemotePartitionDeleteState.DELETE_PARTITION_STARTED))
-        for metadata in self.rlmm.list_remote_log_segments(tip):
-            await self._delete_remote_segment(metadata, "partition deletion")
-        if self.rlmm.list_remote_log_segments(tip):
-            return  # a delete failed: the next start (or round) tries again
-        await self.rlmm.put_remote_partition_delete_metadata(RemotePartitionDeleteMetadata(
-            tip, self.broker_id, self.clock_ms(), RemotePartitionDeleteState.DELETE_PARTITION_FINISHED))
-        log.info("[RemoteLogManager=%d partition=%s] Deleted the remote log of the partition", self.broker_id,
-                 describe(tip))
+    def _orphaned_partitions(self) -> list[TopicIdPartition]:
+        """Partitions with remote segments and no tiered log here: their topic was deleted, or
+        its remote storage turned off, before the deletion of their segments finished."""
+        out = []
+        for tip in self.rlmm.partition_ids():
+            partition_log = self.log_manager.get_log(TopicPartition(tip.topic, tip.partition))
+            if partition_log is None or partition_log.topic_id != tip.topic_id or not partition_log.remote_log_enabled:
+                out.append(tip)
+        return out
 
     # -- reads (blocking: on an IO thread) -------------------------------------------------------
     def read(self, partition_log: Log, fetch_offset: int, max_bytes: int, *, min_one_message: bool,

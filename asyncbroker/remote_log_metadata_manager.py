@@ -196,6 +196,6 @@ class TopicBasedRemoteLogMetadataManager:
     def remote_log_size(self, tp: TopicIdPartition) -> int:
         return sum(m.segment_size_in_bytes for m in self.copied_segments(tp))
 
-    def partition_deletes(self) -> Mapping[TopicIdPartition, RemotePartitionDeleteMetadata]:
-        """The last partition-deletion record of each partition that had one."""
-        return self._partition_deletes
+    def partition_ids(self) -> list[TopicIdPartition]:
+        """The partitions with remote segments (in any state)."""
+        return list(self._sorted)

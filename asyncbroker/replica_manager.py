@@ -32,6 +32,7 @@ from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.leader_epoch import LEADER_EPOCH, UNDEFINED, check_current_leader_epoch, end_offset_for
 from storage.errors import AppendWouldBlock, ReadWouldBlock
 from storage.fault_injection import fault_point
+from storage.log import LATEST_TIERED_TIMESTAMP
 from storage.topic_name import is_internal
 from storage.topic_partition import TopicPartition
 from wire.errors import (
@@ -670,7 +671,13 @@ class ReplicaManager:
                 out[tp] = FoundOffset(ErrorCode.NONE)
             else:
                 offset, ts = found
-                out[tp] = FoundOffset(ErrorCode.NONE, offset, ts, LEADER_EPOCH if offset >= 0 else -1)
+                epoch = LEADER_EPOCH if offset >= 0 else -1
+                if timestamp == LATEST_TIERED_TIMESTAMP and offset >= 0:
+                    # Kafka reads the epoch of the highest tiered offset from the epoch cache, which
+                    # no longer has it once the log start passed it (DeleteRecords): -1 then.
+                    known = log_.leader_epoch_cache.epoch_for_offset(offset)
+                    epoch = -1 if known is None or offset < log_.log_start_offset else known
+                out[tp] = FoundOffset(ErrorCode.NONE, offset, ts, epoch)
         return out
 
     # -- OffsetForLeaderEpoch --------------------------------------------------------------------

@@ -220,7 +220,8 @@ class TopicManager:
                 "or some brokers have all their log directories cordoned."
             )
 
-    def _validate_configs(self, configs: Mapping[str, str | None]) -> tuple[dict[str, str], LogConfig]:
+    def _validate_configs(self, configs: Mapping[str, str | None], *,
+                          was_remote: bool = False) -> tuple[dict[str, str], LogConfig]:
         overrides: dict[str, str] = {}
         for key, value in configs.items():
             if value is None:
@@ -228,11 +229,8 @@ class TopicManager:
             overrides[key] = value
         # Unknown keys and bad values raise InvalidConfigurationError naming the key.
         log_config = LogConfig.from_props(overrides, self.defaults)
-        if log_config.remote_storage_enable and not self.config.remote_log_storage_system_enable:
-            # As a Kafka broker with remote.log.storage.system.enable=false: no tiered topics.
-            raise InvalidConfigurationError(
-                "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote "
-                "log storage.")
+        log_config.validate_remote_storage(system_enabled=self.config.remote_log_storage_system_enable,
+                                           was_remote=was_remote)
         return overrides, log_config
 
     # ------------------------------------------------------------ mutations
@@ -397,7 +395,8 @@ class TopicManager:
                 seen.add(key)
             for key, op, value in ops:
                 overrides = self._apply_op(name, overrides, key, op, value)
-            overrides, log_config = self._validate_configs(overrides)
+            overrides, log_config = self._validate_configs(
+                overrides, was_remote=self.log_config(name).remote_storage_enable)
             if validate_only or overrides == meta.configs:
                 return msgspec.structs.replace(meta, configs=overrides)
             updated = msgspec.structs.replace(meta, configs=overrides)
@@ -472,6 +471,7 @@ class TopicManager:
             first = partition_log.segments.first_segment() if partition_log is not None else None
             if partition_log is not None and first is not None:
                 partition_log.maybe_increment_log_start_offset(first.base_offset, "remote storage disabled")
+                partition_log.forget_remote_storage()
 
     def _apply_configs_blocking(self, meta: TopicMetadata, log_config: LogConfig) -> None:
         self.log_manager.set_topic_config(meta.name, meta.configs)
@@ -503,7 +503,9 @@ class TopicManager:
         if log_config is None:
             log_config = LogConfig.from_props(overrides, self.defaults)
         effective = log_config.to_props()
-        wanted = sorted(TOPIC_KEYS) if keys is None else [k for k in keys if k in TOPIC_KEYS]
+        # Internal keys (internal.segment.bytes) are described only when set, as Kafka does.
+        wanted = (sorted(k for k, key in TOPIC_KEYS.items() if not key.internal or k in overrides) if keys is None
+                  else [k for k in keys if k in TOPIC_KEYS])
         entries: list[ConfigEntry] = []
         for key in wanted:
             definition = TOPIC_KEYS[key]

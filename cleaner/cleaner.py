@@ -441,7 +441,7 @@ class Cleaner:
         try:
             txn = CleanedTransactionMetadata()
             to_clean = segments_in_range(segments, 0, end_offset)
-            groups = group_segments_by_size(to_clean, request.config.segment_bytes, request.config.max_index_size,
+            groups = group_segments_by_size(to_clean, request.config.segment_size, request.config.max_index_size,
                                             request.first_uncleanable_offset)
             for group in groups:
                 written.append(self._clean_segments(dir, request, segments, group, stats, txn,

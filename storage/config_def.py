@@ -295,8 +295,8 @@ def _broker(name: str, type_: ConfigType, default: Any, doc: str, validator: Val
 
 
 def _topic(name: str, type_: ConfigType, doc: str, validator: Validator | None = None, *,
-           synonyms: tuple[str, ...] = (), default: Any = _DERIVED) -> None:
-    _TABLE.append(ConfigKey(name, ConfigScope.TOPIC, type_, default, doc, validator, synonyms))
+           synonyms: tuple[str, ...] = (), default: Any = _DERIVED, internal: bool = False) -> None:
+    _TABLE.append(ConfigKey(name, ConfigScope.TOPIC, type_, default, doc, validator, synonyms, internal=internal))
 
 
 def _group(name: str, type_: ConfigType, doc: str, validator: Validator | None = None, *,
@@ -693,6 +693,10 @@ _topic("retention.ms", L, "Age after which old segments are deleted; -1 keeps th
        synonyms=("log.retention.ms", "log.retention.minutes", "log.retention.hours"))
 _topic("segment.bytes", I, "Size at which the active segment rolls.", AtLeast(1_048_576),
        synonyms=("log.segment.bytes",))
+# Kafka's internal key for tests: a segment size below segment.bytes' 1 MiB floor. Described only
+# when set, as Kafka describes it.
+_topic("internal.segment.bytes", I, "Segment size for testing, overriding segment.bytes when set.", default=None,
+       internal=True)
 _topic("segment.index.bytes", I, "Preallocated size of each offset/time index.", AtLeast(4),
        synonyms=("log.index.size.max.bytes",))
 _topic("segment.jitter.ms", L, "Random jitter subtracted from segment.ms.", AtLeast(0),

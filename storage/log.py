@@ -179,6 +179,11 @@ class Log:
     def highest_offset_in_remote_storage(self) -> int:
         return self._highest_offset_in_remote_storage
 
+    def forget_remote_storage(self) -> None:
+        """Remote storage was turned off and its segments deleted: nothing of this log is remote."""
+        with self._lock:
+            self._highest_offset_in_remote_storage = -1
+
     def update_highest_offset_in_remote_storage(self, offset: int) -> None:
         """Called after a segment's copy is confirmed (or from the metadata at start); never
         moves back."""
@@ -262,10 +267,10 @@ class Log:
                                                                  from_client=origin == "client",
                                                                  topic_partition=self.topic_partition)
             data = result.records
-            if len(data) > self.config.segment_bytes:
+            if len(data) > self.config.segment_size:
                 raise RecordBatchTooLargeError(
                     f"Message batch size is {len(data)} bytes in append to partition {self.topic_partition} "
-                    f"which exceeds the maximum configured segment size of {self.config.segment_bytes}."
+                    f"which exceeds the maximum configured segment size of {self.config.segment_size}."
                 )
             psm = self.producer_state_manager
             producers = None
@@ -346,7 +351,7 @@ class Log:
     def _maybe_roll(self, messages_size: int, info: LogAppendInfo, now: int, *,
                     nonblocking: bool = False) -> LogSegment:
         segment = self.segments.active_segment()
-        params = RollParams(self.config.segment_ms, self.config.segment_bytes, info.max_timestamp,
+        params = RollParams(self.config.segment_ms, self.config.segment_size, info.max_timestamp,
                             info.last_offset, messages_size, now)
         if segment.should_roll(params):
             if nonblocking:
@@ -384,7 +389,7 @@ class Log:
             if path.exists():
                 path.unlink()  # a leftover from an earlier incarnation of this offset
         segment = LogSegment.open(self.dir, new_offset, self.config, self.clock,
-                                  init_file_size=self.config.segment_bytes, preallocate=self.config.preallocate)
+                                  init_file_size=self.config.segment_size, preallocate=self.config.preallocate)
         self._dir_needs_fsync = True  # the new file's name is durable only after a dir fsync
         fault_injection.fault_point("roll")
         self.segments.add(segment)
@@ -666,7 +671,7 @@ class Log:
                 self.segments.remove(segment.base_offset)
                 segment.delete_if_exists()
             segment = LogSegment.open(self.dir, new_offset, self.config, self.clock,
-                                      init_file_size=self.config.segment_bytes, preallocate=self.config.preallocate)
+                                      init_file_size=self.config.segment_size, preallocate=self.config.preallocate)
             self.segments.add(segment)
             self._update_log_end_offset(new_offset, segment)
             self.leader_epoch_cache.clear()

@@ -61,6 +61,7 @@ class LogConfig(msgspec.Struct, frozen=True):
     retention_bytes: int = topic_default("retention.bytes")
     retention_ms: int = topic_default("retention.ms")
     segment_bytes: int = topic_default("segment.bytes")
+    internal_segment_bytes: int | None = topic_default("internal.segment.bytes")
     segment_index_bytes: int = topic_default("segment.index.bytes")
     segment_jitter_ms: int = topic_default("segment.jitter.ms")
     segment_ms: int = topic_default("segment.ms")
@@ -137,6 +138,11 @@ class LogConfig(msgspec.Struct, frozen=True):
             if getattr(self, key.field) != getattr(base, key.field)
         }
 
+    @property
+    def segment_size(self) -> int:
+        """The size at which segments roll: internal.segment.bytes when set, else segment.bytes."""
+        return self.segment_bytes if self.internal_segment_bytes is None else self.internal_segment_bytes
+
     def validate(self) -> None:
         """Cross-key rules (the per-key ones run while parsing)."""
         if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
@@ -144,11 +150,52 @@ class LogConfig(msgspec.Struct, frozen=True):
                 f"conflict topic config setting min.compaction.lag.ms ({self.min_compaction_lag_ms}) > "
                 f"max.compaction.lag.ms ({self.max_compaction_lag_ms})"
             )
-        # Kafka relates local to total retention only for tiered topics.
-        if (self.remote_storage_enable and self.delete and self.retention_ms != -1 and 0 <= self.local_retention_ms
-                and self.local_retention_ms > self.retention_ms):
+
+    def validate_remote_storage(self, *, system_enabled: bool, was_remote: bool) -> None:
+        """A topic's tiered storage rules, in Kafka 4.4's order (LogConfig.validateTopicLogConfigValues):
+        only with remote.storage.enable, except that turning it off needs remote.log.delete.on.disable."""
+        if not self.remote_storage_enable:
+            if was_remote and not self.remote_log_delete_on_disable:
+                raise InvalidConfigurationError(
+                    "It is invalid to disable remote storage without deleting remote data. If you want to keep the "
+                    "remote data and turn to read only, please set `remote.storage.enable=true,"
+                    "remote.log.copy.disable=true`. If you want to disable remote storage and delete all remote data, "
+                    "please set `remote.storage.enable=false,remote.log.delete.on.disable=true`.")
+            return
+        if not system_enabled:
             raise InvalidConfigurationError(
-                f"Invalid value {self.local_retention_ms} for configuration local.retention.ms: "
-                f"Value must not be more than retention.ms property value: {self.retention_ms}"
-            )
+                "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote "
+                "log storage.")
+        if self.cleanup_policy and self.cleanup_policy != ("delete",):
+            raise InvalidConfigurationError("Remote log storage only supports topics with cleanup.policy=delete or "
+                                            "cleanup.policy being an empty list.")
+        for total_key, local_key, total, local, bounded in (
+                ("retention.bytes", "local.retention.bytes", self.retention_bytes, self.local_retention_bytes,
+                 self.retention_bytes > -1),
+                ("retention.ms", "local.retention.ms", self.retention_ms, self.local_retention_ms,
+                 self.retention_ms != -1)):
+            if bounded and local != -2:
+                if local == -1:
+                    raise InvalidConfigurationError(f"Invalid value -1 for configuration {local_key}: Value must not "
+                                                    f"be -1 as {total_key} value is set as {total}.")
+                if local > total:
+                    raise InvalidConfigurationError(f"Invalid value {local} for configuration {local_key}: Value must "
+                                                    f"not be more than {total_key} property value: {total}")
+        for lag_key, local_key, lag, total, local in (
+                ("remote.copy.lag.bytes", "local.retention.bytes", self.remote_copy_lag_bytes, self.retention_bytes,
+                 self.local_retention_bytes),
+                ("remote.copy.lag.ms", "local.retention.ms", self.remote_copy_lag_ms, self.retention_ms,
+                 self.local_retention_ms)):
+            effective = total if local == -2 else local
+            if lag > 0 and effective >= 0 and lag > effective:
+                raise InvalidConfigurationError(f"Invalid value {lag} for configuration {lag_key}: Value must not "
+                                                f"exceed {local_key} (effective value: {effective})")
+        if self.remote_log_copy_disable:
+            for name, total, local in (("bytes", self.retention_bytes, self.local_retention_bytes),
+                                       ("ms", self.retention_ms, self.local_retention_ms)):
+                if local != -2 and local != total:
+                    raise InvalidConfigurationError(
+                        f"When `remote.log.copy.disable` is set to true, the `local.retention.{name}` and "
+                        f"`retention.{name}` must be set to the identical value because there will be no more logs "
+                        "copied to the remote storage.")
 

@@ -262,7 +262,7 @@ class LogLoader:
         log_end = self._delete_segments_if_log_start_greater_than_log_end()
         if self.segments.is_empty():
             segment = LogSegment.open(self.dir, self.log_start_offset_checkpoint, self.config, self.clock,
-                                      init_file_size=self.config.segment_bytes, preallocate=self.config.preallocate)
+                                      init_file_size=self.config.segment_size, preallocate=self.config.preallocate)
             self.segments.add(segment)
         next_offset = log_end if log_end is not None else self.log_start_offset_checkpoint
         recovery_point = next_offset if self.had_clean_shutdown else min(self.recovery_point_checkpoint, next_offset)

@@ -23,7 +23,6 @@ from wire.remote_log_metadata_records import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
-    RemotePartitionDeleteState,
     TopicIdPartition,
 )
 
@@ -245,10 +244,8 @@ async def test_deleting_a_tiered_topic_deletes_its_remote_segments(broker: Broke
     assert len(manager.rlmm.copied_segments(partition)) == 2
     await broker.topics.delete_topic(TOPIC)
     await wait_for(lambda: not list((tmp_path / "remote").glob(f"{TOPIC}-0-*/*")))
-    await wait_for(lambda: partition in manager.rlmm.partition_deletes()
-                   and manager.rlmm.partition_deletes()[partition].state
-                   == RemotePartitionDeleteState.DELETE_PARTITION_FINISHED)
-    assert manager.rlmm.list_remote_log_segments(partition) == []
+    await wait_for(lambda: manager.rlmm.list_remote_log_segments(partition) == [])
+    assert manager.stats.deleted_segments == 2
 
 
 async def test_turning_remote_storage_off_with_delete_on_disable(broker: Broker, tmp_path: Path) -> None:
@@ -293,3 +290,31 @@ async def test_list_offsets_by_time_searches_the_remote_segments_first(broker: B
     assert (await by_time(base + 2095))[0] == 30  # past the remote tier: the local segment's record
     await broker.replica_manager.delete_records({TP: 15})
     assert await by_time(base) == (15, base + 1050)  # never below the log start offset
+
+
+async def test_a_topic_deletion_the_store_refused_finishes_at_the_next_start(tmp_path: Path) -> None:
+    broker = await start(tmp_path)
+    try:
+        await create(broker)
+        await segments(broker, 10, 2, active=1)
+        manager = rlm(broker)
+        await manager.run_once()
+        partition = tip(broker)
+        (tmp_path / "remote").rename(tmp_path / "remote-away")  # deletes fail: the store is unusable
+        (tmp_path / "remote").write_bytes(b"not a directory")
+        await broker.topics.delete_topic(TOPIC)
+        await wait_for(lambda: all(m.state == RemoteLogSegmentState.DELETE_SEGMENT_STARTED
+                                   for m in manager.rlmm.list_remote_log_segments(partition))
+                       and not manager._background)
+        assert len(manager.rlmm.list_remote_log_segments(partition)) == 2
+    finally:
+        await broker.shutdown()
+    (tmp_path / "remote").unlink()
+    (tmp_path / "remote-away").rename(tmp_path / "remote")
+    assert len(list((tmp_path / "remote").glob(f"{TOPIC}-0-*/*"))) == 10
+    broker = await start(tmp_path)
+    try:
+        assert rlm(broker).rlmm.list_remote_log_segments(partition) == []
+        assert not list((tmp_path / "remote").glob(f"{TOPIC}-0-*/*"))
+    finally:
+        await broker.shutdown()

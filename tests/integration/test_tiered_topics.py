@@ -140,13 +140,15 @@ def test_sigkill_during_a_copy_then_restart(tmp_path: Path, remote_dir: Path) ->
     try:
         b.start()
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        # Copies disabled while producing (local.retention.* must then follow retention.*), then on.
         admin.create_topics([NewTopic("tiered", 1, 1, config={
-            "remote.storage.enable": "true", "segment.bytes": str(MIB), "local.retention.bytes": "1",
+            "remote.storage.enable": "true", "segment.bytes": str(MIB),
             "remote.log.copy.disable": "true"})])["tiered"].result(15)
         produce(b.bootstrap, "tiered")
         rolled = len(list((logs / "tiered-0").glob("*.log"))) - 1
         admin.incremental_alter_configs([ConfigResource("topic", "tiered", incremental_configs=[
-            ConfigEntry("remote.log.copy.disable", "false", incremental_operation=AlterConfigOpType.SET)])])[
+            ConfigEntry("remote.log.copy.disable", "false", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("local.retention.bytes", "1", incremental_operation=AlterConfigOpType.SET)])])[
             ConfigResource("topic", "tiered")].result(15)
         wait_until(lambda: b.returncode is not None, timeout=30, message="the broker did not die at its second copy")
         assert b.kill() == -9
