@@ -4,6 +4,9 @@ The hex strings were printed by Kafka 4.4's own RemoteLogMetadataSerde (kafka-st
 for the same metadata, built in Java with these values."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from storage.partition_metadata import uuid_from_base64
@@ -59,3 +62,33 @@ def test_encodes_and_decodes_what_kafka_writes(name: str) -> None:
 def test_bad_values_raise_corrupt_record(data: bytes) -> None:
     with pytest.raises(CorruptRecordError):
         decode_remote_log_metadata(data)
+
+
+KAFKA_CAPTURE = json.loads((Path(__file__).parent / "kafka-4.4.0-remote-log-metadata.json").read_text())
+
+
+@pytest.mark.parametrize("example", KAFKA_CAPTURE["examples"], ids=lambda e: e["kind"])
+def test_values_kafka_wrote_to_its_topic_decode_and_encode_back(example: dict[str, object]) -> None:
+    """Values read from `__remote_log_metadata` of a Kafka 4.4 broker with tiered storage
+    (tests/jvm/capture_remote_log_metadata.py); Kafka's own rendering of each is kept beside it."""
+    value = bytes.fromhex(str(example["value_hex"]))
+    record = decode_remote_log_metadata(value)
+    assert encode_remote_log_metadata(record) == value
+    kafka = str(example["kafka"])
+    assert f"state={record.state.name}" in kafka
+    if isinstance(record, RemoteLogSegmentMetadata):
+        assert f"startOffset={record.start_offset}, endOffset={record.end_offset}" in kafka
+        epochs = ", ".join(f"{e}={o}" for e, o in record.segment_leader_epochs)
+        assert f"segmentLeaderEpochs={{{epochs}}}" in kafka
+        assert f"txnIdxEmpty={str(record.txn_index_empty).lower()}" in kafka
+
+
+def test_kafka_put_each_partition_where_our_partitioner_does() -> None:
+    from asyncbroker.remote_log_metadata_manager import metadata_partition
+
+    partitions = KAFKA_CAPTURE["metadata_topic"]["partitions"]
+    for assignment in KAFKA_CAPTURE["assignments"]:
+        topic_id, _, topic_partition = assignment["topic_id_partition"].partition(":")
+        topic, _, partition = topic_partition.rpartition("-")
+        tp = TopicIdPartition(uuid_from_base64(topic_id), topic, int(partition))
+        assert metadata_partition(tp, partitions) == assignment["metadata_partition"]
