@@ -324,7 +324,9 @@ class Broker:
         rlmm_props = config.remote_log_metadata_manager_props
         topic = self._coordinator_topic(REMOTE_LOG_METADATA_TOPIC,
                                         int(rlmm_props.get("remote.log.metadata.topic.num.partitions", "50")), {
-                                            "cleanup.policy": "delete",
+                                            # Kafka 4.4's overrides on the topic, as its metadata manager creates it.
+                                            "cleanup.policy": "delete", "min.insync.replicas": "2",
+                                            "remote.storage.enable": "false",
                                             "retention.ms": rlmm_props.get("remote.log.metadata.topic.retention.ms",
                                                                            "-1")})
         await topic.ensure_created()

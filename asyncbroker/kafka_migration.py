@@ -252,6 +252,14 @@ def plan_migration(log_dirs: Sequence[str | Path], now_ms: int | None = None) ->
         # A partition without partition.metadata takes the topic's id from the metadata (Kafka writes it).
         topic_id = next(iter(topic_ids)) if topic_ids else uuid.uuid4()
         configs = {str(k): str(v) for k, v in topic_configs.get(name, {}).items()}
+        if configs.get("remote.storage.enable", "false").lower() == "true":
+            # Kafka would need a RemoteStorageManager reading asyncbroker's remote layout, and
+            # refuses to start with a tiered topic and tiered storage off.
+            raise MigrationError(
+                f"topic {name} is tiered (remote.storage.enable=true): its older segments are in remote storage, "
+                "which Kafka cannot read without a plugin for asyncbroker's layout. Set remote.storage.enable=false "
+                "with remote.log.delete.on.disable=true first (its remote records are then deleted) or move it with "
+                "MirrorMaker 2")
         topics.append(TopicPlan(name, topic_id, partitions, configs))
     layers = _newest_json(dirs, BROKER_CONFIGS_FILE)
     node_id = metas[0].node_id

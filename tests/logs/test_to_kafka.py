@@ -271,6 +271,20 @@ def test_refuses_what_is_not_a_partition_directory(stopped_dir: Path) -> None:
     assert migrate(str(stopped_dir), "--to-kafka", "--dry-run").returncode == 0
 
 
+def test_refuses_a_tiered_topic(tmp_path: Path) -> None:
+    """Kafka could not read the remote tier (asyncbroker's layout) and would not start with a
+    tiered topic and tiered storage off: the migration says what to do instead."""
+    log_dir = tmp_path / "data"
+    with BrokerProcess(["remote.log.storage.system.enable=true",
+                        "remote.log.storage.manager.class.name="
+                        "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+                        f"rsm.config.dir={tmp_path / 'remote'}",
+                        "rlmm.config.remote.log.metadata.topic.num.partitions=1"], log_dir=log_dir) as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("tiered", 1, 1, config={"remote.storage.enable": "true"})])["tiered"].result(30)
+    refused(log_dir, "topic tiered is tiered (remote.storage.enable=true)")
+
+
 def test_dry_run_changes_nothing(stopped_dir: Path) -> None:
     before = snapshot_of(stopped_dir)
     result = migrate(str(stopped_dir), "--to-kafka", "--dry-run")
