@@ -316,7 +316,7 @@ class RemoteLogManager:
 
     async def _throttle(self, copied: int, took_s: float) -> None:
         """remote.log.manager.copy.max.bytes.per.second: wait out what the copy ran ahead."""
-        rate = self.config.remote_log_manager_copy_max_bytes_per_second
+        rate = int(self.config.effective("remote.log.manager.copy.max.bytes.per.second"))  # dynamic
         due = copied / rate - took_s if rate > 0 else 0
         if due > 0:
             await asyncio.sleep(due)

@@ -318,3 +318,17 @@ async def test_a_topic_deletion_the_store_refused_finishes_at_the_next_start(tmp
         assert not list((tmp_path / "remote").glob(f"{TOPIC}-0-*/*"))
     finally:
         await broker.shutdown()
+
+
+async def test_copies_keep_under_the_copy_rate_which_changes_at_runtime(broker: Broker) -> None:
+    await create(broker)
+    await segments(broker, 10, 3, active=1)
+    segment_bytes = log_of(broker).segments.values()[0].size()
+    # Three segments at one segment's worth of bytes per 0.4 s: at least 0.8 s after the first.
+    await broker.topics.alter_broker_configs(str(broker.config.node_id), [
+        ("remote.log.manager.copy.max.bytes.per.second", 0, str(int(segment_bytes / 0.4)))])
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await rlm(broker).run_once()
+    assert len(rlm(broker).rlmm.copied_segments(tip(broker))) == 3
+    assert loop.time() - started >= 0.8
