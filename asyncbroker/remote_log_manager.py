@@ -136,6 +136,9 @@ class RemoteLogManager:
         self.on_log_start_offset_moved = on_log_start_offset_moved
         threads = max(1, min(config.remote_log_manager_copier_thread_pool_size, 4))
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="remote-log-manager")
+        # Fetches that read remote storage (remote.log.reader.threads), apart from the copies.
+        self._readers = ThreadPoolExecutor(max_workers=max(1, config.remote_log_reader_threads),
+                                           thread_name_prefix="remote-log-reader")
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._running: asyncio.Future[None] | None = None
@@ -177,6 +180,7 @@ class RemoteLogManager:
             except (asyncio.CancelledError, Exception):  # noqa: BLE001 - stopping
                 pass
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown, True)
+        await asyncio.get_running_loop().run_in_executor(None, self._readers.shutdown, True)
         self.rsm.close()
 
     async def _loop(self) -> None:
@@ -225,6 +229,10 @@ class RemoteLogManager:
             return None
         tp = partition_log.topic_partition
         return TopicIdPartition(partition_log.topic_id, tp.topic, tp.partition)
+
+    async def run_reader(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a fetch's read on the remote reader threads."""
+        return await asyncio.get_running_loop().run_in_executor(self._readers, fn, *args)
 
     async def _blocking(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)

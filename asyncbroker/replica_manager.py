@@ -215,6 +215,13 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
     return total
 
 
+def _reads_remote(r: PartitionRead) -> bool:
+    """The read's offset is only in remote storage (checked again by the read itself)."""
+    log_ = r.log
+    return (log_ is not None and r.diverging_epoch is None and log_.remote_log_enabled
+            and log_.log_start_offset <= r.fetch_offset < log_.local_log_start_offset)
+
+
 def _release(r: PartitionRead) -> None:
     if isinstance(r.records, FileRegion):
         r.records.close()
@@ -604,17 +611,26 @@ class ReplicaManager:
         """read_partitions on the loop when every byte it needs is in the page cache (a fetch of
         a few partitions: no executor hop, as appends that cannot block), else
         on the IO pool; if the fetch is cancelled meanwhile (the client went away), the regions
-        the pooled read still creates are closed when it finishes."""
+        the pooled read still creates are closed when it finishes.
+
+        A fetch that reads remote storage (an offset below a tiered log's local start) runs on
+        the RemoteLogManager's reader threads (remote.log.reader.threads), never on the IO pool:
+        a slow store must not hold up local reads and appends."""
         remote = self._remote_log_manager()
-        if len(reads) <= INLINE_READ_MAX_PARTITIONS:
-            try:
-                return read_partitions(reads, max_bytes, read_committed, use_file_regions, nonblocking=True,
-                                       remote=remote)
-            except ReadWouldBlock:
-                for r in reads:
-                    _release(r)
-        task = asyncio.ensure_future(self._run_blocking(read_partitions, reads, max_bytes, read_committed,
-                                                        use_file_regions, False, remote))
+        if remote is not None and any(_reads_remote(r) for r in reads):
+            task = asyncio.ensure_future(remote.run_reader(read_partitions, reads, max_bytes, read_committed,
+                                                           use_file_regions, False, remote))
+        else:
+            if len(reads) <= INLINE_READ_MAX_PARTITIONS:
+                try:
+                    # `remote` too: a read that became remote meanwhile leaves the loop (ReadWouldBlock).
+                    return read_partitions(reads, max_bytes, read_committed, use_file_regions, nonblocking=True,
+                                           remote=remote)
+                except ReadWouldBlock:
+                    for r in reads:
+                        _release(r)
+            task = asyncio.ensure_future(self._run_blocking(read_partitions, reads, max_bytes, read_committed,
+                                                            use_file_regions, False, remote))
         try:
             return int(await asyncio.shield(task))
         except asyncio.CancelledError:
