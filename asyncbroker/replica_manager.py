@@ -166,7 +166,30 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
             r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
             continue
         limit = min(r.max_bytes, remaining)
-        if remote is not None and log_start <= r.fetch_offset < log_.local_log_start_offset and log_.remote_log_enabled:
+        in_remote = remote is not None and log_start <= r.fetch_offset < log_.local_log_start_offset \
+            and log_.remote_log_enabled
+        info = None
+        if not in_remote:
+            try:
+                info = log_.read(r.fetch_offset, limit, isolation=isolation, min_one_message=min_one,
+                                 nonblocking=nonblocking)
+            except ReadWouldBlock:
+                raise
+            except OffsetOutOfRangeError as exc:
+                # Local retention may have moved the local start past the offset since the check:
+                # then it is in remote storage, not out of range.
+                in_remote = (remote is not None and log_.remote_log_enabled
+                             and log_.log_start_offset <= r.fetch_offset < log_.local_log_start_offset)
+                if not in_remote:
+                    r.error = error_code_for(exc)
+                    r.high_watermark = r.last_stable_offset = r.log_start_offset = -1
+                    continue
+            except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
+                # A failed partition reports no offsets (-1), as Kafka's error answers do.
+                r.error = error_code_for(exc)
+                r.high_watermark = r.last_stable_offset = r.log_start_offset = -1
+                continue
+        if info is None:
             if nonblocking:
                 raise ReadWouldBlock()
             try:
@@ -184,16 +207,6 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
                 total += r.size
                 remaining = max(0, remaining - r.size)
                 min_one = False
-            continue
-        try:
-            info = log_.read(r.fetch_offset, limit, isolation=isolation, min_one_message=min_one,
-                             nonblocking=nonblocking)
-        except ReadWouldBlock:
-            raise
-        except Exception as exc:  # noqa: BLE001 - mapped per partition at the boundary
-            # A failed partition reports no offsets (-1), as Kafka's error answers do.
-            r.error = error_code_for(exc)
-            r.high_watermark = r.last_stable_offset = r.log_start_offset = -1
             continue
         r.error = ErrorCode.NONE
         r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
