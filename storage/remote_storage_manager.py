@@ -20,7 +20,7 @@ from typing import Protocol
 
 import msgspec
 
-from storage.errors import KafkaStorageError
+from wire.errors import UnknownServerError
 from wire.remote_log_metadata_records import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
@@ -55,9 +55,10 @@ class LogSegmentData(msgspec.Struct, frozen=True):
     leader_epoch_index: bytes
 
 
-class RemoteStorageError(KafkaStorageError):
-    """A backend failed (unreachable, refused, throttled, full): the caller retries later and
-    keeps the local segment (Kafka's RemoteStorageException)."""
+class RemoteStorageError(UnknownServerError):
+    """A backend failed (unreachable, refused, throttled, full): a copy is retried later and the
+    local segment kept; a fetch that needed it answers UNKNOWN_SERVER_ERROR, as Kafka maps its
+    RemoteStorageException (not a local disk's KAFKA_STORAGE_ERROR: the log dir is fine)."""
 
 
 class RemoteResourceNotFoundError(RemoteStorageError):

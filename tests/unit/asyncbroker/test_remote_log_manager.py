@@ -14,10 +14,11 @@ from asyncbroker.broker import Broker
 from asyncbroker.config import KafkaConfig
 from asyncbroker.remote_log_manager import RemoteLogManager
 from asyncbroker.remote_log_metadata_manager import metadata_partition, murmur2
-from asyncbroker.replica_manager import OffsetQuery
+from asyncbroker.replica_manager import OffsetQuery, PartitionRead
 from storage.log import Log
 from storage.partition_metadata import uuid_from_base64
 from storage.topic_partition import TopicPartition
+from wire.errors import ErrorCode
 from wire.records import Record, build_batch, iter_batch_headers
 from wire.remote_log_metadata_records import (
     RemoteLogSegmentId,
@@ -332,3 +333,19 @@ async def test_copies_keep_under_the_copy_rate_which_changes_at_runtime(broker: 
     await rlm(broker).run_once()
     assert len(rlm(broker).rlmm.copied_segments(tip(broker))) == 3
     assert loop.time() - started >= 0.8
+
+
+async def test_a_remote_read_the_store_fails_answers_unknown_server_error(broker: Broker, tmp_path: Path) -> None:
+    """As Kafka maps a RemoteStorageException; the local tail and the rest of the fetch are served."""
+    await create(broker, **{"local.retention.bytes": "1"})
+    await segments(broker, 10, 2, active=3)
+    await rlm(broker).run_once()
+    log_of(broker).delete_old_segments()
+    (tmp_path / "remote").rename(tmp_path / "remote-away")
+    reads = [PartitionRead(TOPIC, None, 0, 5, 1 << 20), PartitionRead(TOPIC, None, 0, 21, 1 << 20)]
+    remote_read, local_read = await broker.replica_manager.fetch_messages(
+        reads, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, read_committed=False,
+        use_file_regions=False)
+    assert remote_read.error == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert local_read.error == ErrorCode.NONE and local_read.size > 0
+    assert rlm(broker).stats.failed_fetches == 1
