@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from asyncbroker.testing import BrokerProcess
@@ -307,3 +307,32 @@ def test_readme_snippets_tier_a_topic(backend: str, tmp_path: Path, s3_server: S
         wait_until(lambda: len(list((logs / "tiered-0").glob("*.log"))) == 1, timeout=60)
         assert list_offset(b.bootstrap, "tiered", -4) > 0
         assert consume_all(b.bootstrap, "tiered", 3000) == list(range(3000))
+
+
+def test_a_share_group_reads_a_tiered_topic_from_the_earliest_offset(broker: BrokerProcess, tmp_path: Path) -> None:
+    """ShareFetch goes through the same reads: a share group starting at the earliest offset gets
+    the records only remote storage still has, each once."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("tiered", 1, 1, config={
+        "remote.storage.enable": "true", "segment.bytes": str(MIB), "local.retention.bytes": "1"})])["tiered"].result(15)
+    produce(broker.bootstrap, "tiered", 3000)
+    local = tmp_path / "logs" / "tiered-0"
+    wait_until(lambda: len(list(local.glob("*.log"))) == 1, timeout=60)
+    assert list_offset(broker.bootstrap, "tiered", -4) > 1000
+    resource = ConfigResource(ConfigResource.Type.GROUP, "tiered-share", incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "tiered-share"})
+    consumer.subscribe(["tiered"])
+    seen: list[int] = []
+    try:
+        def done() -> bool:
+            for m in consumer.poll(0.5) or []:
+                assert m.error() is None, m.error()
+                assert m.value() == (b"%08d" % m.offset()) * (VALUE // 8)
+                seen.append(m.offset())
+            return len(seen) >= 3000
+        wait_until(done, timeout=90, message=lambda: f"the share group got {len(seen)} of 3000")
+    finally:
+        consumer.close()
+    assert sorted(seen) == list(range(3000))
