@@ -86,7 +86,9 @@ _INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
 _TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 _SEARCH_CHUNK = 1 << 20
 _TXN_ENTRY = struct.Struct(">hqqqq")  # version, producer id, first offset, last offset, last stable offset
-_INDEX_CACHE_ENTRIES = 64
+# The remote index cache is held in memory (Kafka keeps it on disk, under remote-log-index-cache):
+# bounded by remote.log.index.file.cache.total.size.bytes, and never above this, for the RSS target.
+_INDEX_CACHE_MAX_BYTES = 16 << 20
 
 
 def remote_storage_manager_for(config: KafkaConfig) -> RemoteStorageManager:
@@ -148,6 +150,7 @@ class RemoteLogManager:
         self._failures: dict[TopicIdPartition, tuple[int, float]] = {}  # consecutive failures, retry at
         self._index_cache: OrderedDict[tuple[uuid.UUID, IndexType], bytes] = OrderedDict()
         self._index_lock = threading.Lock()
+        self._index_cache_bytes = 0
         self.stats = RemoteLogManagerStats()
         self._stats_lock = threading.Lock()  # reads count from IO threads
 
@@ -387,7 +390,7 @@ class RemoteLogManager:
             sid, self.broker_id, self.clock_ms(), RemoteLogSegmentState.DELETE_SEGMENT_FINISHED))
         with self._index_lock:
             for index_type in IndexType:
-                self._index_cache.pop((sid.id, index_type), None)
+                self._index_cache_bytes -= len(self._index_cache.pop((sid.id, index_type), b""))
         self.stats.deleted_segments += 1
         log.info("[RemoteLogManager=%d partition=%s] Deleted remote log segment %s (offsets %d-%d) due to %s",
                  self.broker_id, describe(sid.topic_id_partition), uuid_to_base64(sid.id), metadata.start_offset, metadata.end_offset, reason)
@@ -570,7 +573,7 @@ class RemoteLogManager:
         return found
 
     def _index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> bytes:
-        """Kafka's RemoteIndexCache, in memory: the most recently used indexes."""
+        """Kafka's RemoteIndexCache, in memory: the most recently used indexes, by bytes."""
         key = (metadata.segment_id.id, index_type)
         with self._index_lock:
             cached = self._index_cache.get(key)
@@ -578,10 +581,13 @@ class RemoteLogManager:
                 self._index_cache.move_to_end(key)
                 return cached
         data = self.rsm.fetch_index(metadata, index_type)
+        bound = min(_INDEX_CACHE_MAX_BYTES, int(self.config.effective("remote.log.index.file.cache.total.size.bytes")))
         with self._index_lock:
+            self._index_cache_bytes += len(data) - len(self._index_cache.get(key, b""))  # two threads may both miss
             self._index_cache[key] = data
-            while len(self._index_cache) > _INDEX_CACHE_ENTRIES:
-                self._index_cache.popitem(last=False)
+            while self._index_cache_bytes > bound and len(self._index_cache) > 1:
+                _, evicted = self._index_cache.popitem(last=False)
+                self._index_cache_bytes -= len(evicted)
         return data
 
     def _aborted_transactions(self, tip: TopicIdPartition, metadata: RemoteLogSegmentMetadata, fetch_offset: int,
