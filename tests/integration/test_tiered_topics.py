@@ -50,6 +50,14 @@ def broker(tmp_path: Path, remote_dir: Path) -> Iterator[BrokerProcess]:
         yield b
 
 
+def create_tiered(bootstrap: str, topic: str = "tiered", **configs: str) -> AdminClient:
+    """A one-partition tiered topic with 1 MiB segments (`configs` on top); the admin client."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={
+        "remote.storage.enable": "true", "segment.bytes": str(MIB), **configs})])[topic].result(15)
+    return admin
+
+
 def produce(bootstrap: str, topic: str, count: int = RECORDS) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 64 * 1024})
     for i in range(count):
@@ -101,9 +109,7 @@ def remote_files(remote_dir: Path, topic: str) -> list[Path]:
 
 def test_segments_move_to_the_remote_tier_and_read_back_in_order(broker: BrokerProcess, remote_dir: Path,
                                                                  tmp_path: Path) -> None:
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic("tiered", 1, 1, config={
-        "remote.storage.enable": "true", "segment.bytes": str(MIB), "local.retention.bytes": "1"})])["tiered"].result(15)
+    create_tiered(broker.bootstrap, **{"local.retention.bytes": "1"})
     produce(broker.bootstrap, "tiered")
     local = tmp_path / "logs" / "tiered-0"
 
@@ -139,11 +145,8 @@ def test_sigkill_during_a_copy_then_restart(tmp_path: Path, remote_dir: Path) ->
                       env={**os.environ, "BROKER_FAULT_POINT": "remote.copy:2"})
     try:
         b.start()
-        admin = AdminClient({"bootstrap.servers": b.bootstrap})
         # Copies disabled while producing (local.retention.* must then follow retention.*), then on.
-        admin.create_topics([NewTopic("tiered", 1, 1, config={
-            "remote.storage.enable": "true", "segment.bytes": str(MIB),
-            "remote.log.copy.disable": "true"})])["tiered"].result(15)
+        admin = create_tiered(b.bootstrap, **{"remote.log.copy.disable": "true"})
         produce(b.bootstrap, "tiered")
         rolled = len(list((logs / "tiered-0").glob("*.log"))) - 1
         admin.incremental_alter_configs([ConfigResource("topic", "tiered", incremental_configs=[
@@ -174,10 +177,7 @@ def test_sigkill_during_a_remote_delete_then_restart(tmp_path: Path, remote_dir:
                       env={**os.environ, "BROKER_FAULT_POINT": "remote.delete:1"})
     try:
         b.start()
-        admin = AdminClient({"bootstrap.servers": b.bootstrap})
-        admin.create_topics([NewTopic("tiered", 1, 1, config={
-            "remote.storage.enable": "true", "segment.bytes": str(MIB),
-            "local.retention.bytes": "1"})])["tiered"].result(15)
+        admin = create_tiered(b.bootstrap, **{"local.retention.bytes": "1"})
         produce(b.bootstrap, "tiered")
         wait_until(lambda: len(list((logs / "tiered-0").glob("*.log"))) == 1, timeout=60)
         starts = remote_start_offsets(remote_dir, "tiered")
@@ -226,10 +226,7 @@ def scrape(port: int) -> dict[str, float]:
 def test_segments_tier_to_s3_and_read_back(s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     with BrokerProcess(s3_overrides(s3_server, s3_bucket), log_dir=logs) as b:
-        admin = AdminClient({"bootstrap.servers": b.bootstrap})
-        admin.create_topics([NewTopic("tiered", 1, 1, config={
-            "remote.storage.enable": "true", "segment.bytes": str(MIB),
-            "local.retention.bytes": "1"})])["tiered"].result(15)
+        create_tiered(b.bootstrap, **{"local.retention.bytes": "1"})
         produce(b.bootstrap, "tiered")
         wait_until(lambda: len(list((logs / "tiered-0").glob("*.log"))) == 1, timeout=60)
         keys = s3_server.keys(s3_bucket, "tiered/")
@@ -249,10 +246,7 @@ def test_an_unavailable_bucket_keeps_local_segments_and_the_tail_served(tmp_path
         s3.inject_fault(503, "SlowDown", methods=("PUT", "POST"))
         with BrokerProcess(s3_overrides(s3, "tiers"), log_dir=logs,
                            serve_args=["--metrics-port", str(metrics_port)]) as b:
-            admin = AdminClient({"bootstrap.servers": b.bootstrap})
-            admin.create_topics([NewTopic("tiered", 1, 1, config={
-                "remote.storage.enable": "true", "segment.bytes": str(MIB),
-                "local.retention.bytes": "1"})])["tiered"].result(15)
+            create_tiered(b.bootstrap, **{"local.retention.bytes": "1"})
             produce(b.bootstrap, "tiered")
             wait_until(lambda: scrape(metrics_port).get("asyncbroker_remote_copy_errors_total", 0) >= 3, timeout=30,
                        message="no failed copies counted")
@@ -299,10 +293,7 @@ def test_readme_snippets_tier_a_topic(backend: str, tmp_path: Path, s3_server: S
               "log.initial.task.delay.ms=0"]
     logs = tmp_path / "logs"
     with BrokerProcess(lines, log_dir=logs) as b:
-        admin = AdminClient({"bootstrap.servers": b.bootstrap})
-        admin.create_topics([NewTopic("tiered", 1, 1, config={
-            "remote.storage.enable": "true", "cleanup.policy": "delete", "segment.bytes": str(MIB),
-            "local.retention.bytes": "1"})])["tiered"].result(15)
+        create_tiered(b.bootstrap, **{"cleanup.policy": "delete", "local.retention.bytes": "1"})
         produce(b.bootstrap, "tiered", 3000)
         wait_until(lambda: len(list((logs / "tiered-0").glob("*.log"))) == 1, timeout=60)
         assert list_offset(b.bootstrap, "tiered", -4) > 0
@@ -312,9 +303,7 @@ def test_readme_snippets_tier_a_topic(backend: str, tmp_path: Path, s3_server: S
 def test_a_share_group_reads_a_tiered_topic_from_the_earliest_offset(broker: BrokerProcess, tmp_path: Path) -> None:
     """ShareFetch goes through the same reads: a share group starting at the earliest offset gets
     the records only remote storage still has, each once."""
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic("tiered", 1, 1, config={
-        "remote.storage.enable": "true", "segment.bytes": str(MIB), "local.retention.bytes": "1"})])["tiered"].result(15)
+    admin = create_tiered(broker.bootstrap, **{"local.retention.bytes": "1"})
     produce(broker.bootstrap, "tiered", 3000)
     local = tmp_path / "logs" / "tiered-0"
     wait_until(lambda: len(list(local.glob("*.log"))) == 1, timeout=60)
