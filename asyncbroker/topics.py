@@ -142,6 +142,12 @@ class TopicManager:
             overrides = dict(self.log_manager.topic_config_overrides(name))
             partitions = _partition_count(info)
             self._put(TopicMetadata(name, topic_id, partitions, is_internal(name), overrides))
+            if (overrides.get("remote.storage.enable", "").strip().lower() == "true"
+                    and not self.config.remote_log_storage_system_enable):
+                # Kafka refuses to start so: the topic's older records are in remote storage.
+                raise InvalidConfigurationError(
+                    f"You have to delete all topics with the property remote.storage.enable=true before disabling "
+                    f"tiered storage cluster-wide (topic {name} has it; remote.log.storage.system.enable=false)")
         log.info("Loaded metadata of %d topic(s)", len(self._topics))
 
     def _put(self, meta: TopicMetadata) -> None:

@@ -19,7 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, ShareConsumer,
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from asyncbroker.testing import BrokerProcess
-from asyncbroker.testing.broker import free_port_block
+from asyncbroker.testing.broker import BrokerStartError, free_port_block
 from asyncbroker.testing.s3_server import S3Server
 from raw_client import RawClient
 from wait_for import wait_until
@@ -325,3 +325,16 @@ def test_a_share_group_reads_a_tiered_topic_from_the_earliest_offset(broker: Bro
     finally:
         consumer.close()
     assert sorted(seen) == list(range(3000))
+
+
+def test_a_restart_without_tiered_storage_is_refused_while_a_topic_is_tiered(tmp_path: Path,
+                                                                              remote_dir: Path) -> None:
+    """As Kafka 4.4 refuses: the topic's older records would silently disappear."""
+    logs = tmp_path / "logs"
+    with BrokerProcess(tiered_overrides(remote_dir), log_dir=logs) as b:
+        create_tiered(b.bootstrap)
+    with pytest.raises(BrokerStartError, match="You have to delete all topics with the property "
+                                               "remote.storage.enable=true before disabling tiered storage"):
+        BrokerProcess([], log_dir=logs).start()
+    with BrokerProcess(tiered_overrides(remote_dir), log_dir=logs) as b:  # and with it, as before
+        assert list_offset(b.bootstrap, "tiered", -1) == 0
