@@ -202,6 +202,29 @@ def do_retention(ctx: click.Context, advance: str | None, as_json: bool) -> None
     _on_broker_loop(ctx, work, render_retention_json if as_json else render_retention)
 
 
+@monitor_cli.command(name="tier")
+@click.option("--json", "as_json", is_flag=True, help="print the result as one `OK tier {json}` line")
+@custom_help_option
+def do_tier(ctx: click.Context, as_json: bool) -> None:
+    """Run tiered storage's copy and expiration round now (test/CI lever)"""
+    broker = _attached(ctx)
+
+    async def work() -> Any:
+        rlm = getattr(broker, "remote_log_manager", None)
+        if rlm is None:
+            raise RuntimeError("tiered storage is off (remote.log.storage.system.enable=false)")
+        await rlm.run_once()
+        return rlm.stats
+
+    def render(stats: Any) -> list[str]:
+        if as_json:
+            return [f"OK tier {msgspec.json.encode(stats).decode()}"]
+        return [f"OK tier: {stats.copied_segments} segment(s) copied ({stats.copied_bytes} bytes), "
+                f"{stats.deleted_segments} deleted, {stats.failed_copies} failed copies since start"]
+
+    _on_broker_loop(ctx, work, render)
+
+
 @monitor_cli.command(name="advance-clock")
 @click.argument("duration")
 @custom_help_option

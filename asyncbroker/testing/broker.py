@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from asyncbroker.log_jobs import RetentionRun
+    from asyncbroker.remote_log_manager import RemoteLogManagerStats
     from cleaner.cleaner_stats import CleanerStats
     from asyncbroker.monitor_client import MonitorClient
 
@@ -221,6 +222,16 @@ class BrokerProcess:
 
         line = self._monitor_command("retention --json", timeout)[-1]
         return msgspec.json.decode(line[len("OK retention "):], type=RetentionRun)
+
+    def run_tiering(self, timeout: float = 120.0) -> "RemoteLogManagerStats":
+        """Run tiered storage's copy and expiration round now (remote.log.manager.task.interval.ms
+        need not pass); returns the RemoteLogManager's totals since the broker started."""
+        import msgspec
+
+        from asyncbroker.remote_log_manager import RemoteLogManagerStats
+
+        line = self._monitor_command("tier --json", timeout)[-1]
+        return msgspec.json.decode(line[len("OK tier "):], type=RemoteLogManagerStats)
 
     def advance_clock(self, ms: int, timeout: float = 60.0) -> int:
         """Move the broker's clock `ms` forward and delete what that made due (`.deleted` files,

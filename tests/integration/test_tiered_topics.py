@@ -338,3 +338,17 @@ def test_a_restart_without_tiered_storage_is_refused_while_a_topic_is_tiered(tmp
         BrokerProcess([], log_dir=logs).start()
     with BrokerProcess(tiered_overrides(remote_dir), log_dir=logs) as b:  # and with it, as before
         assert list_offset(b.bootstrap, "tiered", -1) == 0
+
+
+def test_the_tier_lever_copies_now(tmp_path: Path, remote_dir: Path) -> None:
+    """`tier` on the broker's console (BrokerProcess.run_tiering) runs a copy and expiration
+    round at once, with the periodic task an hour apart; README "Live levers"."""
+    overrides = [o for o in tiered_overrides(remote_dir) if not o.startswith("remote.log.manager.task.interval.ms")]
+    with BrokerProcess([*overrides, "remote.log.manager.task.interval.ms=3600000"], log_dir=tmp_path / "logs",
+                       monitor=True) as b:
+        create_tiered(b.bootstrap, **{"local.retention.bytes": "1"})
+        produce(b.bootstrap, "tiered", 3000)
+        stats = b.run_tiering()
+        assert stats.copied_segments >= 2 and stats.failed_copies == 0
+        assert len(remote_start_offsets(remote_dir, "tiered")) == stats.copied_segments
+        assert list_offset(b.bootstrap, "tiered", -5) >= 0
