@@ -44,6 +44,8 @@ from storage import fault_injection
 from storage.file_records import search_batch_for_timestamp
 from storage.leader_epoch_cache import LeaderEpochCheckpointFile
 from storage.log import Log
+from storage.log_config import LogConfig
+from storage.log_segment import LogSegment
 from storage.partition_metadata import uuid_to_base64
 from storage.producer_state_manager import empty_snapshot, snapshot_file_name
 from storage.remote_storage_manager import (
@@ -269,14 +271,19 @@ class RemoteLogManager:
     # -- copy ------------------------------------------------------------------------------------
     async def _copy_partition(self, partition_log: Log, tip: TopicIdPartition) -> None:
         """Kafka's copyLogSegmentsToRemote: the rolled segments past the highest remote offset
-        whose every record is below the last stable offset, oldest first."""
+        whose every record is below the last stable offset, oldest first, as long as
+        remote.copy.lag.ms / .bytes let them go (candidateLogSegments)."""
         from_offset = max(partition_log.highest_offset_in_remote_storage + 1, partition_log.local_log_start_offset)
         lso = partition_log.last_stable_offset
-        segments = partition_log.segments.values()
+        segments = [s for s in partition_log.segments.values() if s.base_offset >= from_offset]
+        total_size = sum(s.size() for s in segments)
+        copied_size = 0
+        now = self.clock_ms()
         for segment, next_segment in zip(segments, segments[1:]):
-            if next_segment.base_offset <= from_offset or segment.base_offset < from_offset:
-                continue
             if next_segment.base_offset > lso or tip in self._copying_stopped or not partition_log.remote_log_enabled:
+                break
+            copied_size += segment.size()
+            if not _eligible_for_upload(partition_log.config, segment, now, total_size, copied_size):
                 break
             try:
                 await self._copy_segment(partition_log, tip, segment, next_segment.base_offset)
@@ -614,6 +621,21 @@ class RemoteLogManager:
 def describe(tip: TopicIdPartition) -> str:
     """As Kafka prints a TopicIdPartition: `<topic id>:<topic>-<partition>`."""
     return f"{uuid_to_base64(tip.topic_id)}:{tip.topic}-{tip.partition}"
+
+
+def _eligible_for_upload(config: LogConfig, segment: LogSegment, now_ms: int, total_size: int,
+                         cumulative_size: int) -> bool:
+    """remote.copy.lag.ms / .bytes (Kafka's isEligibleForUpload): with both set (neither 0), a
+    segment waits until it is old enough by its largest timestamp, or until the bytes after it
+    reach the size lag; either -1 means that rule never lets it go."""
+    lag_ms, lag_bytes = config.remote_copy_lag_ms, config.remote_copy_lag_bytes
+    if lag_ms == 0 or lag_bytes == 0:
+        return True
+    if lag_ms > 0:
+        age = now_ms - segment.largest_timestamp()
+        if age < 0 or age >= lag_ms:
+            return True
+    return lag_bytes > 0 and total_size - cumulative_size >= lag_bytes
 
 
 def _segment_leader_epochs(epochs: list[tuple[int, int]], base_offset: int) -> tuple[tuple[int, int], ...]:

@@ -596,8 +596,8 @@ _BROKER_KEYS = [
     _broker("log.retention.hours", I, 168, "Default retention.ms, in hours."),
     _broker("log.retention.bytes", L, -1, "Default retention.bytes: per-partition size bound; -1 for none.", dynamic=True),
     _broker("log.local.retention.ms", L, -2, "Default local.retention.ms (tiered storage; -2 follows retention.ms).", AtLeast(-2), dynamic=True),
-    _broker("log.remote.copy.lag.bytes", L, -1, "Default remote.copy.lag.bytes (tiered storage, which asyncbroker has not).", AtLeast(-1), dynamic=True),
-    _broker("log.remote.copy.lag.ms", L, 0, "Default remote.copy.lag.ms (tiered storage, which asyncbroker has not).", AtLeast(-1), dynamic=True),
+    _broker("log.remote.copy.lag.bytes", L, -1, "Default remote.copy.lag.bytes (tiered storage).", AtLeast(-1), dynamic=True),
+    _broker("log.remote.copy.lag.ms", L, 0, "Default remote.copy.lag.ms (tiered storage).", AtLeast(-1), dynamic=True),
     _broker("log.local.retention.bytes", L, -2, "Default local.retention.bytes (tiered storage; -2 follows retention.bytes).", AtLeast(-2), dynamic=True),
     _broker("log.cleanup.policy", LS, ["delete"], "Default cleanup.policy: delete, compact or both.", OneOf(("delete", "compact")), dynamic=True),
     _broker("log.segment.delete.delay.ms", L, 60000, "Default file.delete.delay.ms: delay before a deleted segment's files are unlinked.", AtLeast(0), dynamic=True),
@@ -674,20 +674,22 @@ _topic("min.insync.replicas", I, "Replicas that must acknowledge an acks=all wri
        synonyms=("min.insync.replicas",))
 _topic("preallocate", B, "Preallocate the segment file to segment.bytes on creation.", synonyms=("log.preallocate",))
 _topic("remote.copy.lag.bytes", L,
-       "How many bytes a tiered topic's local log may run ahead of remote storage before its segments "
-       "are copied. Accepted and stored; asyncbroker has no remote storage.", AtLeast(-1),
+       "How many bytes of a tiered topic's local log may follow a rolled segment before it is copied to "
+       "remote storage (with remote.copy.lag.ms; 0 copies at once, -1 never by size).", AtLeast(-1),
        synonyms=("log.remote.copy.lag.bytes",))
 _topic("remote.copy.lag.ms", L,
-       "How long a tiered topic's closed segments may wait before they are copied to remote storage. "
-       "Accepted and stored; asyncbroker has no remote storage.", AtLeast(-1), synonyms=("log.remote.copy.lag.ms",))
+       "How old a tiered topic's rolled segment must be before it is copied to remote storage (with "
+       "remote.copy.lag.bytes; 0 copies at once, -1 never by age).", AtLeast(-1), synonyms=("log.remote.copy.lag.ms",))
 _topic("remote.log.copy.disable", B,
-       "Stop copying segments to remote storage. Accepted and stored; asyncbroker has no remote storage.",
+       "Stop copying segments to remote storage; what is remote stays readable, and retention.* applies "
+       "locally again.",
        default=False)
 _topic("remote.log.delete.on.disable", B,
-       "Delete remote data when remote storage is disabled. Accepted and stored; asyncbroker has no remote storage.",
+       "Required to turn remote.storage.enable off: the topic's remote segments are then deleted.",
        default=False)
 _topic("remote.storage.enable", B,
-       "Tiered storage for the topic. Accepted and stored; asyncbroker keeps every segment local.", default=False)
+       "Tiered storage for the topic: rolled segments go to remote storage, local.retention.* bounds the "
+       "local log (needs remote.log.storage.system.enable).", default=False)
 _topic("retention.bytes", L, "Largest size of the log before old segments go.", synonyms=("log.retention.bytes",))
 _topic("retention.ms", L, "Age after which old segments are deleted; -1 keeps them forever.", AtLeast(-1),
        synonyms=("log.retention.ms", "log.retention.minutes", "log.retention.hours"))

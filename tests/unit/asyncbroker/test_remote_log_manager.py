@@ -349,3 +349,19 @@ async def test_a_remote_read_the_store_fails_answers_unknown_server_error(broker
     assert remote_read.error == ErrorCode.UNKNOWN_SERVER_ERROR
     assert local_read.error == ErrorCode.NONE and local_read.size > 0
     assert rlm(broker).stats.failed_fetches == 1
+
+
+async def test_remote_copy_lag_holds_segments_back_as_kafka_does(broker: Broker) -> None:
+    """remote.copy.lag.ms and .bytes set: a segment goes once it is old enough, or once the
+    bytes after it reach the size lag (Kafka 4.4's isEligibleForUpload)."""
+    await create(broker, **{"remote.copy.lag.ms": "3600000", "local.retention.ms": "7200000",
+                            "remote.copy.lag.bytes": "100000", "local.retention.bytes": "200000"})
+    day = 86_400_000
+    await append(broker, 10, timestamp=broker.clock.milliseconds() - day)  # old: goes by time
+    log_of(broker).roll()
+    await segments(broker, 10, 2, active=1)  # recent, and little after them: held back
+    await rlm(broker).run_once()
+    assert [m.start_offset for m in rlm(broker).rlmm.copied_segments(tip(broker))] == [0]
+    await broker.topics.incremental_alter_configs(TOPIC, [("remote.copy.lag.bytes", 0, "1")])
+    await rlm(broker).run_once()  # by size now: every rolled segment has a byte after it
+    assert [m.start_offset for m in rlm(broker).rlmm.copied_segments(tip(broker))] == [0, 10, 20]
