@@ -25,7 +25,8 @@ FIXTURE_SPECIFIC = frozenset({
 KNOWN_BROKER_KEYS = frozenset(BROKER_KEYS) - FIXTURE_SPECIFIC
 # Kafka never describes its internal keys; asking for one by name returns nothing on both.
 SHARED_BROKER_KEYS = tuple(sorted(k for k in KNOWN_BROKER_KEYS if not BROKER_KEYS[k].internal))
-TOPIC_KEYS = tuple(sorted(TOPIC_KEYS))
+# The topic keys a DescribeConfigs of every key lists (internal ones only when set, as Kafka does).
+TOPIC_KEYS = tuple(sorted(name for name, key in TOPIC_KEYS.items() if not key.internal))
 CHANGED = ("cleanup.policy", "retention.ms", "segment.bytes", "min.insync.replicas", "max.message.bytes",
            "follower.replication.throttled.replicas")
 
