@@ -34,7 +34,10 @@ from storage.config_def import (
     parse_value,
     resolve_topic_default,
 )
+from storage.java_properties import parse_properties as parse_properties  # re-exported: moved to storage
 from storage.log_config import LogConfig
+from storage.remote_storage_manager import LOCAL_TIERED_STORAGE as LOCAL_TIERED_STORAGE
+from storage.remote_storage_manager import S3_REMOTE_STORAGE as S3_REMOTE_STORAGE
 from wire.errors import InvalidConfigurationError
 
 ENV_PREFIX = "ASYNCBROKER_"
@@ -119,70 +122,6 @@ class ConfigEntry(msgspec.Struct, frozen=True):
 # ---------------------------------------------------------------- parsing
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """java.util.Properties text format: `#`/`!` comments, `=`/`:`/space separators,
-    backslash line continuation and escapes (\\t, \\n, \\uXXXX, \\=...)."""
-    out: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].lstrip()
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        # Join continuation lines: an odd number of trailing backslashes continues.
-        while _ends_with_continuation(line) and i <= len(lines):
-            line = line[:-1] + (lines[i].lstrip() if i < len(lines) else "")
-            i += 1
-        key_chars: list[str] = []
-        j = 0
-        while j < len(line):
-            c = line[j]
-            if c == "\\" and j + 1 < len(line):
-                key_chars.append(line[j : j + 2])
-                j += 2
-                continue
-            if c in "=: \t\f":
-                break
-            key_chars.append(c)
-            j += 1
-        # Separator: whitespace, then at most one '=' or ':', then whitespace.
-        while j < len(line) and line[j] in " \t\f":
-            j += 1
-        if j < len(line) and line[j] in "=:":
-            j += 1
-        while j < len(line) and line[j] in " \t\f":
-            j += 1
-        out[_unescape("".join(key_chars))] = _unescape(line[j:])
-    return out
-
-
-def _ends_with_continuation(line: str) -> bool:
-    n = len(line) - len(line.rstrip("\\"))
-    return n % 2 == 1
-
-
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    out: list[str] = []
-    j = 0
-    while j < len(s):
-        c = s[j]
-        if c != "\\" or j + 1 >= len(s):
-            out.append(c)
-            j += 1
-            continue
-        n = s[j + 1]
-        if n == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", s[j + 2 : j + 6] or ""):
-            out.append(chr(int(s[j + 2 : j + 6], 16)))
-            j += 6
-            continue
-        out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(n, n))
-        j += 2
-    return "".join(out)
-
-
 class Endpoint(msgspec.Struct, frozen=True):
     """One entry of `listeners`/`advertised.listeners`: NAME://host:port."""
 
@@ -232,10 +171,8 @@ OAUTHBEARER_UNSECURED_HANDLER = "org.apache.kafka.common.security.oauthbearer.OA
 OAUTHBEARER_JWKS_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 
 
-# The remote storage backends built in (remote.log.storage.manager.class.name): Kafka's test
-# plugin's name for a directory, and ours for an S3-compatible store.
-LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
-S3_REMOTE_STORAGE = "asyncbroker.S3RemoteStorageManager"
+# The remote storage backends built in (remote.log.storage.manager.class.name) are named in
+# storage.remote_storage_manager (the offline readers of a log dir's remote tier need them too).
 
 
 class KafkaConfig(msgspec.Struct, kw_only=True):

@@ -11,22 +11,25 @@ A segment moves COPY_SEGMENT_STARTED -> COPY_SEGMENT_FINISHED -> DELETE_SEGMENT_
 DELETE_SEGMENT_FINISHED; the record of each step is on disk before the step's work starts (or
 after it ends, for the FINISHED ones), so replaying the topic at start gives, for every
 segment, the last step known to be done. A crash leaves a STARTED state behind, which the
-RemoteLogManager finishes (a delete) or cleans up (a partial copy).
+RemoteLogManager finishes (a delete) or cleans up (a partial copy). The replay itself is
+storage.remote_log_metadata_cache's, shared with the offline readers of a log directory
+(pipeline.remote_tier).
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Mapping
 
+from storage.remote_log_metadata_cache import (
+    REMOTE_LOG_METADATA_TOPIC,
+    RemoteLogMetadataCache,
+    RemoteLogMetadataError,
+)
 from wire.remote_log_metadata_records import (
     RemoteLogMetadata,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
-    RemoteLogSegmentState,
     RemotePartitionDeleteMetadata,
-    RemotePartitionDeleteState,
     TopicIdPartition,
     decode_remote_log_metadata,
     encode_remote_log_metadata,
@@ -34,16 +37,10 @@ from wire.remote_log_metadata_records import (
 
 from asyncbroker.offsets_topic import CoordinatorTopic
 
-log = logging.getLogger(__name__)
+__all__ = ["REMOTE_LOG_METADATA_TOPIC", "RemoteLogMetadataError", "TopicBasedRemoteLogMetadataManager",
+           "metadata_partition", "murmur2"]
 
-REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
-# RemoteLogSegmentState.isValidTransition: the steps a segment may take.
-_NEXT_STATES = {
-    RemoteLogSegmentState.COPY_SEGMENT_STARTED: {RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
-                                                 RemoteLogSegmentState.DELETE_SEGMENT_STARTED},
-    RemoteLogSegmentState.COPY_SEGMENT_FINISHED: {RemoteLogSegmentState.DELETE_SEGMENT_STARTED},
-    RemoteLogSegmentState.DELETE_SEGMENT_STARTED: {RemoteLogSegmentState.DELETE_SEGMENT_FINISHED},
-}
+log = logging.getLogger(__name__)
 
 
 def _java_long_hash(value: int) -> int:
@@ -86,21 +83,13 @@ def metadata_partition(tp: TopicIdPartition, num_partitions: int) -> int:
     return (murmur2(h.to_bytes(4, "big")) & 0x7FFFFFFF) % num_partitions
 
 
-class RemoteLogMetadataError(Exception):
-    """A state change the segment's current state does not allow (Kafka's
-    RemoteResourceNotFoundException / IllegalStateException from the metadata cache)."""
-
-
 class TopicBasedRemoteLogMetadataManager:
-    """The remote segments of every tiered partition, kept in memory and in `__remote_log_metadata`."""
+    """The remote segments of every tiered partition, kept in memory (a RemoteLogMetadataCache:
+    storage's replay, which the offline readers of a log dir share) and in `__remote_log_metadata`."""
 
     def __init__(self, topic: CoordinatorTopic) -> None:
         self.topic = topic
-        self._segments: dict[TopicIdPartition, dict[uuid.UUID, RemoteLogSegmentMetadata]] = {}
-        # Each partition's segments by start offset, replaced whole on every change (never
-        # mutated): fetches and scrapes read them from other threads while the loop writes.
-        self._sorted: dict[TopicIdPartition, tuple[RemoteLogSegmentMetadata, ...]] = {}
-        self._partition_deletes: dict[TopicIdPartition, RemotePartitionDeleteMetadata] = {}
+        self.cache = RemoteLogMetadataCache()
         self._loaded = False
 
     async def load(self) -> None:
@@ -114,88 +103,45 @@ class TopicBasedRemoteLogMetadataManager:
         for stored in await self.topic.read_all():
             if stored.control is not None or stored.value is None:
                 continue
-            self._apply(decode_remote_log_metadata(stored.value))
+            self.cache.apply(decode_remote_log_metadata(stored.value))
             count += 1
-        log.info("Loaded %d remote log metadata record(s) for %d partition(s) from %s", count, len(self._segments),
-                 REMOTE_LOG_METADATA_TOPIC)
-
-    def _apply(self, record: RemoteLogMetadata) -> None:
-        self._change(record)
-        tp = (record.segment_id.topic_id_partition if not isinstance(record, RemotePartitionDeleteMetadata)
-              else record.topic_id_partition)
-        by_id = self._segments.get(tp)
-        if by_id:
-            self._sorted[tp] = tuple(sorted(by_id.values(), key=lambda m: (m.start_offset, m.event_timestamp_ms)))
-        else:
-            self._sorted.pop(tp, None)
-
-    def _change(self, record: RemoteLogMetadata) -> None:
-        if isinstance(record, RemoteLogSegmentMetadata):
-            self._segments.setdefault(record.segment_id.topic_id_partition, {})[record.segment_id.id] = record
-        elif isinstance(record, RemoteLogSegmentMetadataUpdate):
-            by_id = self._segments.get(record.segment_id.topic_id_partition, {})
-            current = by_id.get(record.segment_id.id)
-            if current is None:
-                return  # an update of a segment whose adding record is gone: nothing to apply it to
-            if record.state == RemoteLogSegmentState.DELETE_SEGMENT_FINISHED:
-                del by_id[record.segment_id.id]
-            else:
-                custom = record.custom_metadata if record.custom_metadata is not None else current.custom_metadata
-                by_id[record.segment_id.id] = RemoteLogSegmentMetadata(
-                    current.segment_id, current.start_offset, current.end_offset, record.broker_id,
-                    current.max_timestamp_ms, record.event_timestamp_ms, current.segment_leader_epochs,
-                    current.segment_size_in_bytes, record.state, custom, current.txn_index_empty)
-        else:
-            self._partition_deletes[record.topic_id_partition] = record
-            if record.state == RemotePartitionDeleteState.DELETE_PARTITION_FINISHED:
-                self._segments.pop(record.topic_id_partition, None)
+        log.info("Loaded %d remote log metadata record(s) for %d partition(s) from %s", count,
+                 len(self.cache.partition_ids()), REMOTE_LOG_METADATA_TOPIC)
 
     async def _publish(self, tp: TopicIdPartition, record: RemoteLogMetadata) -> None:
         await self.topic.append(metadata_partition(tp, self.topic.num_partitions),
                                 [(None, encode_remote_log_metadata(record))])
-        self._apply(record)
+        self.cache.apply(record)
 
     async def add_remote_log_segment_metadata(self, metadata: RemoteLogSegmentMetadata) -> None:
-        if metadata.state != RemoteLogSegmentState.COPY_SEGMENT_STARTED:
-            raise RemoteLogMetadataError(f"A new remote segment must be COPY_SEGMENT_STARTED, not {metadata.state.name}")
+        self.cache.check_new_segment(metadata)
         await self._publish(metadata.segment_id.topic_id_partition, metadata)
 
     async def update_remote_log_segment_metadata(self, update: RemoteLogSegmentMetadataUpdate) -> None:
-        tp = update.segment_id.topic_id_partition
-        current = self._segments.get(tp, {}).get(update.segment_id.id)
-        if current is None:
-            raise RemoteLogMetadataError(f"No remote log segment metadata found for {update.segment_id}")
-        if update.state not in _NEXT_STATES.get(current.state, set()):
-            raise RemoteLogMetadataError(
-                f"Invalid transition of {update.segment_id} from {current.state.name} to {update.state.name}")
-        await self._publish(tp, update)
+        self.cache.check_update(update)
+        await self._publish(update.segment_id.topic_id_partition, update)
 
     async def put_remote_partition_delete_metadata(self, metadata: RemotePartitionDeleteMetadata) -> None:
         await self._publish(metadata.topic_id_partition, metadata)
 
     def list_remote_log_segments(self, tp: TopicIdPartition) -> list[RemoteLogSegmentMetadata]:
         """Every segment known for the partition, in any state, by start offset (any thread)."""
-        return list(self._sorted.get(tp, ()))
+        return self.cache.list_remote_log_segments(tp)
 
     def copied_segments(self, tp: TopicIdPartition) -> list[RemoteLogSegmentMetadata]:
         """The readable segments (COPY_SEGMENT_FINISHED), by start offset."""
-        return [m for m in self.list_remote_log_segments(tp) if m.state == RemoteLogSegmentState.COPY_SEGMENT_FINISHED]
+        return self.cache.copied_segments(tp)
 
     def segment_for_offset(self, tp: TopicIdPartition, offset: int) -> RemoteLogSegmentMetadata | None:
-        """The copied segment holding `offset`, or the first one after it (an offset removed by
-        compaction or a transaction marker's gap still reads from the next batch)."""
-        for m in self.copied_segments(tp):
-            if m.end_offset >= offset:
-                return m
-        return None
+        """The copied segment holding `offset`, or the first one after it."""
+        return self.cache.segment_for_offset(tp, offset)
 
     def highest_offset_in_remote_storage(self, tp: TopicIdPartition) -> int:
-        copied = self.copied_segments(tp)
-        return max((m.end_offset for m in copied), default=-1)
+        return self.cache.highest_offset_in_remote_storage(tp)
 
     def remote_log_size(self, tp: TopicIdPartition) -> int:
-        return sum(m.segment_size_in_bytes for m in self.copied_segments(tp))
+        return self.cache.remote_log_size(tp)
 
     def partition_ids(self) -> list[TopicIdPartition]:
         """The partitions with remote segments (in any state)."""
-        return list(self._sorted)
+        return self.cache.partition_ids()

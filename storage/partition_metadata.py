@@ -40,14 +40,19 @@ class PartitionMetadataFile:
             text = self.path.read_text()
         except FileNotFoundError:
             return None
-        fields: dict[str, str] = {}
-        for line in text.splitlines():
-            if ":" in line:
-                k, v = line.split(":", 1)
-                fields[k.strip()] = v.strip()
-        try:
-            if int(fields["version"]) != CURRENT_VERSION:
-                raise KafkaStorageError(f"Unrecognized version of partition metadata file {self.path}")
-            return uuid_from_base64(fields["topic_id"])
-        except (KeyError, ValueError) as exc:
-            raise KafkaStorageError(f"Malformed partition metadata file {self.path}: {exc}") from None
+        return parse_partition_metadata(text, str(self.path))
+
+
+def parse_partition_metadata(text: str, where: str) -> uuid.UUID:
+    """The topic id a `partition.metadata` file's text binds (`where` names it in errors)."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            fields[k.strip()] = v.strip()
+    try:
+        if int(fields["version"]) != CURRENT_VERSION:
+            raise KafkaStorageError(f"Unrecognized version of partition metadata file {where}")
+        return uuid_from_base64(fields["topic_id"])
+    except (KeyError, ValueError) as exc:
+        raise KafkaStorageError(f"Malformed partition metadata file {where}: {exc}") from None

@@ -28,10 +28,16 @@ from wire.remote_log_metadata_records import (
     TopicIdPartition,
 )
 
-__all__ = ["IndexType", "RemoteLogSegmentState", "TopicIdPartition", "RemoteLogSegmentId",
-           "RemoteLogSegmentMetadata", "LogSegmentData", "RemoteStorageManager", "RemoteStorageError",
-           "RemoteResourceNotFoundError"]
+__all__ = ["LOCAL_TIERED_STORAGE", "S3_REMOTE_STORAGE", "RSM_CONFIG_PREFIX", "IndexType", "RemoteLogSegmentState",
+           "TopicIdPartition", "RemoteLogSegmentId", "RemoteLogSegmentMetadata", "LogSegmentData", "RemoteStorageManager",
+           "RemoteStorageError", "RemoteResourceNotFoundError"]
 
+# remote.log.storage.manager.class.name of the built-in backends. Kafka's own test plugin's name
+# for the local directory, so a server.properties written for Kafka's LocalTieredStorage works.
+LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+S3_REMOTE_STORAGE = "asyncbroker.S3RemoteStorageManager"
+# remote.log.storage.manager.impl.prefix's default: the backend's own keys (rsm.config.dir, ...).
+RSM_CONFIG_PREFIX = "rsm.config."
 
 class IndexType(enum.Enum):
     """The files that travel with a segment (Kafka's RemoteStorageManager.IndexType)."""
