@@ -5,6 +5,8 @@
                       [--add-scram 'SCRAM-SHA-256=[name=U,password=P]']...
     asyncbroker audit LOGDIR... [--master local[*]] [--json FILE] [--html FILE]
     asyncbroker export LOGDIR... --out DIR [--format parquet]
+        (both: [--remote-storage DIR|URI | --broker-config server.properties] [--local-only]
+         for tiered topics' remote segments)
     asyncbroker migrate LOGDIR... --to-kafka [--dry-run] [--properties-out FILE]
 
 Configuration comes from the properties file, then `ASYNCBROKER_<KEY>`

@@ -69,12 +69,26 @@ _TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("gap time", "last_compaction_gap_timestamp_ms"),
     ("since gap", "records_since_last_gap"),
     ("oldest dirty", "oldest_dirty_age_ms"),
+    ("remote segs", "remote.segments"),
+    ("remote bytes", "remote.bytes"),
 )
+
+
+def _remote_cell(p: PartitionAudit, field: str) -> str:
+    """A tiered partition's remote tier columns ("-" for a partition that is not tiered)."""
+    r = p.remote
+    if r is None:
+        return "-"
+    if field == "segments":
+        return str(r.segments)
+    return _bytes(r.bytes)
 
 
 def _cell(p: PartitionAudit, field: str) -> str:
     if field == "partition":
         return f"{p.topic}-{p.partition}"
+    if field.startswith("remote."):
+        return _remote_cell(p, field[len("remote."):])
     value = getattr(p, field)
     if field in ("bytes", "clean_bytes", "dirty_bytes"):
         return _bytes(value)
@@ -204,12 +218,13 @@ def to_html(report: AuditReport) -> str:
         f"<li><b>{html.escape(p.topic)}-{p.partition}</b>: {html.escape(f)}</li>" for p in parts for f in p.findings
     )
     total_records = sum(p.records for p in parts)
+    remote_note = f" &middot; remote storage {html.escape(report.remote_storage)}" if report.remote_storage else ""
     total_superseded = sum(p.superseded_records for p in parts)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Compaction audit</title><style>{_CSS}</style></head>
 <body>
 <h1>Compaction audit</h1>
-<p>Log dirs: {html.escape(", ".join(report.log_dirs))} &middot; generated {generated} &middot;
+<p>Log dirs: {html.escape(", ".join(report.log_dirs))}{remote_note} &middot; generated {generated} &middot;
 {len(parts)} partitions &middot; {total_records:,} records &middot; {total_superseded:,} superseded
 &middot; dedupe buffer {report.cleaner.dedupe_buffer_size:,} bytes / {report.cleaner.threads} thread(s)</p>
 <div class="charts">
@@ -225,6 +240,8 @@ def to_html(report: AuditReport) -> str:
 <ul class="findings">{findings or "<li>nothing to report</li>"}</ul>
 <p style="font-size:11px;color:#666">Dirty bytes are Kafka's cleanable bytes: closed segments from the
 cleaner checkpoint up to the first uncleanable offset (active segment, min.compaction.lag.ms). The last
-gap is the newest record whose preceding offset is gone: the last place compaction provably ran.</p>
+gap is the newest record whose preceding offset is gone: the last place compaction provably ran. A tiered
+partition's bytes and segments are its local ones; its remote tier has the remote columns (segments copied, per
+__remote_log_metadata; the time range from its oldest record read to its newest).</p>
 </body></html>
 """

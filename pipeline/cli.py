@@ -3,6 +3,17 @@
     asyncbroker audit LOGDIR [LOGDIR...] [--master local[*]] [--json FILE] [--html FILE]
     asyncbroker export LOGDIR [LOGDIR...] --out DIR [--format parquet]
 
+Tiered topics (KIP-405) are read whole, their remote tier included, given where it is:
+
+    --remote-storage DIR|URI   the broker's rsm.config.dir, or s3://bucket/prefix?endpoint_override=...
+    --broker-config FILE       the broker's server.properties: its remote.log.storage.manager.class.name
+                               and rsm.config.* keys say where (and its log.dirs are the LOGDIRs
+                               when none are given)
+    --local-only               read only the segments on local disk
+
+Without them, a log dir whose `__remote_log_metadata` lists remote segments the read needs
+fails with a message saying so, before Spark starts.
+
 Both take the argv after the subcommand name and return a process exit code:
 0 on success, 1 when the job failed, 2 for bad arguments (argparse's code).
 """
@@ -28,12 +39,68 @@ def _topics(text: str | None) -> list[str] | None:
     return [t for t in text.split(",") if t] if text else None
 
 
+def _add_log_dir_arguments(p: argparse.ArgumentParser) -> None:
+    """LOGDIRs and where a tiered topic's remote tier is: the same flags for audit and export."""
+    p.add_argument("log_dirs", nargs="*", metavar="LOGDIR",
+                   help="a log directory (log.dirs entry); default: the log.dirs of --broker-config")
+    tier = p.add_argument_group("tiered storage (topics with remote.storage.enable)")
+    tier.add_argument("--remote-storage", metavar="DIR|URI",
+                      help="the remote tier: the local directory backend's directory (the broker's rsm.config.dir), "
+                           "or an S3 bucket and prefix, s3://bucket/prefix?endpoint_override=HOST:PORT&scheme=http "
+                           "(credentials from the usual AWS environment, or s3://KEY:SECRET@bucket/...)")
+    tier.add_argument("--broker-config", metavar="FILE",
+                      help="the broker's server.properties: remote.log.storage.manager.class.name and its "
+                           "rsm.config.* keys locate the remote tier, as the broker does")
+    tier.add_argument("--local-only", action="store_true",
+                      help="read only the segments on local disk (not a tiered topic's remote segments)")
+
+
+def _read_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, str]:
+    """The kafka-log options locating the remote tier; fills args.log_dirs from --broker-config's
+    log.dirs when no LOGDIR was given. ValueError/OSError for a file or settings that do not work."""
+    from pipeline.remote_tier import (
+        CLASS_NAME_KEY,
+        IMPL_PREFIX_KEY,
+        LOCAL_ONLY_OPTION,
+        REMOTE_STORAGE_OPTION,
+        remote_tier_from_settings,
+    )
+    from storage.java_properties import parse_properties
+    from storage.remote_storage_manager import RSM_CONFIG_PREFIX
+    from wire.errors import KafkaError
+
+    options: dict[str, str] = {}
+    settings: dict[str, str] = {}
+    if args.broker_config:
+        with open(args.broker_config, encoding="utf-8") as f:
+            settings = parse_properties(f.read())
+    if not args.log_dirs:
+        dirs = settings.get("log.dirs") or settings.get("log.dir")
+        if not dirs:
+            parser.error("give a LOGDIR, or --broker-config with log.dirs")
+        args.log_dirs = [d.strip() for d in dirs.split(",") if d.strip()]
+    if args.remote_storage:
+        options[REMOTE_STORAGE_OPTION] = args.remote_storage
+    elif settings:
+        prefix = settings.get(IMPL_PREFIX_KEY, RSM_CONFIG_PREFIX)
+        tiered = {k: v for k, v in settings.items()
+                  if k in (CLASS_NAME_KEY, IMPL_PREFIX_KEY) or (prefix and k.startswith(prefix))}
+        try:
+            remote_tier_from_settings(tiered)  # a setting that cannot work says so now
+        except (ValueError, KafkaError) as exc:
+            raise ValueError(f"{args.broker_config}: {exc}") from None
+        options.update(tiered)
+    if args.local_only:
+        options[LOCAL_ONLY_OPTION] = "true"
+    return options
+
+
 def _audit_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="asyncbroker audit",
         description="Compaction audit of Kafka log directories (a Spark job over the segment files).",
     )
-    p.add_argument("log_dirs", nargs="+", metavar="LOGDIR", help="a log directory (log.dirs entry)")
+    _add_log_dir_arguments(p)
     p.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--html", metavar="FILE", help="write the report as an HTML page with charts")
@@ -53,7 +120,8 @@ def _audit_parser() -> argparse.ArgumentParser:
 
 def audit_main(argv: Sequence[str] | None = None) -> int:
     """Run the compaction audit; prints a table, optionally writes JSON/HTML."""
-    args = _audit_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    parser = _audit_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     from pipeline.audit_report import to_html, to_json, to_text
     from pipeline.cleaner_position import CleanerSettings
     from pipeline.compaction_audit import run_audit
@@ -64,10 +132,11 @@ def audit_main(argv: Sequence[str] | None = None) -> int:
     try:
         defaults = LogConfig.from_props(dict(args.config), LogConfig()) if args.config else None
         cleaner = CleanerSettings(args.dedupe_buffer_size, args.cleaner_threads, args.load_factor)
+        options = _read_options(args, parser)
         _check_log_dirs(args.log_dirs)
         spark = build_session(args.master, "asyncbroker-audit")
         report = run_audit(spark, args.log_dirs, topics=_topics(args.topics), defaults=defaults,
-                           cleaner=cleaner, now_ms=args.now_ms)
+                           cleaner=cleaner, now_ms=args.now_ms, read_options=options)
     except (KafkaError, OSError, ValueError) as exc:
         print(f"audit failed: {exc}", file=sys.stderr)
         return 1
@@ -87,7 +156,7 @@ def _export_parser() -> argparse.ArgumentParser:
         prog="asyncbroker export",
         description="Export the records of Kafka log directories, partitioned by topic and partition.",
     )
-    p.add_argument("log_dirs", nargs="+", metavar="LOGDIR")
+    _add_log_dir_arguments(p)
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--format", default="parquet", choices=EXPORT_FORMATS)
     p.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
@@ -99,15 +168,18 @@ def _export_parser() -> argparse.ArgumentParser:
 
 def export_main(argv: Sequence[str] | None = None) -> int:
     """Export records to Parquet (or ORC/JSON); prints how many were written."""
-    args = _export_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    parser = _export_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     from pipeline.parquet_export import export_records
     from pipeline.session import build_session
     from wire.errors import KafkaError
 
     try:
+        options = _read_options(args, parser)
         _check_log_dirs(args.log_dirs)
         spark = build_session(args.master, "asyncbroker-export")
-        options = {"includeControl": "true"} if args.include_control else {}
+        if args.include_control:
+            options["includeControl"] = "true"
         count = export_records(spark, args.log_dirs, args.out, fmt=args.format, topics=_topics(args.topics),
                                mode="overwrite" if args.overwrite else "errorifexists", read_options=options)
     except (KafkaError, OSError, ValueError) as exc:

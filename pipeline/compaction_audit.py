@@ -15,7 +15,9 @@ of consuming the topic with kcat and gawk:
 - when compaction last provably ran: the newest offset gap (a record whose
   predecessor offset is gone) and that record's timestamp, plus the records
   after it, the "contiguous ~dirty rows since gap" (the seed's kcat+gawk recipe);
-- the oldest dirty record's age against max.compaction.lag.ms.
+- the oldest dirty record's age against max.compaction.lag.ms;
+- for a tiered partition (KIP-405), its remote tier (`remote`): segments, bytes and offsets
+  from `__remote_log_metadata`, records and time range from the records read there.
 
 Record-level numbers come from one Spark scan of the `kafka-log` source that
 builds only topic, partition, offset, timestamp, key, value_length and
@@ -25,6 +27,7 @@ ways (per partition, per key, per offset gap).
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,14 +39,30 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from pipeline.cleaner_position import CleanerSettings, PartitionPosition, cleaner_position, keys_per_pass
-from pipeline.log_dir_scan import scan_log_dirs
+from pipeline.kafka_log_source import ReadOptions
+from pipeline.log_dir_scan import PartitionDir
 from pipeline.record_schema import KNOWN_COLUMNS
 from storage.log_config import LogConfig
 
-__all__ = ["PartitionAudit", "AuditReport", "run_audit", "KEY_VERSION_BUCKETS"]
+__all__ = ["PartitionAudit", "RemoteTierAudit", "AuditReport", "run_audit", "KEY_VERSION_BUCKETS"]
 
 # Upper bounds (inclusive) of the "versions per key" histogram buckets; the last is open.
 KEY_VERSION_BUCKETS: tuple[int, ...] = (1, 2, 4, 8, 16, 64, 256)
+
+
+class RemoteTierAudit(msgspec.Struct):
+    """A tiered partition's remote part: its segments in the remote tier (COPY_SEGMENT_FINISHED in
+    `__remote_log_metadata`) and the records read from them, those below the local log start."""
+
+    segments: int
+    bytes: int
+    start_offset: int  # the first remote segment's start
+    end_offset: int  # the last remote offset (Kafka's highestOffsetInRemoteStorage)
+    local_log_start_offset: int  # the first offset on local disk: below it, records are remote only
+    max_timestamp_ms: int  # the newest record in the remote tier (segment metadata)
+    read: bool  # False when only local segments were read (localOnly): records and min time are unknown
+    records: int = 0  # data records read from the remote tier
+    min_timestamp_ms: int | None = None  # the oldest of them
 
 
 class PartitionAudit(msgspec.Struct):
@@ -86,6 +105,7 @@ class PartitionAudit(msgspec.Struct):
     in_flight_files: int
     key_versions_histogram: list[int]  # counts of keys per KEY_VERSION_BUCKETS bucket
     findings: list[str]
+    remote: RemoteTierAudit | None = None  # a tiered partition's remote tier; bytes and segments above are local
 
 
 class AuditReport(msgspec.Struct):
@@ -95,6 +115,7 @@ class AuditReport(msgspec.Struct):
     cleaner: CleanerSettings
     partitions: list[PartitionAudit]
     seconds: float = 0.0
+    remote_storage: str | None = None  # the remote tier read (credentials removed), if one was given
 
 
 _META_SCHEMA = StructType(
@@ -104,6 +125,7 @@ _META_SCHEMA = StructType(
         StructField("first_dirty", LongType(), False),
         StructField("first_uncleanable", LongType(), False),
         StructField("log_start", LongType(), False),
+        StructField("local_start", LongType(), False),
         StructField("tombstone_cutoff_ms", LongType(), False),
     ]
 )
@@ -136,6 +158,7 @@ def _record_aggregates(records: DataFrame, meta: DataFrame
         (F.col("value_length") < 0).alias("null_value"),
         ((F.col("offset") >= F.col("first_dirty")) & (F.col("offset") < F.col("first_uncleanable"))).alias("dirty"),
         (F.col("offset") >= F.col("first_dirty")).alias("after_checkpoint"),
+        (F.col("offset") < F.col("local_start")).alias("remote"),
         "tombstone_cutoff_ms", "log_start",
     ).persist()
     try:
@@ -164,6 +187,8 @@ def _record_aggregates(records: DataFrame, meta: DataFrame
             F.max("last_gap").alias("last_gap_offset"),
             F.max_by("ts", F.when(F.col("gap"), F.col("offset"))).alias("last_gap_ts"),
             count_if(data & (F.col("offset") > F.col("last_gap"))).alias("since"),
+            count_if(data & F.col("remote")).alias("remote_records"),
+            F.min(F.when(data & F.col("remote"), F.col("ts"))).alias("remote_min_ts"),
         )
         per_key = (
             rows.filter(~F.col("is_control") & F.col("key").isNotNull())
@@ -181,6 +206,10 @@ def _record_aggregates(records: DataFrame, meta: DataFrame
         return _collect(per_partition), _collect(key_stats)
     finally:
         rows.unpersist()
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000)) if ms >= 0 else "-"
 
 
 def _findings(a: PartitionAudit, pos: PartitionPosition) -> list[str]:
@@ -208,7 +237,31 @@ def _findings(a: PartitionAudit, pos: PartitionPosition) -> list[str]:
                    "progress, or an interrupted one awaits recovery")
     if a.tombstones_past_delete_retention:
         out.append(f"{a.tombstones_past_delete_retention} tombstones are older than delete.retention.ms")
+    if a.remote is not None:
+        r = a.remote
+        if r.read:
+            since = f"from {_iso(r.min_timestamp_ms)} " if r.min_timestamp_ms is not None else ""
+            held = f"{r.records} records read, {since}to {_iso(r.max_timestamp_ms)}"
+        else:
+            held = f"the newest from {_iso(r.max_timestamp_ms)}"
+        out.append(f"tiered: {r.segments} remote segment(s), {r.bytes} bytes, hold offsets {r.start_offset} to "
+                   f"{r.end_offset} ({held}); the local log starts at {r.local_log_start_offset}")
+        if not r.read:
+            out.append(f"the remote segments were not read (local only): records and keys count offsets "
+                       f"{max(r.local_log_start_offset, a.log_start_offset)} and after")
     return out
+
+
+def _remote_audit(part: PartitionDir, r: Mapping[str, Any], *, read: bool) -> RemoteTierAudit | None:
+    remote = part.remote_segments
+    if not remote:
+        return None
+    return RemoteTierAudit(
+        segments=len(remote), bytes=part.remote_size_in_bytes, start_offset=remote[0].start_offset,
+        end_offset=max(s.end_offset for s in remote), local_log_start_offset=part.local_log_start_offset,
+        max_timestamp_ms=max(s.max_timestamp_ms for s in remote), read=read,
+        records=int(r.get("remote_records") or 0) if read else 0,
+        min_timestamp_ms=r.get("remote_min_ts") if read else None)
 
 
 def run_audit(
@@ -227,24 +280,36 @@ def run_audit(
     cleaner = cleaner or CleanerSettings()
     per_pass = keys_per_pass(cleaner)
     topic_list = list(topics) if topics is not None else None
-    view = scan_log_dirs(log_dirs, topics=topic_list)
+    options = dict(read_options or {})
+    options["includeControl"] = "true"
+    if topic_list is not None:
+        options["topics"] = ",".join(topic_list)
+    plan = ReadOptions({**options, "paths": json.dumps(list(log_dirs))})
+    view = plan.scan()
+    plan.check_remote(view)  # before Spark: a missing remote tier is a plain message
     configs = {p.topic: view.topic_config(p.topic, defaults) for p in view.partitions}
     positions = {(p.topic, p.partition): cleaner_position(p, configs[p.topic], now) for p in view.partitions}
-    report = AuditReport(list(log_dirs), now, list(KEY_VERSION_BUCKETS), cleaner, [])
+    parts = {(p.topic, p.partition): p for p in view.partitions}
+    report = AuditReport(list(log_dirs), now, list(KEY_VERSION_BUCKETS), cleaner, [],
+                         remote_storage=plan.remote_storage.describe() if plan.remote_storage is not None else None)
     if not positions:
         return report
+
+    def read_start(t: str, p: int) -> int:
+        """Where the records read start: the log start, or the local log start reading local only."""
+        part = parts[(t, p)]
+        return max(part.log_start_offset, part.local_log_start_offset) if plan.local_only else part.log_start_offset
+
     meta = spark.createDataFrame(
         [
-            (t, p, pos.first_dirty, pos.first_uncleanable, pos.log_start_offset,
+            (t, p, pos.first_dirty, pos.first_uncleanable, read_start(t, p), parts[(t, p)].local_log_start_offset,
              now - configs[t].delete_retention_ms)
             for (t, p), pos in positions.items()
         ],
         _META_SCHEMA,
     )
-    reader = spark.read.format("kafka-log").schema(_scan_schema()).option("includeControl", "true")
-    if topic_list is not None:
-        reader = reader.option("topics", ",".join(topic_list))
-    for option, value in (read_options or {}).items():
+    reader = spark.read.format("kafka-log").schema(_scan_schema())
+    for option, value in options.items():
         reader = reader.option(option, value)
     records = reader.load(list(log_dirs))
     part_rows, key_rows = _record_aggregates(records, meta)
@@ -292,6 +357,7 @@ def run_audit(
             in_flight_files=pos.in_flight_files,
             key_versions_histogram=[int(k.get(f"bucket_{i}") or 0) for i in range(len(KEY_VERSION_BUCKETS) + 1)],
             findings=[],
+            remote=_remote_audit(parts[(t, p)], r, read=not plan.local_only),
         )
         audit.findings = _findings(audit, pos)
         report.partitions.append(audit)

@@ -8,7 +8,7 @@
           .option("startingOffsets", '{"orders": {"0": 100}}')
           .option("endingOffsets", "latest").load(path))
 
-One Spark partition per live segment; a segment larger than
+One Spark partition per live segment (local or remote); a segment larger than
 `maxPartitionBytes` (default 64 MiB) is split at its offset-index entries.
 Rows come back as Arrow record batches built by `pipeline.segment_reader`
 (storage's FileRecords + wire's decoder).
@@ -26,6 +26,20 @@ Options:
                      log-start-offset-checkpoint (DeleteRecords) (default true)
   maxPartitionBytes  split size for large segments
   rowsPerBatch       rows per Arrow batch (default 32768)
+  remoteStorage      the remote tier of tiered topics (KIP-405): the local directory
+                     backend's directory (the broker's rsm.config.dir), or an S3 bucket
+                     and prefix as a URI (s3://bucket/prefix?endpoint_override=...)
+  remote.log.storage.manager.class.name, rsm.config.*
+                     or the broker's own settings, as in its server.properties
+                     (rsm.config.dir; rsm.config.s3.bucket, .prefix, .endpoint.url,
+                     .region, .access.key.id, .secret.access.key)
+  localOnly          "true" to read only the segments on local disk
+
+Tiered partitions: when the log dir holds `__remote_log_metadata` partitions, the
+segments they list as copied (COPY_SEGMENT_FINISHED) are read from the remote tier,
+planned and split like local ones, before the local segments; offsets both remote and
+local are read once, locally. Records in the remote tier only, with no remote tier
+given (and localOnly unset), fail the read with a message saying so.
 
 A schema passed with `.schema(...)` may name any subset of the columns (see
 `pipeline.record_schema`); only those are built, which is how jobs avoid
@@ -41,8 +55,16 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from pipeline.log_dir_scan import PartitionDir, scan_log_dirs
+from pipeline.log_dir_scan import LogDirView, PartitionDir, RemoteSegment, scan_log_dirs
 from pipeline.record_schema import RECORD_SCHEMA, check_requested_schema
+from pipeline.remote_tier import (
+    CLASS_NAME_KEY,
+    LOCAL_ONLY_OPTION,
+    REMOTE_STORAGE_OPTION,
+    RemoteTierNotGivenError,
+    attach_remote_segments,
+    remote_tier_from_options,
+)
 from pipeline.segment_reader import (
     DEFAULT_MAX_SLICE_BYTES,
     DEFAULT_ROWS_PER_BATCH,
@@ -125,23 +147,85 @@ class ReadOptions:
         self.respect_log_start = _truthy(opts.get("respectlogstartoffset"), True)
         self.max_slice_bytes = int(opts.get("maxpartitionbytes") or DEFAULT_MAX_SLICE_BYTES)
         self.rows_per_batch = int(opts.get("rowsperbatch") or DEFAULT_ROWS_PER_BATCH)
+        self.remote_storage = remote_tier_from_options(opts)
+        self.local_only = _truthy(opts.get(LOCAL_ONLY_OPTION.lower()), False)
+
+    def scan(self) -> LogDirView:
+        """The partitions to read, with their remote segments (located in the remote tier when
+        one was given)."""
+        view = scan_log_dirs(self.paths, topics=self.topics, partitions=self.partitions)
+        return attach_remote_segments(view, self.remote_storage)
 
     def plan(self) -> list[SegmentSlice]:
-        """Every slice to read, in (topic, partition, offset) order."""
-        view = scan_log_dirs(self.paths, topics=self.topics, partitions=self.partitions)
+        """Every slice to read, in (topic, partition, offset) order; RemoteTierNotGivenError when
+        records to read are in a remote tier that was not given."""
+        view = self.scan()
+        self.check_remote(view)
         slices: list[SegmentSlice] = []
         for part in view.partitions:
             slices += self.plan_partition(part)
         return slices
 
-    def plan_partition(self, part: PartitionDir) -> list[SegmentSlice]:
+    def _range(self, part: PartitionDir) -> tuple[int, int]:
         start = self.starting.for_partition(part.topic, part.partition)
         if self.respect_log_start:
             start = max(start, part.log_start_offset)
-        end = self.ending.for_partition(part.topic, part.partition)
+        return start, self.ending.for_partition(part.topic, part.partition)
+
+    def remote_pieces(self, part: PartitionDir) -> list[tuple[RemoteSegment, int, int]]:
+        """The remote segments to read and the offsets [lo, hi) wanted from each: those below the
+        first local offset (what is both remote and local is read locally, once), from the start
+        asked for (the log start by default), each segment from past the previous one's end."""
+        if self.local_only or not part.remote_segments:
+            return []
+        start, end = self._range(part)
+        if part.segments:  # the first offset held locally, however far the log start is past it
+            end = min(end, part.segments[0].base_offset)
+        pieces: list[tuple[RemoteSegment, int, int]] = []
+        next_offset = start
+        for seg in part.remote_segments:
+            lo = max(next_offset, seg.start_offset)
+            if seg.end_offset >= lo and lo < end:
+                pieces.append((seg, lo, end))
+            next_offset = max(next_offset, seg.end_offset + 1)
+        return pieces
+
+    def check_remote(self, view: LogDirView) -> None:
+        """RemoteTierNotGivenError naming every partition with records to read only in the remote
+        tier, when no remote tier was given."""
+        if self.remote_storage is not None:
+            return
+        missing: list[str] = []
+        for part in view.partitions:
+            pieces = self.remote_pieces(part)
+            if pieces:
+                size = sum(seg.size for seg, _lo, _hi in pieces)
+                missing.append(f"{part.topic}-{part.partition} (offsets {pieces[0][1]} to "
+                               f"{min(pieces[-1][0].end_offset, pieces[-1][2] - 1)}: {len(pieces)} segment(s), "
+                               f"{size} bytes)")
+        if missing:
+            raise RemoteTierNotGivenError(
+                f"Records to read are in tiered storage only, and no remote storage was given: "
+                f"{'; '.join(missing)}. __remote_log_metadata in the log dir lists them. Give the broker's remote "
+                f"tier with the option {REMOTE_STORAGE_OPTION} (its rsm.config.dir, or s3://bucket/prefix?...) or its "
+                f"settings ({CLASS_NAME_KEY} and rsm.config.* options); asyncbroker audit/export take "
+                f"--remote-storage or --broker-config. Or read only the local segments: {LOCAL_ONLY_OPTION}=true "
+                f"(--local-only).")
+
+    def plan_partition(self, part: PartitionDir) -> list[SegmentSlice]:
+        """The partition's slices: its remote segments' (`remote_pieces`), then its local ones'."""
+        start, end = self._range(part)
         if start >= end:
             return []
-        return plan_slices(part.segments, max_slice_bytes=self.max_slice_bytes, start_offset=start, end_offset=end)
+        slices: list[SegmentSlice] = []
+        for seg, lo, hi in self.remote_pieces(part):
+            if seg.file is None:
+                raise RemoteTierNotGivenError(f"{part.topic}-{part.partition}: offsets {lo} and after are in "
+                                              f"tiered storage only, and no remote storage was given")
+            slices += plan_slices([seg.file], max_slice_bytes=self.max_slice_bytes, start_offset=lo, end_offset=hi,
+                                  next_base_offsets=[seg.end_offset + 1])
+        return slices + plan_slices(part.segments, max_slice_bytes=self.max_slice_bytes, start_offset=start,
+                                    end_offset=end)
 
 
 class SliceInputPartition(InputPartition):

@@ -16,6 +16,11 @@ operator signal) but never read. Partition directories with a `-delete`,
 A log dir given as a URI (`s3://bucket/prefix`, see pipeline.log_dir_fs) is listed
 through its filesystem with the same rules; its segments carry that URI, so a Spark
 worker reads them from there.
+
+A tiered partition (KIP-405) also has remote segments: those its log dir's
+`__remote_log_metadata` partitions list as copied. This module lists those partitions
+(`LogDirView.remote_log_metadata`); pipeline.remote_tier replays them and fills the
+tiered partitions' `remote_segments`.
 """
 
 from __future__ import annotations
@@ -48,10 +53,12 @@ from storage.offset_checkpoint import (
     CorruptCheckpointError,
     OffsetCheckpointFile,
 )
+from storage.remote_log_metadata_cache import REMOTE_LOG_METADATA_TOPIC
 from storage.topic_partition import TopicPartition
 
 __all__ = [
     "SegmentFile",
+    "RemoteSegment",
     "PartitionDir",
     "LogDirView",
     "scan_log_dirs",
@@ -80,6 +87,18 @@ class SegmentFile(msgspec.Struct, frozen=True):
         return self.path[: -len(LOG_FILE_SUFFIX)] + INDEX_FILE_SUFFIX
 
 
+class RemoteSegment(msgspec.Struct, frozen=True):
+    """A segment of a tiered partition in the remote tier (COPY_SEGMENT_FINISHED in
+    `__remote_log_metadata`; pipeline.remote_tier)."""
+
+    start_offset: int
+    end_offset: int  # inclusive
+    size: int
+    max_timestamp_ms: int
+    segment_id: str  # as Kafka prints it (base64)
+    file: SegmentFile | None = None  # where it is read from; None when the remote tier was not given
+
+
 class PartitionDir(msgspec.Struct, frozen=True):
     """A partition directory and what the driver needs to plan and audit it."""
 
@@ -87,10 +106,12 @@ class PartitionDir(msgspec.Struct, frozen=True):
     partition: int
     path: str
     log_dir: str
-    segments: list[SegmentFile]
-    log_start_offset: int  # max(first segment base, log-start-offset-checkpoint)
+    segments: list[SegmentFile]  # the local ones
+    log_start_offset: int  # max(first offset held, remote or local; log-start-offset-checkpoint)
     cleaner_checkpoint: int | None  # first dirty offset, None when never cleaned
     in_flight_files: int  # .deleted/.cleaned/.swap files present when listed
+    log_start_checkpoint: int | None = None  # the log-start-offset-checkpoint entry
+    remote_segments: list[RemoteSegment] = msgspec.field(default_factory=list)  # by start offset
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -98,7 +119,22 @@ class PartitionDir(msgspec.Struct, frozen=True):
 
     @property
     def size_in_bytes(self) -> int:
+        """Bytes of the local segments."""
         return sum(s.size for s in self.segments)
+
+    @property
+    def remote_size_in_bytes(self) -> int:
+        return sum(s.size for s in self.remote_segments)
+
+    @property
+    def local_log_start_offset(self) -> int:
+        """The first offset on local disk (Kafka's localLogStartOffset): below it, a tiered
+        partition's records are in the remote tier only."""
+        if self.segments:
+            return max(self.segments[0].base_offset, self.log_start_offset)
+        if self.remote_segments:
+            return max(self.remote_segments[-1].end_offset + 1, self.log_start_offset)
+        return self.log_start_offset
 
 
 class LogDirView(msgspec.Struct, frozen=True):
@@ -106,6 +142,9 @@ class LogDirView(msgspec.Struct, frozen=True):
 
     partitions: list[PartitionDir]
     topic_overrides: dict[str, dict[str, str]]
+    # The `__remote_log_metadata` partitions, listed whatever the topics asked for: what
+    # pipeline.remote_tier replays to know the tiered partitions' remote segments.
+    remote_log_metadata: list[PartitionDir] = msgspec.field(default_factory=list)
 
     def topic_config(self, topic: str, defaults: LogConfig | None = None) -> LogConfig:
         """The topic's effective LogConfig: persisted overrides over `defaults`."""
@@ -195,10 +234,12 @@ def scan_log_dirs(
     topics: Iterable[str] | None = None,
     partitions: Iterable[int] | None = None,
 ) -> LogDirView:
-    """List every partition (optionally only some topics/partition numbers) of `log_dirs`."""
+    """List every partition (optionally only some topics/partition numbers) of `log_dirs`, and
+    the `__remote_log_metadata` partitions (asked for or not) in `remote_log_metadata`."""
     topic_set = set(topics) if topics is not None else None
     partition_set = set(partitions) if partitions is not None else None
     found: list[PartitionDir] = []
+    metadata_partitions: list[PartitionDir] = []
     newest = -1.0
     overrides: dict[str, dict[str, str]] = {}
     for raw in log_dirs:
@@ -207,7 +248,8 @@ def scan_log_dirs(
             mtime, dir_overrides, partitions_found = _scan_remote(remote, topic_set, partition_set)
             if mtime > newest:
                 newest, overrides = mtime, dir_overrides
-            found += partitions_found
+            for part in partitions_found:
+                _sort_in(part, topic_set, partition_set, found, metadata_partitions)
             continue
         log_dir = Path(raw)
         if not log_dir.is_dir():
@@ -218,13 +260,11 @@ def scan_log_dirs(
         log_starts = _read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT_FILE)
         cleaner = _read_checkpoint(log_dir / CLEANER_OFFSET_CHECKPOINT_FILE)
         for tp, path in partition_dirs(log_dir):
-            if topic_set is not None and tp.topic not in topic_set:
-                continue
-            if partition_set is not None and tp.partition not in partition_set:
+            if not _wanted(tp, topic_set, partition_set) and tp.topic != REMOTE_LOG_METADATA_TOPIC:
                 continue
             segments, in_flight = live_segments(path, tp.topic, tp.partition)
             first_base = segments[0].base_offset if segments else 0
-            found.append(
+            _sort_in(
                 PartitionDir(
                     topic=tp.topic,
                     partition=tp.partition,
@@ -234,11 +274,27 @@ def scan_log_dirs(
                     log_start_offset=max(first_base, log_starts.get(tp, 0)),
                     cleaner_checkpoint=cleaner.get(tp),
                     in_flight_files=in_flight,
-                )
+                    log_start_checkpoint=log_starts.get(tp),
+                ),
+                topic_set, partition_set, found, metadata_partitions,
             )
     found.sort(key=lambda p: (p.topic, p.partition, p.log_dir))
-    return LogDirView(found, overrides)
+    metadata_partitions.sort(key=lambda p: (p.partition, p.log_dir))
+    return LogDirView(found, overrides, metadata_partitions)
 
+
+def _wanted(tp: TopicPartition, topic_set: set[str] | None, partition_set: set[int] | None) -> bool:
+    return (topic_set is None or tp.topic in topic_set) and (partition_set is None or tp.partition in partition_set)
+
+
+def _sort_in(part: PartitionDir, topic_set: set[str] | None, partition_set: set[int] | None,
+             found: list[PartitionDir], metadata_partitions: list[PartitionDir]) -> None:
+    """A listed partition goes to the result when asked for, and to the metadata to replay when it
+    is one of `__remote_log_metadata`'s (asked for or not)."""
+    if _wanted(part.topic_partition, topic_set, partition_set):
+        found.append(part)
+    if part.topic == REMOTE_LOG_METADATA_TOPIC:
+        metadata_partitions.append(part)
 
 
 def _scan_remote(remote: RemoteLogDir, topic_set: set[str] | None, partition_set: set[int] | None
@@ -280,8 +336,7 @@ def _scan_remote(remote: RemoteLogDir, topic_set: set[str] | None, partition_set
             tp = TopicPartition.from_dir_name(entry.base_name)
         except ValueError:
             continue
-        if (topic_set is not None and tp.topic not in topic_set) or \
-                (partition_set is not None and tp.partition not in partition_set):
+        if not _wanted(tp, topic_set, partition_set) and tp.topic != REMOTE_LOG_METADATA_TOPIC:
             continue
         bases: list[tuple[int, str, int]] = []
         in_flight = 0
@@ -301,5 +356,5 @@ def _scan_remote(remote: RemoteLogDir, topic_set: set[str] | None, partition_set
         found.append(PartitionDir(
             topic=tp.topic, partition=tp.partition, path=entry.path, log_dir=remote.uri, segments=segments,
             log_start_offset=max(first_base, log_starts.get(tp, 0)), cleaner_checkpoint=cleaner.get(tp),
-            in_flight_files=in_flight))
+            in_flight_files=in_flight, log_start_checkpoint=log_starts.get(tp)))
     return mtime, overrides, found

@@ -1,14 +1,19 @@
 """Export the records of log directories as Parquet, partitioned by topic and partition.
 
 The output is a plain Hive-style dataset (`topic=<t>/partition=<p>/part-*.parquet`)
-any engine can read back; every column of the `kafka-log` source is kept.
+any engine can read back; every column of the `kafka-log` source is kept. A tiered topic's
+records in the remote tier are exported too when the tier is given (`remoteStorage`, or the
+broker's settings, in `read_options`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 
 from pyspark.sql import SparkSession
+
+from pipeline.kafka_log_source import ReadOptions
 
 __all__ = ["export_records", "EXPORT_FORMATS"]
 
@@ -28,10 +33,14 @@ def export_records(
     """Write every record of `log_dirs` to `out`; returns the number of records written."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(EXPORT_FORMATS)}")
-    reader = spark.read.format("kafka-log")
+    options = dict(read_options or {})
     if topics is not None:
-        reader = reader.option("topics", ",".join(topics))
-    for key, value in (read_options or {}).items():
+        options["topics"] = ",".join(topics)
+    # Before Spark: records in a remote tier that was not given are a plain message, not a task failure.
+    plan = ReadOptions({**options, "paths": json.dumps(list(log_dirs))})
+    plan.check_remote(plan.scan())
+    reader = spark.read.format("kafka-log")
+    for key, value in options.items():
         reader = reader.option(key, value)
     records = reader.load(list(log_dirs))
     records.write.partitionBy("topic", "partition").mode(mode).format(fmt).save(out)
