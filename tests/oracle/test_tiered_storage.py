@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 import txn_steps as ts
-from admin_steps import TOPIC, SET, DELETE, alter_configs, create_topics, creatable, describe_configs, \
+from admin_steps import TOPIC, SET, DELETE, alter_configs, create_topics, creatable, describe_configs, describe_log_dirs, \
     incremental_alter_configs, wait_for_topic_config
 from differential import BASE_TIMESTAMP, ScenarioRun, batch
 from logs_steps import delete_records, list_offset, read_all
@@ -355,6 +355,8 @@ def test_tiered_list_offsets_and_fetch(tiered_brokers) -> None:  # type: ignore[
         fetch(run, "t", {0: 0, 1: 0}, max_bytes=6000, label="fetch both partitions from 0, max bytes 6000")
         fetch(run, "t", {0: 180, 1: 20}, label="fetch partition 0 locally, partition 1 remotely")
 
+        # DescribeLogDirs: the partition's size is its local log's, the remote part left out.
+        describe_log_dirs(run, 4, {"t": (0, 1)})
         note_reading(run, "read back from 0 by fetches",
                      lambda: digest([(r.offset, r.key, r.value, None) for r in read_all(run, "t", 0, 0)]))
         note_reading(run, "read back from 0 by confluent-kafka", lambda: consume_all(run, "t", 0, BATCHES * 10))
