@@ -82,9 +82,14 @@ $(NODE_STAMP): tests/node/package.json tests/node/package-lock.json tests/node/b
 
 node: $(NODE_STAMP)
 
+# The web console on 127.0.0.1:9093 (the broker's listener is 127.0.0.1:9092; nothing else of
+# `make run` listens: no --monitor, no --metrics-port).
+CONSOLE_PORT ?= 9093
+
 run: $(RUN_STAMP)
 	@$(BYTECODE)
-	$(VENV)/bin/asyncbroker serve
+	@echo "asyncbroker: Kafka listener 127.0.0.1:9092, web console http://127.0.0.1:$(CONSOLE_PORT)/"
+	$(VENV)/bin/asyncbroker serve --console-port $(CONSOLE_PORT)
 
 test: $(TEST_STAMP) kcat jvm node
 	@$(BYTECODE)

@@ -1,0 +1,22 @@
+"""The console's CSRF token: a random secret of this console, put into every form and
+checked (in constant time) on every POST. Another site's page cannot read it (the browser's
+same-origin policy), so it cannot forge a form the console accepts."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+
+
+class CsrfError(Exception):
+    """A POST without the console's token (or with another)."""
+
+
+class CsrfToken:
+    def __init__(self, token: str | None = None) -> None:
+        self.value = token if token is not None else secrets.token_urlsafe(32)
+
+    def check(self, presented: str | None) -> None:
+        if not presented or not hmac.compare_digest(presented.encode(), self.value.encode()):
+            raise CsrfError("missing or wrong CSRF token: reload the page and submit the form again")
+

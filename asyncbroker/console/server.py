@@ -1,0 +1,313 @@
+"""The console's aiohttp application: routes, error pages, and its start and stop.
+
+GET pages only read; every POST checks the CSRF token, acts through asyncbroker.console.actions
+and redirects back (303) with the outcome in `?message=`. A refusal (a Kafka error, bad input)
+is shown on the page with a 4xx status; the broker carries on. Each response carries its server
+time in a Server-Timing header (`render;dur=<ms>`)."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import shutil
+import time
+import urllib.parse
+from pathlib import Path
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from wire.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
+
+from asyncbroker.console import actions
+from asyncbroker.console.csrf import CsrfError, CsrfToken
+from asyncbroker.console.group_views import group_detail, group_rows
+from asyncbroker.console.message_browser import RECORDS_MAX, BrowseError, BrowseQuery, browse
+from asyncbroker.console.templates import Renderer
+from asyncbroker.console.topic_views import partition_detail, topic_detail, topic_rows
+from asyncbroker.console.value_format import Encoding
+
+if TYPE_CHECKING:
+    from asyncbroker.broker import Broker
+
+log = logging.getLogger("asyncbroker.console")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+BROKER_KEY: web.AppKey[Broker] = web.AppKey("broker")
+RENDERER_KEY = web.AppKey("renderer", Renderer)
+CSRF_KEY = web.AppKey("csrf", CsrfToken)
+
+
+class InputError(Exception):
+    """A query parameter or form field that is not what the page needs."""
+
+
+def _int(value: str | None, name: str, default: int | None = None) -> int | None:
+    if value is None or value.strip() == "":
+        return default
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise InputError(f"{name} must be a whole number, not {value!r}") from None
+
+
+def parse_timestamp(text: str) -> int:
+    """Epoch milliseconds, or an ISO 8601 date-time (UTC unless it names its offset)."""
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{text!r} is neither epoch milliseconds nor an ISO date-time (2024-05-01T12:00:00)") \
+            from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return int(when.timestamp() * 1000)
+
+
+def _page(request: web.Request, name: str, status: int = 200, **context: Any) -> web.Response:
+    html = request.app[RENDERER_KEY].render(name, message=request.query.get("message", ""), **context)
+    return web.Response(text=html, content_type="text/html", charset="utf-8", status=status)
+
+
+def _error_page(request: web.Request, status: int, text: str) -> web.Response:
+    return _page(request, "error.html", status=status, error=text, title="Error")
+
+
+@web.middleware
+async def _errors_and_timing(request: web.Request, handler: Handler) -> web.StreamResponse:
+    started = time.perf_counter()
+    try:
+        response = await handler(request)
+    except web.HTTPException:
+        raise
+    except CsrfError as exc:
+        response = _error_page(request, 403, str(exc))
+    except (UnknownTopicOrPartitionError, GroupIdNotFoundError) as exc:
+        response = _error_page(request, 404, str(exc) or type(exc).__name__)
+    except (BrowseError, InputError, actions.ActionError) as exc:
+        response = _error_page(request, 400, str(exc))
+    except KafkaError as exc:
+        response = _error_page(request, 409, f"{type(exc).__name__}: {exc}")
+    except Exception:  # noqa: BLE001 - a console bug must not take the broker down
+        log.exception("[Console] Error serving %s %s", request.method, request.path)
+        response = _error_page(request, 500, "The console failed to render this page; the broker log has why.")
+    response.headers["Server-Timing"] = f"render;dur={(time.perf_counter() - started) * 1000:.2f}"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers["Content-Security-Policy"] = "default-src 'self'; style-src 'self' 'unsafe-inline'; " \
+                                                  "script-src 'self'; frame-ancestors 'none'"
+    return response
+
+
+def _broker(request: web.Request) -> Broker:
+    return request.app[BROKER_KEY]
+
+
+# -- pages -------------------------------------------------------------------------------------
+
+async def overview(request: web.Request) -> web.Response:
+    from storage.config_def import BROKER_KEYS, format_value
+
+    broker = _broker(request)
+    changed = [(name, format_value(broker.config.get(name))) for name in sorted(BROKER_KEYS)
+               if broker.config.is_explicit(name)]
+    dirs = []
+    for d in broker.config.log_dirs:
+        usage = await broker.run_blocking(shutil.disk_usage, d)
+        dirs.append((d, usage.total, usage.free))
+    uptime_ms = int((time.monotonic() - broker.started_at) * 1000)
+    return _page(request, "overview.html", title="Overview", changed=changed, dirs=dirs, uptime_ms=uptime_ms,
+                 node_id=broker.node_id, advertised=sorted(broker.advertised.items()))
+
+
+async def topics_page(request: web.Request) -> web.Response:
+    return _page(request, "topics.html", title="Topics", topics=topic_rows(_broker(request)))
+
+
+async def topic_page(request: web.Request) -> web.Response:
+    detail = topic_detail(_broker(request), request.match_info["topic"])
+    return _page(request, "topic.html", title=f"Topic {detail.topic.name}", detail=detail)
+
+
+async def partition_page(request: web.Request) -> web.Response:
+    partition = _int(request.match_info["partition"], "partition")
+    assert partition is not None
+    detail = await partition_detail(_broker(request), request.match_info["topic"], partition)
+    return _page(request, "partition.html", title=f"{detail.topic}-{detail.partition}", detail=detail)
+
+
+async def messages_page(request: web.Request) -> web.Response:
+    q = request.query
+    topic = request.match_info["topic"]
+    partition = _int(request.match_info["partition"], "partition")
+    assert partition is not None
+    try:
+        encoding = Encoding(q.get("format", "auto"))
+    except ValueError:
+        raise InputError(f"format must be one of auto, utf8, json, hex, not {q.get('format')!r}") from None
+    timestamp = parse_timestamp(q["timestamp"]) if q.get("timestamp", "").strip() else None
+    query = BrowseQuery(topic, partition, _int(q.get("offset"), "offset"), timestamp,
+                        _int(q.get("limit"), "limit", 50) or 50, q.get("key", ""), encoding)
+    try:
+        page = await browse(_broker(request), query)
+    except BrowseError as exc:
+        status = 404 if _broker(request).topics.get(topic) is None else 400
+        return _page(request, "messages.html", status=status, title=f"Messages of {topic}-{partition}", page=None,
+                     query=query, error=str(exc), records_max=RECORDS_MAX, form=dict(q))
+    return _page(request, "messages.html", title=f"Messages of {topic}-{partition}", page=page, query=query,
+                 records_max=RECORDS_MAX, form=dict(q))
+
+
+async def groups_page(request: web.Request) -> web.Response:
+    return _page(request, "groups.html", title="Consumer groups", groups=await group_rows(_broker(request)))
+
+
+async def group_page(request: web.Request) -> web.Response:
+    broker = _broker(request)
+    detail = await group_detail(broker, request.match_info["group"])
+    topics = sorted({o.topic for o in detail.offsets} | {m.name for m in broker.topics.all() if not m.is_internal})
+    return _page(request, "group.html", title=f"Group {detail.row.group_id}", detail=detail, topics=topics)
+
+
+# -- forms -------------------------------------------------------------------------------------
+
+async def _form(request: web.Request) -> dict[str, str]:
+    data = await request.post()
+    form = {k: v for k, v in data.items() if isinstance(v, str)}
+    request.app[CSRF_KEY].check(form.get("csrf_token"))
+    return form
+
+
+def _back(to: str, message: str) -> web.HTTPSeeOther:
+    log.info("[Console] %s", message)
+    return web.HTTPSeeOther(f"{to}?{urllib.parse.urlencode({'message': message})}")
+
+
+def _quoted(name: str) -> str:
+    return urllib.parse.quote(name, safe="")
+
+
+async def create_topic(request: web.Request) -> web.Response:
+    form = await _form(request)
+    partitions = _int(form.get("partitions"), "partitions", -1)
+    assert partitions is not None
+    name = form.get("name", "").strip()
+    message = await actions.create_topic(_broker(request), name, partitions,
+                                         actions.parse_configs(form.get("configs", "")))
+    raise _back(f"/topics/{_quoted(name)}", message)
+
+
+async def delete_topic(request: web.Request) -> web.Response:
+    await _form(request)
+    raise _back("/topics", await actions.delete_topic(_broker(request), request.match_info["topic"]))
+
+
+async def alter_topic(request: web.Request) -> web.Response:
+    form = await _form(request)
+    topic = request.match_info["topic"]
+    message = await actions.alter_topic(_broker(request), topic, form.get("key", "").strip(),
+                                        form.get("value", "").strip())
+    raise _back(f"/topics/{_quoted(topic)}", message)
+
+
+async def produce(request: web.Request) -> web.Response:
+    form = await _form(request)
+    topic = request.match_info["topic"]
+    partition = _int(form.get("partition"), "partition", 0)
+    assert partition is not None
+    headers: list[tuple[str, bytes | None]] = []
+    for line in form.get("headers", "").splitlines():
+        if line.strip():
+            k, _, v = line.partition("=")
+            headers.append((k.strip(), v.strip().encode()))
+    key = form.get("key", "")
+    message = await actions.produce(_broker(request), topic, partition, key.encode() if key else None,
+                                    form.get("value", "").encode(), headers)
+    raise _back(f"/topics/{_quoted(topic)}", message)
+
+
+async def compact(request: web.Request) -> web.Response:
+    form = await _form(request)
+    topic = request.match_info["topic"]
+    partition = _int(form.get("partition"), "partition")
+    message = await actions.compact(_broker(request), topic, partition)
+    to = f"/topics/{_quoted(topic)}" + (f"/{partition}" if partition is not None else "")
+    raise _back(to, message)
+
+
+async def run_retention(request: web.Request) -> web.Response:
+    form = await _form(request)
+    back = form.get("back", "/topics")
+    if not back.startswith("/") or back.startswith("//"):
+        back = "/topics"
+    raise _back(back, await actions.run_retention(_broker(request)))
+
+
+async def reset_offsets(request: web.Request) -> web.Response:
+    form = await _form(request)
+    group = request.match_info["group"]
+    message = await actions.reset_offsets(_broker(request), group, form.get("topic", ""), form.get("to", ""),
+                                          form.get("value", ""))
+    raise _back(f"/groups/{_quoted(group)}", message)
+
+
+async def index(request: web.Request) -> web.Response:
+    raise web.HTTPFound("/overview")
+
+
+def build_app(broker: Broker, csrf: CsrfToken | None = None) -> web.Application:
+    app = web.Application(middlewares=[_errors_and_timing], client_max_size=2 * 1024 * 1024)
+    token = csrf or CsrfToken()
+    app[BROKER_KEY] = broker
+    app[CSRF_KEY] = token
+    app[RENDERER_KEY] = Renderer(token.value)
+    app.router.add_get("/", index)
+    app.router.add_get("/overview", overview)
+    app.router.add_get("/topics", topics_page)
+    app.router.add_post("/topics", create_topic)
+    app.router.add_post("/retention", run_retention)
+    app.router.add_get("/topics/{topic}", topic_page)
+    app.router.add_post("/topics/{topic}/delete", delete_topic)
+    app.router.add_post("/topics/{topic}/config", alter_topic)
+    app.router.add_post("/topics/{topic}/produce", produce)
+    app.router.add_post("/topics/{topic}/compact", compact)
+    app.router.add_get("/topics/{topic}/{partition}", partition_page)
+    app.router.add_get("/topics/{topic}/{partition}/messages", messages_page)
+    app.router.add_get("/groups", groups_page)
+    app.router.add_get("/groups/{group}", group_page)
+    app.router.add_post("/groups/{group}/reset", reset_offsets)
+    app.router.add_static("/static", str(Path(__file__).with_name("static")))
+    return app
+
+
+class ConsoleServer:
+    """The running console: its aiohttp runner and the address it is bound to."""
+
+    def __init__(self, runner: web.AppRunner, host: str, port: int) -> None:
+        self._runner = runner
+        self.host = host
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/"
+
+    async def close(self) -> None:
+        await self._runner.cleanup()
+
+
+async def start_console(broker: Broker, *, host: str = "127.0.0.1", port: int = 0) -> ConsoleServer:
+    runner = web.AppRunner(build_app(broker), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, reuse_address=True)
+    await site.start()
+    bound = port
+    sockets = getattr(site._server, "sockets", None)  # noqa: SLF001 - the bound port when 0 was asked for
+    if sockets:
+        bound = int(sockets[0].getsockname()[1])
+    console = ConsoleServer(runner, host, bound)
+    log.info("[Console] Web console listening on %s", console.url)
+    return console
