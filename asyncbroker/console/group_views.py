@@ -74,13 +74,30 @@ def _total_lag(offsets: list[OffsetRow]) -> int:
     return sum(lags) if lags else -1
 
 
+def _summed_lag(broker: Broker, coordinator: GroupCoordinator, group_id: str,
+                high_watermarks: dict[tuple[str, int], int]) -> int:
+    """A group's total lag from its committed offsets (the state OffsetFetch answers from),
+    each partition's high watermark looked up once per page."""
+    total, any_known = 0, False
+    for (topic, partition), committed in coordinator.offsets.get(group_id, {}).items():
+        hw = high_watermarks.get((topic, partition))
+        if hw is None:
+            log_ = broker.replica_manager.log_of(TopicPartition(topic, partition))
+            hw = high_watermarks[(topic, partition)] = log_.high_watermark if log_ is not None else -1
+        if hw >= 0 and committed.committed_offset >= 0:
+            total += max(0, hw - committed.committed_offset)
+            any_known = True
+    return total if any_known else -1
+
+
 async def group_rows(broker: Broker) -> list[GroupRow]:
     coordinator = await broker.loaded_group_coordinator()
     rows = []
+    high_watermarks: dict[tuple[str, int], int] = {}
     for listed in sorted(coordinator.list_groups(), key=lambda g: g.group_id):
         members = _member_count(coordinator, listed.group_id, listed.group_type)
         rows.append(GroupRow(listed.group_id, listed.group_type, listed.protocol_type, listed.state, members,
-                             _total_lag(_offsets(broker, coordinator, listed.group_id))))
+                             _summed_lag(broker, coordinator, listed.group_id, high_watermarks)))
     return rows
 
 
