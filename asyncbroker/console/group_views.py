@@ -5,6 +5,7 @@ and OffsetFetch answer) and the partitions' Logs (as ListOffsets answers)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -49,14 +50,22 @@ class GroupDetail(msgspec.Struct, frozen=True):
     offsets: list[OffsetRow]
 
 
-def _offsets(broker: Broker, coordinator: GroupCoordinator, group_id: str) -> list[OffsetRow]:
+NameFilter = Callable[[str], bool]
+
+
+def _every(name: str) -> bool:
+    return True
+
+
+def _offsets(broker: Broker, coordinator: GroupCoordinator, group_id: str,
+             topic_filter: NameFilter = _every) -> list[OffsetRow]:
     try:
         fetched = coordinator.fetch_offsets(group_id, None)
     except GroupIdNotFoundError:
         return []
     rows = []
     for f in fetched:
-        if f.offset < 0:
+        if f.offset < 0 or not topic_filter(f.topic):
             continue
         log_ = broker.replica_manager.log_of(TopicPartition(f.topic, f.partition))
         hw = log_.high_watermark if log_ is not None else -1
@@ -75,12 +84,14 @@ def _total_lag(offsets: list[OffsetRow]) -> int:
 
 
 def _summed_lag(broker: Broker, coordinator: GroupCoordinator, group_id: str,
-                high_watermarks: dict[tuple[str, int], int]) -> int:
+                high_watermarks: dict[tuple[str, int], int], topic_filter: NameFilter = _every) -> int:
     """A group's total lag from its committed offsets (the state OffsetFetch answers from),
     each partition's high watermark looked up once per page."""
     total, any_known = 0, False
     for (topic, partition), committed in coordinator.offsets.get(group_id, {}).items():
         hw = high_watermarks.get((topic, partition))
+        if hw is None and not topic_filter(topic):
+            hw = high_watermarks[(topic, partition)] = -1
         if hw is None:
             log_ = broker.replica_manager.log_of(TopicPartition(topic, partition))
             hw = high_watermarks[(topic, partition)] = log_.high_watermark if log_ is not None else -1
@@ -90,14 +101,18 @@ def _summed_lag(broker: Broker, coordinator: GroupCoordinator, group_id: str,
     return total if any_known else -1
 
 
-async def group_rows(broker: Broker) -> list[GroupRow]:
+async def group_rows(broker: Broker, group_filter: NameFilter = _every,
+                     topic_filter: NameFilter = _every) -> list[GroupRow]:
+    """The groups `group_filter` lets through; their lag summed over the topics of `topic_filter`."""
     coordinator = await broker.loaded_group_coordinator()
     rows = []
     high_watermarks: dict[tuple[str, int], int] = {}
     for listed in sorted(coordinator.list_groups(), key=lambda g: g.group_id):
+        if not group_filter(listed.group_id):
+            continue
         members = _member_count(coordinator, listed.group_id, listed.group_type)
         rows.append(GroupRow(listed.group_id, listed.group_type, listed.protocol_type, listed.state, members,
-                             _summed_lag(broker, coordinator, listed.group_id, high_watermarks)))
+                             _summed_lag(broker, coordinator, listed.group_id, high_watermarks, topic_filter)))
     return rows
 
 
@@ -112,7 +127,7 @@ def _member_count(coordinator: GroupCoordinator, group_id: str, group_type: str)
     return len(group.members) if group is not None else 0
 
 
-async def group_detail(broker: Broker, group_id: str) -> GroupDetail:
+async def group_detail(broker: Broker, group_id: str, topic_filter: NameFilter = _every) -> GroupDetail:
     from wire.consumer_protocol import SchemaError, decode_assignment
 
     coordinator = await broker.loaded_group_coordinator()
@@ -141,7 +156,7 @@ async def group_detail(broker: Broker, group_id: str) -> GroupDetail:
             except (SchemaError, ValueError):
                 text = f"({len(dm.assignment)} bytes, not the consumer protocol's)"
             members.append(MemberRow(dm.member_id, dm.client_id, dm.client_host, dm.group_instance_id, text))
-    offsets = _offsets(broker, coordinator, group_id)
+    offsets = _offsets(broker, coordinator, group_id, topic_filter)
     row = GroupRow(group_id, listed.group_type, listed.protocol_type, listed.state,
                    _member_count(coordinator, group_id, listed.group_type), _total_lag(offsets))
     return GroupDetail(row, protocol, members, offsets)

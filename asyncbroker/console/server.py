@@ -20,12 +20,14 @@ from aiohttp import web
 
 from wire.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
 
+from asyncbroker.acl_binding import AclOperation as Op, ResourceType as Res
 from asyncbroker.console import actions
+from asyncbroker.console.auth import REALM, ConsoleAccess, ConsoleAuthenticator, LoginRequired, NotAuthorized
 from asyncbroker.console.csrf import CsrfError, CsrfToken
 from asyncbroker.console.group_views import group_detail, group_rows
 from asyncbroker.console.message_browser import RECORDS_MAX, BrowseError, BrowseQuery, browse
 from asyncbroker.console.templates import Renderer
-from asyncbroker.console.topic_views import partition_detail, topic_detail, topic_rows
+from asyncbroker.console.topic_views import TopicDetail, partition_detail, topic_detail, topic_rows
 from asyncbroker.console.value_format import Encoding
 
 if TYPE_CHECKING:
@@ -37,6 +39,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 BROKER_KEY: web.AppKey[Broker] = web.AppKey("broker")
 RENDERER_KEY = web.AppKey("renderer", Renderer)
 CSRF_KEY = web.AppKey("csrf", CsrfToken)
+AUTH_KEY = web.AppKey("auth", ConsoleAuthenticator)
+ACCESS = web.RequestKey("access", ConsoleAccess)
 
 
 class InputError(Exception):
@@ -67,8 +71,16 @@ def parse_timestamp(text: str) -> int:
     return int(when.timestamp() * 1000)
 
 
+def _access(request: web.Request) -> ConsoleAccess:
+    return request[ACCESS]
+
+
 def _page(request: web.Request, name: str, status: int = 200, **context: Any) -> web.Response:
-    html = request.app[RENDERER_KEY].render(name, message=request.query.get("message", ""), **context)
+    access = request.get(ACCESS)
+    principal = access.principal if isinstance(access, ConsoleAccess) else ""
+    html = request.app[RENDERER_KEY].render(name, message=request.query.get("message", ""), principal=principal,
+                                            login=request.app[AUTH_KEY].login_required,
+                                            csrf_token=request.app[CSRF_KEY].for_principal(principal), **context)
     return web.Response(text=html, content_type="text/html", charset="utf-8", status=status)
 
 
@@ -83,7 +95,10 @@ async def _errors_and_timing(request: web.Request, handler: Handler) -> web.Stre
         response = await handler(request)
     except web.HTTPException:
         raise
-    except CsrfError as exc:
+    except LoginRequired as exc:
+        response = _error_page(request, 401, str(exc))
+        response.headers["WWW-Authenticate"] = REALM
+    except (CsrfError, NotAuthorized) as exc:
         response = _error_page(request, 403, str(exc))
     except (UnknownTopicOrPartitionError, GroupIdNotFoundError) as exc:
         response = _error_page(request, 404, str(exc) or type(exc).__name__)
@@ -102,6 +117,14 @@ async def _errors_and_timing(request: web.Request, handler: Handler) -> web.Stre
     return response
 
 
+@web.middleware
+async def _login(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The request's principal (a login when the broker has an authorizer), for every page."""
+    principal = await request.app[AUTH_KEY].principal(request.headers.get("Authorization"))
+    request[ACCESS] = ConsoleAccess(request.app[BROKER_KEY], principal, request.remote or "")
+    return await handler(request)
+
+
 def _broker(request: web.Request) -> Broker:
     return request.app[BROKER_KEY]
 
@@ -112,29 +135,46 @@ async def overview(request: web.Request) -> web.Response:
     from storage.config_def import BROKER_KEYS, format_value
 
     broker = _broker(request)
+    access = _access(request)
+    # DescribeConfigs of the broker and DescribeLogDirs, as Kafka authorizes them.
     changed = [(name, format_value(broker.config.get(name))) for name in sorted(BROKER_KEYS)
-               if broker.config.is_explicit(name)]
-    dirs = []
-    for d in broker.config.log_dirs:
-        usage = await broker.run_blocking(shutil.disk_usage, d)
-        dirs.append((d, usage.total, usage.free))
+               if broker.config.is_explicit(name)] if access.can(Op.DESCRIBE_CONFIGS, Res.CLUSTER) else None
+    dirs: list[tuple[str, int, int]] | None = None
+    if access.can(Op.DESCRIBE, Res.CLUSTER):
+        dirs = []
+        for d in broker.config.log_dirs:
+            usage = await broker.run_blocking(shutil.disk_usage, d)
+            dirs.append((d, usage.total, usage.free))
     uptime_ms = int((time.monotonic() - broker.started_at) * 1000)
     return _page(request, "overview.html", title="Overview", changed=changed, dirs=dirs, uptime_ms=uptime_ms,
                  node_id=broker.node_id, advertised=sorted(broker.advertised.items()))
 
 
 async def topics_page(request: web.Request) -> web.Response:
-    return _page(request, "topics.html", title="Topics", topics=topic_rows(_broker(request)))
+    broker, access = _broker(request), _access(request)
+    # Metadata: only the topics the principal may describe.
+    names = [m.name for m in broker.topics.all() if access.can_describe_topic(m.name)]
+    return _page(request, "topics.html", title="Topics", topics=topic_rows(broker, names),
+                 may_create=access.can_create_some_topic(),
+                 may_run_retention=access.can(Op.ALTER, Res.CLUSTER))
 
 
 async def topic_page(request: web.Request) -> web.Response:
-    detail = topic_detail(_broker(request), request.match_info["topic"])
-    return _page(request, "topic.html", title=f"Topic {detail.topic.name}", detail=detail)
+    topic, access = request.match_info["topic"], _access(request)
+    access.require(Op.DESCRIBE, Res.TOPIC, topic)
+    detail = topic_detail(_broker(request), topic)
+    if not access.can(Op.DESCRIBE_CONFIGS, Res.TOPIC, topic):
+        detail = TopicDetail(detail.topic, detail.partitions, [])
+    may = {op.name: access.can(op, Res.TOPIC, topic) for op in (Op.READ, Op.WRITE, Op.DELETE, Op.ALTER_CONFIGS,
+                                                              Op.DESCRIBE_CONFIGS)}
+    may["COMPACT"] = access.can(Op.ALTER, Res.CLUSTER)
+    return _page(request, "topic.html", title=f"Topic {detail.topic.name}", detail=detail, may=may)
 
 
 async def partition_page(request: web.Request) -> web.Response:
     partition = _int(request.match_info["partition"], "partition")
     assert partition is not None
+    _access(request).require(Op.DESCRIBE, Res.TOPIC, request.match_info["topic"])
     detail = await partition_detail(_broker(request), request.match_info["topic"], partition)
     return _page(request, "partition.html", title=f"{detail.topic}-{detail.partition}", detail=detail)
 
@@ -142,6 +182,7 @@ async def partition_page(request: web.Request) -> web.Response:
 async def messages_page(request: web.Request) -> web.Response:
     q = request.query
     topic = request.match_info["topic"]
+    _access(request).require(Op.READ, Res.TOPIC, topic)  # Fetch
     partition = _int(request.match_info["partition"], "partition")
     assert partition is not None
     try:
@@ -162,13 +203,22 @@ async def messages_page(request: web.Request) -> web.Response:
 
 
 async def groups_page(request: web.Request) -> web.Response:
-    return _page(request, "groups.html", title="Consumer groups", groups=await group_rows(_broker(request)))
+    access = _access(request)
+    # ListGroups: every group with DESCRIBE on the cluster, else those the principal may describe;
+    # the lag only over topics it may describe (OffsetFetch's filter).
+    all_groups = access.can(Op.DESCRIBE, Res.CLUSTER)
+    rows = await group_rows(_broker(request),
+                            lambda g: all_groups or access.can(Op.DESCRIBE, Res.GROUP, g),
+                            access.can_describe_topic)
+    return _page(request, "groups.html", title="Consumer groups", groups=rows)
 
 
 async def group_page(request: web.Request) -> web.Response:
-    broker = _broker(request)
-    detail = await group_detail(broker, request.match_info["group"])
-    topics = sorted({o.topic for o in detail.offsets} | {m.name for m in broker.topics.all() if not m.is_internal})
+    broker, access = _broker(request), _access(request)
+    access.require(Op.DESCRIBE, Res.GROUP, request.match_info["group"])  # DescribeGroups, OffsetFetch
+    detail = await group_detail(broker, request.match_info["group"], access.can_describe_topic)
+    topics = sorted({o.topic for o in detail.offsets} | {m.name for m in broker.topics.all() if not m.is_internal
+                                                         and access.can(Op.READ, Res.TOPIC, m.name)})
     return _page(request, "group.html", title=f"Group {detail.row.group_id}", detail=detail, topics=topics)
 
 
@@ -177,7 +227,7 @@ async def group_page(request: web.Request) -> web.Response:
 async def _form(request: web.Request) -> dict[str, str]:
     data = await request.post()
     form = {k: v for k, v in data.items() if isinstance(v, str)}
-    request.app[CSRF_KEY].check(form.get("csrf_token"))
+    request.app[CSRF_KEY].check(form.get("csrf_token"), _access(request).principal)
     return form
 
 
@@ -195,19 +245,24 @@ async def create_topic(request: web.Request) -> web.Response:
     partitions = _int(form.get("partitions"), "partitions", -1)
     assert partitions is not None
     name = form.get("name", "").strip()
+    if not _access(request).can_create_topic(name):  # CreateTopics: CREATE on the cluster or the topic
+        raise NotAuthorized(f"Not authorized to access topics: [{name}] ({_access(request).principal} needs CREATE)")
     message = await actions.create_topic(_broker(request), name, partitions,
                                          actions.parse_configs(form.get("configs", "")))
-    raise _back(f"/topics/{_quoted(name)}", message)
+    # CREATE does not imply DESCRIBE (as in Kafka): back to the list when the new topic is not visible.
+    raise _back(f"/topics/{_quoted(name)}" if _access(request).can_describe_topic(name) else "/topics", message)
 
 
 async def delete_topic(request: web.Request) -> web.Response:
     await _form(request)
+    _access(request).require(Op.DELETE, Res.TOPIC, request.match_info["topic"])
     raise _back("/topics", await actions.delete_topic(_broker(request), request.match_info["topic"]))
 
 
 async def alter_topic(request: web.Request) -> web.Response:
     form = await _form(request)
     topic = request.match_info["topic"]
+    _access(request).require(Op.ALTER_CONFIGS, Res.TOPIC, topic)  # IncrementalAlterConfigs
     message = await actions.alter_topic(_broker(request), topic, form.get("key", "").strip(),
                                         form.get("value", "").strip())
     raise _back(f"/topics/{_quoted(topic)}", message)
@@ -216,6 +271,7 @@ async def alter_topic(request: web.Request) -> web.Response:
 async def produce(request: web.Request) -> web.Response:
     form = await _form(request)
     topic = request.match_info["topic"]
+    _access(request).require(Op.WRITE, Res.TOPIC, topic)  # Produce
     partition = _int(form.get("partition"), "partition", 0)
     assert partition is not None
     headers: list[tuple[str, bytes | None]] = []
@@ -232,6 +288,10 @@ async def produce(request: web.Request) -> web.Response:
 async def compact(request: web.Request) -> web.Response:
     form = await _form(request)
     topic = request.match_info["topic"]
+    # An operator's lever, as Kafka's broker-wide operations (AlterReplicaLogDirs, ElectLeaders): ALTER
+    # on the cluster; and DESCRIBE on the topic, so a refusal never tells whether it exists.
+    _access(request).require(Op.DESCRIBE, Res.TOPIC, topic)
+    _access(request).require(Op.ALTER, Res.CLUSTER)
     partition = _int(form.get("partition"), "partition")
     message = await actions.compact(_broker(request), topic, partition)
     to = f"/topics/{_quoted(topic)}" + (f"/{partition}" if partition is not None else "")
@@ -240,6 +300,7 @@ async def compact(request: web.Request) -> web.Response:
 
 async def run_retention(request: web.Request) -> web.Response:
     form = await _form(request)
+    _access(request).require(Op.ALTER, Res.CLUSTER)
     back = form.get("back", "/topics")
     if not back.startswith("/") or back.startswith("//"):
         back = "/topics"
@@ -249,6 +310,10 @@ async def run_retention(request: web.Request) -> web.Response:
 async def reset_offsets(request: web.Request) -> web.Response:
     form = await _form(request)
     group = request.match_info["group"]
+    # An admin client's alterConsumerGroupOffsets: OffsetCommit (READ on the group and the topic)
+    # after ListOffsets (DESCRIBE on the topic, implied by READ).
+    _access(request).require(Op.READ, Res.GROUP, group)
+    _access(request).require(Op.READ, Res.TOPIC, form.get("topic", ""))
     message = await actions.reset_offsets(_broker(request), group, form.get("topic", ""), form.get("to", ""),
                                           form.get("value", ""))
     raise _back(f"/groups/{_quoted(group)}", message)
@@ -259,10 +324,11 @@ async def index(request: web.Request) -> web.Response:
 
 
 def build_app(broker: Broker, csrf: CsrfToken | None = None) -> web.Application:
-    app = web.Application(middlewares=[_errors_and_timing], client_max_size=2 * 1024 * 1024)
+    app = web.Application(middlewares=[_errors_and_timing, _login], client_max_size=2 * 1024 * 1024)
     token = csrf or CsrfToken()
     app[BROKER_KEY] = broker
     app[CSRF_KEY] = token
+    app[AUTH_KEY] = ConsoleAuthenticator(broker)
     app[RENDERER_KEY] = Renderer(token.value)
     app.router.add_get("/", index)
     app.router.add_get("/overview", overview)

@@ -60,4 +60,5 @@ class Renderer:
     def render(self, name: str, **context: Any) -> str:
         context.setdefault("message", "")
         context.setdefault("error", "")
-        return self.env.get_template(name).render(csrf_token=self.csrf_token, **context)
+        context.setdefault("csrf_token", self.csrf_token)
+        return self.env.get_template(name).render(**context)
