@@ -26,6 +26,7 @@ from asyncbroker.console.auth import REALM, ConsoleAccess, ConsoleAuthenticator,
 from asyncbroker.console.csrf import CsrfError, CsrfToken
 from asyncbroker.console.group_views import group_detail, group_rows
 from asyncbroker.console.message_browser import RECORDS_MAX, BrowseError, BrowseQuery, browse
+from asyncbroker.console.rates import RateWindow
 from asyncbroker.console.templates import Renderer
 from asyncbroker.console.topic_views import TopicDetail, partition_detail, topic_detail, topic_rows
 from asyncbroker.console.value_format import Encoding
@@ -40,6 +41,7 @@ BROKER_KEY: web.AppKey[Broker] = web.AppKey("broker")
 RENDERER_KEY = web.AppKey("renderer", Renderer)
 CSRF_KEY = web.AppKey("csrf", CsrfToken)
 AUTH_KEY = web.AppKey("auth", ConsoleAuthenticator)
+RATES_KEY = web.AppKey("rates", RateWindow)
 ACCESS = web.RequestKey("access", ConsoleAccess)
 
 
@@ -146,7 +148,9 @@ async def overview(request: web.Request) -> web.Response:
             usage = await broker.run_blocking(shutil.disk_usage, d)
             dirs.append((d, usage.total, usage.free))
     uptime_ms = int((time.monotonic() - broker.started_at) * 1000)
+    rates = request.app[RATES_KEY].rates() if access.can(Op.DESCRIBE, Res.CLUSTER) else None
     return _page(request, "overview.html", title="Overview", changed=changed, dirs=dirs, uptime_ms=uptime_ms,
+                 rates=rates,
                  node_id=broker.node_id, advertised=sorted(broker.advertised.items()))
 
 
@@ -154,7 +158,9 @@ async def topics_page(request: web.Request) -> web.Response:
     broker, access = _broker(request), _access(request)
     # Metadata: only the topics the principal may describe.
     names = [m.name for m in broker.topics.all() if access.can_describe_topic(m.name)]
+    rates = request.app[RATES_KEY].rates()
     return _page(request, "topics.html", title="Topics", topics=topic_rows(broker, names),
+                 message_rates=rates.messages_per_second, interval_s=rates.interval_s,
                  may_create=access.can_create_some_topic(),
                  may_run_retention=access.can(Op.ALTER, Res.CLUSTER))
 
@@ -329,6 +335,7 @@ def build_app(broker: Broker, csrf: CsrfToken | None = None) -> web.Application:
     app[BROKER_KEY] = broker
     app[CSRF_KEY] = token
     app[AUTH_KEY] = ConsoleAuthenticator(broker)
+    app[RATES_KEY] = RateWindow()
     app[RENDERER_KEY] = Renderer(token.value)
     app.router.add_get("/", index)
     app.router.add_get("/overview", overview)

@@ -135,3 +135,42 @@ async def test_groups_lag_and_reset_on_an_empty_group(broker: Broker, client: Te
     t = await token(client)
     r = await client.post("/groups/g1/reset", data={"topic": "events", "to": "offset", "value": "2", "csrf_token": t})
     assert r.status == 200 and '<b id="total-lag">2</b>' in await r.text()
+
+
+async def test_request_rates_latencies_and_message_rates(tmp_path: Path) -> None:
+    """Requests of a real client (confluent-kafka, in a thread: the broker's loop is this one)
+    to a listening broker show on the overview with their rate and latency; records appended,
+    per topic, on the topics page."""
+    import asyncio
+
+    from confluent_kafka import Producer
+
+    from asyncbroker.server import KafkaServer
+
+    config = KafkaConfig.load(None, [f"log.dirs={tmp_path}", "listeners=PLAINTEXT://127.0.0.1:0",
+                                     "offsets.topic.num.partitions=1"], {})
+    server = KafkaServer(config)
+    broker = await server.start()
+    try:
+        async with TestClient(TestServer(build_app(broker))) as client:
+            await actions.create_topic(broker, "rated", 1, {})
+            host, port = server.bound["PLAINTEXT"]
+
+            def produce() -> int:
+                producer = Producer({"bootstrap.servers": f"{host}:{port}", "linger.ms": 0})
+                for i in range(20):
+                    producer.produce("rated", value=b"v%d" % i)
+                    producer.poll(0)
+                return int(producer.flush(30))
+
+            assert await asyncio.to_thread(produce) == 0
+            html = await (await client.get("/overview")).text()
+            m = re.search(r'<tr class="api"><td>Produce</td><td class="num">([0-9.]+)</td>'
+                          r'<td class="num">([0-9.]+)</td>', html)
+            assert m is not None and float(m.group(1)) > 0 and float(m.group(2)) > 0, html
+            assert "<td>Metadata</td>" in html
+            html = await (await client.get("/topics")).text()
+            m = re.search(r'<a href="/topics/rated">rated</a>.*?<td class="num rate">([0-9.]+)</td>', html, re.S)
+            assert m is not None and float(m.group(1)) > 0
+    finally:
+        await server.stop()
