@@ -28,7 +28,8 @@ from asyncbroker.console.group_views import group_detail, group_rows
 from asyncbroker.console.message_browser import RECORDS_MAX, BrowseError, BrowseQuery, browse
 from asyncbroker.console.rates import RateWindow
 from asyncbroker.console.templates import Renderer
-from asyncbroker.console.topic_views import TopicDetail, partition_detail, topic_detail, topic_rows
+from asyncbroker.console.topic_views import (TopicDetail, broker_log_dirs, partition_charts, partition_detail,
+                                             topic_detail, topic_rows)
 from asyncbroker.console.value_format import Encoding
 
 if TYPE_CHECKING:
@@ -182,7 +183,8 @@ async def partition_page(request: web.Request) -> web.Response:
     assert partition is not None
     _access(request).require(Op.DESCRIBE, Res.TOPIC, request.match_info["topic"])
     detail = await partition_detail(_broker(request), request.match_info["topic"], partition)
-    return _page(request, "partition.html", title=f"{detail.topic}-{detail.partition}", detail=detail)
+    return _page(request, "partition.html", title=f"{detail.topic}-{detail.partition}", detail=detail,
+                 charts=partition_charts(detail), log_dirs=broker_log_dirs(_broker(request)))
 
 
 async def messages_page(request: web.Request) -> web.Response:

@@ -59,6 +59,7 @@ class SegmentRow(msgspec.Struct, frozen=True):
     max_timestamp: int
     active: bool
     deletes_at: int = -1  # when retention.ms makes it due (ms since the epoch); -1: never/not next
+    tombstones: int = -1  # records with a null value (compacted topics); -1: not counted
 
 
 class CleanerInfo(msgspec.Struct, frozen=True):
@@ -68,6 +69,9 @@ class CleanerInfo(msgspec.Struct, frozen=True):
     dirty_ratio: float
     min_cleanable_ratio: float
     state: str
+    last_clean_ms: int = -1  # when the cleaner last finished this partition; -1: not since the broker started
+    tombstones: int = -1  # summed over the segments counted; -1: none counted
+    tombstones_complete: bool = True  # False: some segments were past the scan budget
 
 
 class RetentionInfo(msgspec.Struct, frozen=True):
@@ -131,9 +135,28 @@ def topic_detail(broker: Broker, topic: str) -> TopicDetail:
     return TopicDetail(row, partitions, configs)
 
 
-def _segments_blocking(log_: Any, retention_ms: int, now_ms: int) -> tuple[list[SegmentRow], int, int]:
+# The most bytes one partition page reads to count tombstones; segments past it show "not counted".
+TOMBSTONE_SCAN_BYTES = 64 * 1024 * 1024
+
+
+def _tombstones(seg: Any) -> int:
+    """Records with a null value in a segment (control batches skipped)."""
+    from wire.records import iter_batch_headers, iter_records
+
+    data = seg.log.read(0, seg.size())
+    count = 0
+    for header, pos in iter_batch_headers(data):
+        if header.is_control:
+            continue
+        count += sum(1 for r in iter_records(data, pos) if r.value is None)
+    return count
+
+
+def _segments_blocking(log_: Any, retention_ms: int, now_ms: int,
+                       count_tombstones: bool = False) -> tuple[list[SegmentRow], int, int]:
     """On the IO pool: each segment's offsets, size and time range (the time index's last
-    entry, the first batch's timestamp), and the segment retention.ms deletes next."""
+    entry, the first batch's timestamp), the segment retention.ms deletes next, and (on a
+    compacted topic, within TOMBSTONE_SCAN_BYTES) its tombstones."""
     from wire.records import read_batch_header
 
     with log_.lock:
@@ -141,6 +164,7 @@ def _segments_blocking(log_: Any, retention_ms: int, now_ms: int) -> tuple[list[
         end = log_.log_end_offset
     rows: list[SegmentRow] = []
     next_base = next_due = -1
+    budget = TOMBSTONE_SCAN_BYTES if count_tombstones else 0
     for i, seg in enumerate(segments):
         nxt = segments[i + 1].base_offset if i + 1 < len(segments) else end
         active = i == len(segments) - 1
@@ -157,7 +181,15 @@ def _segments_blocking(log_: Any, retention_ms: int, now_ms: int) -> tuple[list[
         if not active and retention_ms >= 0 and next_base < 0:
             due = seg.largest_timestamp() + retention_ms
             next_base, next_due = seg.base_offset, due
-        rows.append(SegmentRow(seg.base_offset, nxt, seg.size(), first_ts, max_ts, active, due))
+        tombstones = -1
+        size = seg.size()
+        if size <= budget:
+            budget -= size
+            try:
+                tombstones = _tombstones(seg)
+            except Exception:  # noqa: BLE001 - informative only: an unreadable segment shows "not counted"
+                tombstones = -1
+        rows.append(SegmentRow(seg.base_offset, nxt, size, first_ts, max_ts, active, due, tombstones))
     return rows, next_base, next_due
 
 
@@ -174,7 +206,8 @@ async def partition_detail(broker: Broker, topic: str, partition: int) -> Partit
     compacted = "compact" in policy
     now_ms = broker.clock.milliseconds()
     retention_ms = config.retention_ms if "delete" in policy else -1
-    segments, next_base, next_due = await broker.run_blocking(_segments_blocking, log_, retention_ms, now_ms)
+    segments, next_base, next_due = await broker.run_blocking(_segments_blocking, log_, retention_ms, now_ms,
+                                                              compacted)
     cleaner = None
     if compacted:
         cleaner = await _cleaner_info(broker, TopicPartition(topic, partition), log_, segments, config)
@@ -208,5 +241,41 @@ async def _cleaner_info(broker: Broker, tp: TopicPartition, log_: Any, segments:
     clean = sum(s.size for s in segments if s.next_offset <= first_dirty)
     dirty = sum(s.size for s in segments if s.next_offset > first_dirty and not s.active)
     total = clean + dirty
+    cleaner = broker.cleaner
+    last_clean = cleaner.last_clean_ms.get(tp, -1) if cleaner is not None else -1
+    counted = [s.tombstones for s in segments if s.tombstones >= 0]
     return CleanerInfo(checkpoint, dirty, clean, dirty / total if total else 0.0,
-                       float(config.min_cleanable_dirty_ratio), state)
+                       float(config.min_cleanable_dirty_ratio), state, last_clean,
+                       sum(counted) if counted else -1, len(counted) == len(segments))
+
+
+CHART_SEGMENTS_MAX = 40  # the newest segments charted; the table lists them all
+
+
+def partition_charts(detail: PartitionDetail) -> list[Any]:
+    """The partition page's SVG charts: segment sizes (the active one red), tombstones per
+    segment and the dirty ratio against min.cleanable.dirty.ratio (compacted topics)."""
+    from asyncbroker.console.charts import bar_chart_svg
+
+    segments = detail.segments[-CHART_SEGMENTS_MAX:]
+    labels = [f"{s.base_offset}..{s.next_offset - 1}" if s.next_offset > s.base_offset else f"{s.base_offset}"
+              for s in segments]
+    shown = f" (newest {len(segments)} of {len(detail.segments)})" if len(segments) < len(detail.segments) else ""
+    charts = [bar_chart_svg(labels, [s.size / 1024 for s in segments], title=f"Segment size, KiB{shown}",
+                            value_format="{:.1f}", highlight=[s.active for s in segments], chart_id="chart-sizes")]
+    if detail.cleaner is not None:
+        counted = [s for s in segments if s.tombstones >= 0]
+        if counted:
+            charts.append(bar_chart_svg([f"{s.base_offset}" for s in counted], [float(s.tombstones) for s in counted],
+                                        title="Tombstones per segment (base offset)", value_format="{:.0f}",
+                                        chart_id="chart-tombstones"))
+        c = detail.cleaner
+        charts.append(bar_chart_svg(["dirty ratio"], [c.dirty_ratio], title="Dirty ratio",
+                                    threshold=c.min_cleanable_ratio,
+                                    threshold_label=f"min.cleanable.dirty.ratio {c.min_cleanable_ratio}",
+                                    highlight=[c.dirty_ratio >= c.min_cleanable_ratio], chart_id="chart-dirty"))
+    return charts
+
+
+def broker_log_dirs(broker: Broker) -> list[str]:
+    return [str(d) for d in broker.config.log_dirs]

@@ -174,3 +174,20 @@ async def test_request_rates_latencies_and_message_rates(tmp_path: Path) -> None
             assert m is not None and float(m.group(1)) > 0
     finally:
         await server.stop()
+
+
+async def test_partition_charts_tombstones_and_last_clean(broker: Broker,
+                                                          client: TestClient[object, object]) -> None:
+    await actions.create_topic(broker, "compacted", 1, {"cleanup.policy": "compact", "segment.ms": "100"})
+    for i in range(6):
+        await actions.produce(broker, "compacted", 0, b"k%d" % (i % 2), b"v" if i < 4 else None, [])
+    html = await (await client.get("/topics/compacted/0")).text()
+    assert 'id="chart-sizes"' in html and 'id="chart-tombstones"' in html and 'id="chart-dirty"' in html
+    assert '<td class="num" id="tombstones">2</td>' in html
+    assert "not since the broker started" in html
+    assert "asyncbroker audit " in html and "--topics compacted --html audit.html" in html
+    await actions.compact(broker, "compacted", 0)
+    html = await (await client.get("/topics/compacted/0")).text()
+    m = re.search(r'<td id="last-clean">([^<]+)</td>', html)
+    assert m is not None and "UTC" in m.group(1), html
+    assert "<svg" in html and "<script" not in html.split("<main>")[1]
