@@ -27,7 +27,7 @@ NODE_HEADERS := $(shell dirname "$$(dirname "$$(readlink -f "$$(command -v node)
 # are compiled again.
 BYTECODE := $(PY) -m compileall -q asyncbroker storage wire cleaner pipeline
 
-.PHONY: run test bench torture kcat jdk jvm node clean
+.PHONY: run test bench torture kcat jdk jvm node browser clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -82,11 +82,28 @@ $(NODE_STAMP): tests/node/package.json tests/node/package-lock.json tests/node/b
 
 node: $(NODE_STAMP)
 
+# The web console's browser tests (tests/browser): Debian's chromium, driven by playwright-core
+# (tests/browser/package.json, locked) with executablePath /usr/bin/chromium; no browser download.
+BROWSER_STAMP := tests/browser/node_modules/.installed
+$(BROWSER_STAMP): tests/browser/package.json tests/browser/package-lock.json
+	@test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+	npm ci --prefix tests/browser --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+browser: $(BROWSER_STAMP)
+
+# The web console on 127.0.0.1:9093 (the broker's listener is 127.0.0.1:9092; nothing else of
+# `make run` listens: no --monitor, no --metrics-port).
+CONSOLE_PORT ?= 9093
+
 run: $(RUN_STAMP)
 	@$(BYTECODE)
-	$(VENV)/bin/asyncbroker serve
+	@echo "asyncbroker: Kafka listener 127.0.0.1:9092, web console http://127.0.0.1:$(CONSOLE_PORT)/"
+	$(VENV)/bin/asyncbroker serve --console-port $(CONSOLE_PORT)
 
-test: $(TEST_STAMP) kcat jvm node
+test: $(TEST_STAMP) kcat jvm node browser
 	@$(BYTECODE)
 	$(PY) -m pytest -q -p no:cacheprovider
 

@@ -2,6 +2,7 @@
 
     asyncbroker serve [server.properties] [--override key=value]...
                       [--metrics-port N] [--monitor] [--monitor-port N]
+                      [--console-port N] [--console-host HOST]
                       [--add-scram 'SCRAM-SHA-256=[name=U,password=P]']...
     asyncbroker audit LOGDIR... [--master local[*]] [--json FILE] [--html FILE]
     asyncbroker export LOGDIR... --out DIR [--format parquet]
@@ -51,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--monitor-host", default="127.0.0.1", metavar="HOST")
     serve.add_argument("--monitor-port", type=int, default=20101, metavar="PORT",
                        help="aiomonitor terminal port (web UI on PORT+1, python console on PORT+2)")
+    serve.add_argument("--console-port", type=int, default=None, metavar="PORT",
+                       help="serve the web console over HTTP on this port (off unless given; 0: any free port)")
+    serve.add_argument("--console-host", default="127.0.0.1", metavar="HOST",
+                       help="address for the web console (default: 127.0.0.1)")
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     serve.add_argument("--add-scram", action="append", default=[], metavar="MECHANISM=[name=U,password=P]",
                        help="add or replace a SCRAM user before serving, in kafka-storage.sh format's syntax: "
@@ -87,6 +92,7 @@ async def _serve(config: KafkaConfig, args: argparse.Namespace) -> int:
     server = KafkaServer(config, scram_users=args.scram_users)
     metrics_server: asyncio.Server | None = None
     monitor: Any = None
+    console: Any = None
     try:
         broker = await server.start()
         METRICS.bind(broker)
@@ -99,6 +105,11 @@ async def _serve(config: KafkaConfig, args: argparse.Namespace) -> int:
             monitor = start_monitor(broker, host=args.monitor_host, port=args.monitor_port,
                                     extra_locals={"server": server})
             log.info("aiomonitor console on %s:%d", args.monitor_host, args.monitor_port)
+        if args.console_port is not None:
+            # Imported only here: a broker without the console never loads aiohttp or Jinja2.
+            from asyncbroker.console.server import start_console
+
+            console = await start_console(broker, host=args.console_host, port=args.console_port)
     except Exception as exc:  # noqa: BLE001 - any startup failure ends the process with a message
         log.error("Fatal error during startup: %s", exc, exc_info=not isinstance(exc, OSError))
         if metrics_server is not None:
@@ -110,6 +121,8 @@ async def _serve(config: KafkaConfig, args: argparse.Namespace) -> int:
                 log.exception("Error while shutting down after a failed start")
         return EXIT_STARTUP_ERROR
     await stop.wait()
+    if console is not None:
+        await console.close()
     if monitor is not None:
         monitor.close()
     if metrics_server is not None:

@@ -311,6 +311,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except Exception:
             METRICS.request_error(header.api_key)
             raise
+        METRICS.request_time(header.api_key, time.perf_counter_ns() - started_ns)
         throttle_ms = session.throttle_ms
         if quotas.quotas and header.api_key not in _BEFORE_AUTHENTICATION:
             # The request quota: this request's time on the loop (not the time a fetch parked).

@@ -8,6 +8,8 @@ Usage from the service (CORE's connection code and broker):
                                           # name; keys are labelled with Kafka's names
                                           # ("Produce", "CreateTopics", ...)
     METRICS.request_error(header.api_key) # a request answered with an error / whose handler raised
+    METRICS.request_time(header.api_key, ns)  # its handling time (a fetch's wait included), in a
+                                          # power-of-two histogram per API
     METRICS.bytes_in(len(frame) + 4)      # bytes read from clients
     METRICS.bytes_out(n)                  # bytes written to clients
     METRICS.connection_opened() / METRICS.connection_closed()
@@ -227,11 +229,63 @@ class _CounterCollector:
             for key, value in list(values.items()):
                 family.add_metric([key], value)
             yield family
+        seconds = CounterMetricFamily("asyncbroker_request_time_seconds", "Time handling requests, by API",
+                                      labels=["api"])
+        for key, times in list(m._times.items()):
+            seconds.add_metric([key], times[0] / 1e9)
+        yield seconds
         yield CounterMetricFamily("asyncbroker_bytes_in", "Bytes received from clients", value=m._bytes_in)
         yield CounterMetricFamily("asyncbroker_bytes_out", "Bytes sent to clients", value=m._bytes_out)
         yield CounterMetricFamily("asyncbroker_connections_accepted", "Client connections accepted",
                                   value=m._connections_total)
         yield GaugeMetricFamily("asyncbroker_connections", "Open client connections", value=m._connections)
+
+
+TIME_BUCKETS = 48  # bucket b holds handling times of bit length b: [2^(b-1), 2^b) ns
+
+
+class MetricsSnapshot:
+    """Cumulative counters at one moment; `since(earlier)` gives what happened in between."""
+
+    __slots__ = ("requests", "times", "messages_in", "bytes_in", "bytes_out")
+
+    def __init__(self, requests: dict[str, int], times: dict[str, list[int]], messages_in: dict[str, int],
+                 bytes_in: int, bytes_out: int) -> None:
+        self.requests = requests
+        self.times = times
+        self.messages_in = messages_in
+        self.bytes_in = bytes_in
+        self.bytes_out = bytes_out
+
+    def since(self, earlier: MetricsSnapshot) -> MetricsSnapshot:
+        def minus(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+            return {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)}
+
+        times = {}
+        for name, values in self.times.items():
+            before = earlier.times.get(name)
+            delta = values if before is None else [a - b for a, b in zip(values, before)]
+            if delta[1]:
+                times[name] = delta
+        return MetricsSnapshot(minus(self.requests, earlier.requests), times,
+                               minus(self.messages_in, earlier.messages_in), self.bytes_in - earlier.bytes_in,
+                               self.bytes_out - earlier.bytes_out)
+
+    def mean_ms(self, name: str) -> float:
+        t = self.times.get(name)
+        return t[0] / t[1] / 1e6 if t and t[1] else 0.0
+
+    def quantile_ms(self, name: str, q: float) -> float:
+        """The upper bound of the power-of-two bucket holding the q-quantile (at most 2x above it)."""
+        t = self.times.get(name)
+        if not t or not t[1]:
+            return 0.0
+        rank, seen = q * t[1], 0
+        for b, n in enumerate(t[2:]):
+            seen += n
+            if seen >= rank:
+                return (1 << b) / 1e6
+        return (1 << (len(t) - 3)) / 1e6
 
 
 class BrokerMetrics:
@@ -241,6 +295,8 @@ class BrokerMetrics:
         self.broker: ScrapedBroker | None = None
         self._requests: dict[str, int] = {}  # Kafka's API name -> count
         self._errors: dict[str, int] = {}
+        # API name -> [total ns, count, then counts of handling times by bit length of the ns]
+        self._times: dict[str, list[int]] = {}
         self._messages_in: dict[str, int] = {}  # topic -> records
         self._api_names: dict[int | str, str] = {}
         self._bytes_in = 0
@@ -284,6 +340,20 @@ class BrokerMetrics:
     def request_error(self, api: int | str) -> None:
         name = self._name(api)
         self._errors[name] = self._errors.get(name, 0) + 1
+
+    def request_time(self, api: int | str, ns: int) -> None:
+        name = self._name(api)
+        times = self._times.get(name)
+        if times is None:
+            times = self._times[name] = [0] * (2 + TIME_BUCKETS)
+        times[0] += ns
+        times[1] += 1
+        times[2 + min(ns.bit_length(), TIME_BUCKETS - 1)] += 1
+
+    def snapshot(self) -> MetricsSnapshot:
+        """The counters now (copies), for rates and latencies over an interval (the web console)."""
+        return MetricsSnapshot(dict(self._requests), {k: list(v) for k, v in self._times.items()},
+                               dict(self._messages_in), self._bytes_in, self._bytes_out)
 
     def bytes_in(self, n: int) -> None:
         self._bytes_in += n

@@ -85,6 +85,8 @@ class LogCleaner:
         self.last_stats: dict[int, CleanerStats] = {}
         self.last_pre_clean_stats: dict[int, PreCleanStats] = {}
         self.cleaned_count = 0
+        # partition -> when its last clean ended (the cleaner's clock, ms): the web console's "last clean"
+        self.last_clean_ms: dict[TopicPartition, int] = {}
 
     @classmethod
     def for_log_manager(cls, config: CleanerConfig, log_manager: Any, *, run_blocking: RunBlocking | None = None,
@@ -291,6 +293,7 @@ class LogCleaner:
             end = result.end_offset
             stats = result.stats
             self._record_stats(worker, log.name, start, end, stats)
+            self.last_clean_ms[tp] = self.clock.milliseconds()
         except LogCleaningAbortedError:
             pass  # aborted for retention/truncation/deletion: not a failure
         except KafkaStorageError:

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
 _ACCEPTOR = re.compile(r"Created data-plane acceptor and processors for endpoint : ListenerName\((\S+)\)")
 _LISTENING = re.compile(r"Awaiting socket connections on (\S+):(\d+)\.")
+_CONSOLE_READY = "[Console] Web console listening on "
 _READY = re.compile(r"\[KafkaServer id=\d+\] started in ")
 
 
@@ -82,6 +83,7 @@ class BrokerProcess:
         monitor: bool = False,
         listener: str = "PLAINTEXT",
         serve_args: Sequence[str] = (),
+        console: bool = False,
     ) -> None:
         self.overrides = list(overrides)
         # More `asyncbroker serve` arguments (--add-scram ...), after the overrides.
@@ -104,6 +106,9 @@ class BrokerProcess:
         self.monitor = monitor
         self.monitor_port: int | None = None  # aiomonitor takes this port and the next two
         self._monitor_client: MonitorClient | None = None
+        # The web console (`--console-port`) on a free loopback port; `console_url` is its address.
+        self.console = console
+        self.console_port: int | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -125,6 +130,10 @@ class BrokerProcess:
             if self.monitor_port is None:
                 self.monitor_port = free_port_block(3)
             args += ["--monitor", "--monitor-host", self.host, "--monitor-port", str(self.monitor_port)]
+        if self.console:
+            if self.console_port is None:
+                self.console_port = free_port_block(1)
+            args += ["--console-port", str(self.console_port), "--console-host", self.host]
         settings = [
             f"listeners={self.listener}://{self.host}:{self.port}",
             f"log.dirs={self.log_dir}",
@@ -157,7 +166,17 @@ class BrokerProcess:
             if time.monotonic() > deadline:
                 self.kill()
                 raise BrokerStartError(f"broker did not start in {self.startup_timeout}s:\n" + self.output())
+        while self.console and _CONSOLE_READY not in self.output():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise BrokerStartError("the web console did not start:\n" + self.output())
+            time.sleep(0.01)
         return self
+
+    @property
+    def console_url(self) -> str:
+        """The web console's address (console=True), ending in '/'."""
+        return f"http://{self.host}:{self.console_port}/"
 
     def _read_output(self, process: subprocess.Popen[bytes]) -> None:
         assert process.stdout is not None

@@ -74,3 +74,11 @@ def test_the_cleaner_stack_loads_with_its_first_worker() -> None:
         assert p.flush(30) == 0
         wait_until(lambda: "cleaned log compacted-0" in b.output(), timeout=60, message="no clean of compacted-0")
         assert mapped(b, "/_ctypes.")
+
+
+def test_the_web_console_loads_only_with_console_port(broker: BrokerProcess) -> None:
+    """aiohttp (and its C parser) and Jinja2's MarkupSafe speedups are mapped only by a broker
+    started with --console-port: a plain start pays for neither."""
+    assert not loaded(broker, "aiohttp") and not loaded(broker, "markupsafe")
+    with BrokerProcess(["num.partitions=1"], console=True) as with_console:
+        assert loaded(with_console, "aiohttp") and loaded(with_console, "markupsafe")
