@@ -128,7 +128,8 @@ class LogConfig(msgspec.Struct, frozen=True):
 
     def to_props(self) -> dict[str, str]:
         """All keys with Kafka's names and string values."""
-        return {key.name: format_value(getattr(self, key.field)) or "" for key in TOPIC_KEYS.values()}
+        return {key.name: format_value(getattr(self, key.field)) or "" for key in TOPIC_KEYS.values()
+                if not (key.internal and getattr(self, key.field) is None)}  # an internal key only when set
 
     def overrides(self, base: "LogConfig") -> dict[str, str]:
         """The keys whose value differs from `base` (what a topic override file stores)."""
