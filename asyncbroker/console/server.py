@@ -22,6 +22,7 @@ from wire.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitio
 
 from asyncbroker.acl_binding import AclOperation as Op, ResourceType as Res
 from asyncbroker.console import actions
+from asyncbroker.console.audit import AuditBusy, AuditRunner, AuditState, spark_missing
 from asyncbroker.console.auth import REALM, ConsoleAccess, ConsoleAuthenticator, LoginRequired, NotAuthorized
 from asyncbroker.console.csrf import CsrfError, CsrfToken
 from asyncbroker.console.group_views import group_detail, group_rows
@@ -43,6 +44,7 @@ RENDERER_KEY = web.AppKey("renderer", Renderer)
 CSRF_KEY = web.AppKey("csrf", CsrfToken)
 AUTH_KEY = web.AppKey("auth", ConsoleAuthenticator)
 RATES_KEY = web.AppKey("rates", RateWindow)
+AUDIT_KEY = web.AppKey("audit", AuditRunner)
 ACCESS = web.RequestKey("access", ConsoleAccess)
 
 
@@ -101,6 +103,8 @@ async def _errors_and_timing(request: web.Request, handler: Handler) -> web.Stre
     except LoginRequired as exc:
         response = _error_page(request, 401, str(exc))
         response.headers["WWW-Authenticate"] = REALM
+    except AuditBusy as exc:
+        response = _error_page(request, 409, str(exc))
     except (CsrfError, NotAuthorized) as exc:
         response = _error_page(request, 403, str(exc))
     except (UnknownTopicOrPartitionError, GroupIdNotFoundError) as exc:
@@ -114,9 +118,9 @@ async def _errors_and_timing(request: web.Request, handler: Handler) -> web.Stre
         response = _error_page(request, 500, "The console failed to render this page; the broker log has why.")
     response.headers["Server-Timing"] = f"render;dur={(time.perf_counter() - started) * 1000:.2f}"
     response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["X-Frame-Options"] = "DENY"
-    response.headers["Content-Security-Policy"] = "default-src 'self'; style-src 'self' 'unsafe-inline'; " \
-                                                  "script-src 'self'; frame-ancestors 'none'"
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    response.headers.setdefault("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                                           "script-src 'self'; frame-ancestors 'none'")
     return response
 
 
@@ -327,6 +331,53 @@ async def reset_offsets(request: web.Request) -> web.Response:
     raise _back(f"/groups/{_quoted(group)}", message)
 
 
+def _require_audit(request: web.Request) -> str:
+    """The audit is an operator's lever, as compact: DESCRIBE on the topic and ALTER on the cluster."""
+    topic = request.match_info["topic"]
+    _access(request).require(Op.DESCRIBE, Res.TOPIC, topic)
+    _access(request).require(Op.ALTER, Res.CLUSTER)
+    return topic
+
+
+async def start_audit(request: web.Request) -> web.Response:
+    await _form(request)
+    topic = _require_audit(request)
+    if _broker(request).topics.get(topic) is None:
+        raise UnknownTopicOrPartitionError(f"Unknown topic {topic}")
+    missing = spark_missing()
+    if missing is not None:
+        raise actions.ActionError(missing)
+    request.app[AUDIT_KEY].start(topic)
+    raise web.HTTPSeeOther(f"/topics/{_quoted(topic)}/audit")
+
+
+async def audit_page(request: web.Request) -> web.Response:
+    topic = _require_audit(request)
+    run = request.app[AUDIT_KEY].runs.get(topic)
+    running = request.app[AUDIT_KEY].running
+    return _page(request, "audit.html", title=f"Audit of {topic}", topic=topic, run=run,
+                 busy=running if running is not None and running.topic != topic else None,
+                 spark_missing=spark_missing(), refresh=run is not None and run.state is AuditState.RUNNING)
+
+
+async def audit_report(request: web.Request) -> web.StreamResponse:
+    topic = _require_audit(request)
+    run = request.app[AUDIT_KEY].runs.get(topic)
+    if run is None or run.state is not AuditState.DONE:
+        raise actions.ActionError(f"No audit report of {topic} is ready.")
+    body = await _broker(request).run_blocking(run.report.read_bytes)
+    response = web.Response(body=body, content_type="text/html", charset="utf-8")
+    # The report is the audit's own page (its values escaped as it writes them); served apart from
+    # the console: sandboxed (no script, no same origin), or as a download.
+    response.headers["Content-Security-Policy"] = "sandbox; default-src 'none'; style-src 'unsafe-inline'; " \
+                                                  "img-src data:; frame-ancestors 'self'"
+    response.headers["X-Frame-Options"] = "SAMEORIGIN"
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in topic)
+    disposition = "attachment" if request.query.get("download") else "inline"
+    response.headers["Content-Disposition"] = f'{disposition}; filename="audit-{safe}.html"'
+    return response
+
+
 async def index(request: web.Request) -> web.Response:
     raise web.HTTPFound("/overview")
 
@@ -339,6 +390,12 @@ def build_app(broker: Broker, csrf: CsrfToken | None = None) -> web.Application:
     app[AUTH_KEY] = ConsoleAuthenticator(broker)
     app[RATES_KEY] = RateWindow()
     app[RENDERER_KEY] = Renderer(token.value)
+    app[AUDIT_KEY] = AuditRunner(broker)
+
+    async def _close_audit(app: web.Application) -> None:
+        await app[AUDIT_KEY].close()
+
+    app.on_cleanup.append(_close_audit)
     app.router.add_get("/", index)
     app.router.add_get("/overview", overview)
     app.router.add_get("/topics", topics_page)
@@ -349,6 +406,9 @@ def build_app(broker: Broker, csrf: CsrfToken | None = None) -> web.Application:
     app.router.add_post("/topics/{topic}/config", alter_topic)
     app.router.add_post("/topics/{topic}/produce", produce)
     app.router.add_post("/topics/{topic}/compact", compact)
+    app.router.add_post("/topics/{topic}/audit", start_audit)
+    app.router.add_get("/topics/{topic}/audit", audit_page)
+    app.router.add_get("/topics/{topic}/audit/report", audit_report)
     app.router.add_get("/topics/{topic}/{partition}", partition_page)
     app.router.add_get("/topics/{topic}/{partition}/messages", messages_page)
     app.router.add_get("/groups", groups_page)
