@@ -7,11 +7,14 @@ time in a Server-Timing header (`render;dur=<ms>`)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import functools
 import logging
 import shutil
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -22,6 +25,7 @@ from wire.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitio
 
 from asyncbroker.acl_binding import AclOperation as Op, ResourceType as Res
 from asyncbroker.console import actions
+from asyncbroker.console.audit import AuditBusy, AuditRunner, AuditState, spark_missing
 from asyncbroker.console.auth import REALM, ConsoleAccess, ConsoleAuthenticator, LoginRequired, NotAuthorized
 from asyncbroker.console.csrf import CsrfError, CsrfToken
 from asyncbroker.console.group_views import group_detail, group_rows
@@ -43,6 +47,8 @@ RENDERER_KEY = web.AppKey("renderer", Renderer)
 CSRF_KEY = web.AppKey("csrf", CsrfToken)
 AUTH_KEY = web.AppKey("auth", ConsoleAuthenticator)
 RATES_KEY = web.AppKey("rates", RateWindow)
+AUDIT_KEY = web.AppKey("audit", AuditRunner)
+RENDER_POOL_KEY = web.AppKey("render_pool", ThreadPoolExecutor)
 ACCESS = web.RequestKey("access", ConsoleAccess)
 
 
@@ -78,17 +84,33 @@ def _access(request: web.Request) -> ConsoleAccess:
     return request[ACCESS]
 
 
-def _page(request: web.Request, name: str, status: int = 200, **context: Any) -> web.Response:
+def _page_context(request: web.Request, context: dict[str, Any]) -> dict[str, Any]:
     access = request.get(ACCESS)
     principal = access.principal if isinstance(access, ConsoleAccess) else ""
-    html = request.app[RENDERER_KEY].render(name, message=request.query.get("message", ""), principal=principal,
-                                            login=request.app[AUTH_KEY].login_required,
-                                            csrf_token=request.app[CSRF_KEY].for_principal(principal), **context)
+    return {"message": request.query.get("message", ""), "principal": principal,
+            "login": request.app[AUTH_KEY].login_required,
+            "csrf_token": request.app[CSRF_KEY].for_principal(principal), **context}
+
+
+def _html(html: str, status: int) -> web.Response:
     return web.Response(text=html, content_type="text/html", charset="utf-8", status=status)
 
 
+async def _page(request: web.Request, name: str, status: int = 200, **context: Any) -> web.Response:
+    """A page: its data gathered on the loop by the handler (in memory, immutable snapshots), its
+    template rendered off the loop on the console's render thread, so a 1,000-partition page never
+    holds the loop for the whole render (Jinja2 renders from a shared Environment thread-safely)."""
+    full = _page_context(request, context)
+    renderer = request.app[RENDERER_KEY]
+    html = await asyncio.get_running_loop().run_in_executor(request.app[RENDER_POOL_KEY],
+                                                            functools.partial(renderer.render, name, **full))
+    return _html(html, status)
+
+
 def _error_page(request: web.Request, status: int, text: str) -> web.Response:
-    return _page(request, "error.html", status=status, error=text, title="Error")
+    """Small, and rendered in the error middleware itself: on the loop."""
+    return _html(request.app[RENDERER_KEY].render(
+        "error.html", **_page_context(request, {"error": text, "title": "Error"})), status)
 
 
 @web.middleware
@@ -101,6 +123,8 @@ async def _errors_and_timing(request: web.Request, handler: Handler) -> web.Stre
     except LoginRequired as exc:
         response = _error_page(request, 401, str(exc))
         response.headers["WWW-Authenticate"] = REALM
+    except AuditBusy as exc:
+        response = _error_page(request, 409, str(exc))
     except (CsrfError, NotAuthorized) as exc:
         response = _error_page(request, 403, str(exc))
     except (UnknownTopicOrPartitionError, GroupIdNotFoundError) as exc:
@@ -114,9 +138,9 @@ async def _errors_and_timing(request: web.Request, handler: Handler) -> web.Stre
         response = _error_page(request, 500, "The console failed to render this page; the broker log has why.")
     response.headers["Server-Timing"] = f"render;dur={(time.perf_counter() - started) * 1000:.2f}"
     response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["X-Frame-Options"] = "DENY"
-    response.headers["Content-Security-Policy"] = "default-src 'self'; style-src 'self' 'unsafe-inline'; " \
-                                                  "script-src 'self'; frame-ancestors 'none'"
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    response.headers.setdefault("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                                           "script-src 'self'; frame-ancestors 'none'")
     return response
 
 
@@ -150,7 +174,7 @@ async def overview(request: web.Request) -> web.Response:
             dirs.append((d, usage.total, usage.free))
     uptime_ms = int((time.monotonic() - broker.started_at) * 1000)
     rates = request.app[RATES_KEY].rates() if access.can(Op.DESCRIBE, Res.CLUSTER) else None
-    return _page(request, "overview.html", title="Overview", changed=changed, dirs=dirs, uptime_ms=uptime_ms,
+    return await _page(request, "overview.html", title="Overview", changed=changed, dirs=dirs, uptime_ms=uptime_ms,
                  rates=rates,
                  node_id=broker.node_id, advertised=sorted(broker.advertised.items()))
 
@@ -160,7 +184,7 @@ async def topics_page(request: web.Request) -> web.Response:
     # Metadata: only the topics the principal may describe.
     names = [m.name for m in broker.topics.all() if access.can_describe_topic(m.name)]
     rates = request.app[RATES_KEY].rates()
-    return _page(request, "topics.html", title="Topics", topics=topic_rows(broker, names),
+    return await _page(request, "topics.html", title="Topics", topics=topic_rows(broker, names),
                  message_rates=rates.messages_per_second, interval_s=rates.interval_s,
                  may_create=access.can_create_some_topic(),
                  may_run_retention=access.can(Op.ALTER, Res.CLUSTER))
@@ -175,7 +199,7 @@ async def topic_page(request: web.Request) -> web.Response:
     may = {op.name: access.can(op, Res.TOPIC, topic) for op in (Op.READ, Op.WRITE, Op.DELETE, Op.ALTER_CONFIGS,
                                                               Op.DESCRIBE_CONFIGS)}
     may["COMPACT"] = access.can(Op.ALTER, Res.CLUSTER)
-    return _page(request, "topic.html", title=f"Topic {detail.topic.name}", detail=detail, may=may)
+    return await _page(request, "topic.html", title=f"Topic {detail.topic.name}", detail=detail, may=may)
 
 
 async def partition_page(request: web.Request) -> web.Response:
@@ -183,7 +207,7 @@ async def partition_page(request: web.Request) -> web.Response:
     assert partition is not None
     _access(request).require(Op.DESCRIBE, Res.TOPIC, request.match_info["topic"])
     detail = await partition_detail(_broker(request), request.match_info["topic"], partition)
-    return _page(request, "partition.html", title=f"{detail.topic}-{detail.partition}", detail=detail,
+    return await _page(request, "partition.html", title=f"{detail.topic}-{detail.partition}", detail=detail,
                  charts=partition_charts(detail), log_dirs=broker_log_dirs(_broker(request)))
 
 
@@ -204,9 +228,9 @@ async def messages_page(request: web.Request) -> web.Response:
         page = await browse(_broker(request), query)
     except BrowseError as exc:
         status = 404 if _broker(request).topics.get(topic) is None else 400
-        return _page(request, "messages.html", status=status, title=f"Messages of {topic}-{partition}", page=None,
+        return await _page(request, "messages.html", status=status, title=f"Messages of {topic}-{partition}", page=None,
                      query=query, error=str(exc), records_max=RECORDS_MAX, form=dict(q))
-    return _page(request, "messages.html", title=f"Messages of {topic}-{partition}", page=page, query=query,
+    return await _page(request, "messages.html", title=f"Messages of {topic}-{partition}", page=page, query=query,
                  records_max=RECORDS_MAX, form=dict(q))
 
 
@@ -218,7 +242,7 @@ async def groups_page(request: web.Request) -> web.Response:
     rows = await group_rows(_broker(request),
                             lambda g: all_groups or access.can(Op.DESCRIBE, Res.GROUP, g),
                             access.can_describe_topic)
-    return _page(request, "groups.html", title="Consumer groups", groups=rows)
+    return await _page(request, "groups.html", title="Consumer groups", groups=rows)
 
 
 async def group_page(request: web.Request) -> web.Response:
@@ -227,7 +251,7 @@ async def group_page(request: web.Request) -> web.Response:
     detail = await group_detail(broker, request.match_info["group"], access.can_describe_topic)
     topics = sorted({o.topic for o in detail.offsets} | {m.name for m in broker.topics.all() if not m.is_internal
                                                          and access.can(Op.READ, Res.TOPIC, m.name)})
-    return _page(request, "group.html", title=f"Group {detail.row.group_id}", detail=detail, topics=topics)
+    return await _page(request, "group.html", title=f"Group {detail.row.group_id}", detail=detail, topics=topics)
 
 
 # -- forms -------------------------------------------------------------------------------------
@@ -327,6 +351,53 @@ async def reset_offsets(request: web.Request) -> web.Response:
     raise _back(f"/groups/{_quoted(group)}", message)
 
 
+def _require_audit(request: web.Request) -> str:
+    """The audit is an operator's lever, as compact: DESCRIBE on the topic and ALTER on the cluster."""
+    topic = request.match_info["topic"]
+    _access(request).require(Op.DESCRIBE, Res.TOPIC, topic)
+    _access(request).require(Op.ALTER, Res.CLUSTER)
+    return topic
+
+
+async def start_audit(request: web.Request) -> web.Response:
+    await _form(request)
+    topic = _require_audit(request)
+    if _broker(request).topics.get(topic) is None:
+        raise UnknownTopicOrPartitionError(f"Unknown topic {topic}")
+    missing = spark_missing()
+    if missing is not None:
+        raise actions.ActionError(missing)
+    request.app[AUDIT_KEY].start(topic)
+    raise web.HTTPSeeOther(f"/topics/{_quoted(topic)}/audit")
+
+
+async def audit_page(request: web.Request) -> web.Response:
+    topic = _require_audit(request)
+    run = request.app[AUDIT_KEY].runs.get(topic)
+    running = request.app[AUDIT_KEY].running
+    return await _page(request, "audit.html", title=f"Audit of {topic}", topic=topic, run=run,
+                 busy=running if running is not None and running.topic != topic else None,
+                 spark_missing=spark_missing(), refresh=run is not None and run.state is AuditState.RUNNING)
+
+
+async def audit_report(request: web.Request) -> web.StreamResponse:
+    topic = _require_audit(request)
+    run = request.app[AUDIT_KEY].runs.get(topic)
+    if run is None or run.state is not AuditState.DONE:
+        raise actions.ActionError(f"No audit report of {topic} is ready.")
+    body = await _broker(request).run_blocking(run.report.read_bytes)
+    response = web.Response(body=body, content_type="text/html", charset="utf-8")
+    # The report is the audit's own page (its values escaped as it writes them); served apart from
+    # the console: sandboxed (no script, no same origin), or as a download.
+    response.headers["Content-Security-Policy"] = "sandbox; default-src 'none'; style-src 'unsafe-inline'; " \
+                                                  "img-src data:; frame-ancestors 'self'"
+    response.headers["X-Frame-Options"] = "SAMEORIGIN"
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in topic)
+    disposition = "attachment" if request.query.get("download") else "inline"
+    response.headers["Content-Disposition"] = f'{disposition}; filename="audit-{safe}.html"'
+    return response
+
+
 async def index(request: web.Request) -> web.Response:
     raise web.HTTPFound("/overview")
 
@@ -339,6 +410,15 @@ def build_app(broker: Broker, csrf: CsrfToken | None = None) -> web.Application:
     app[AUTH_KEY] = ConsoleAuthenticator(broker)
     app[RATES_KEY] = RateWindow()
     app[RENDERER_KEY] = Renderer(token.value)
+    app[AUDIT_KEY] = AuditRunner(broker)
+    # One thread: renders are CPU (the GIL), so more threads would only take turns.
+    app[RENDER_POOL_KEY] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-render")
+
+    async def _close_audit(app: web.Application) -> None:
+        await app[AUDIT_KEY].close()
+        app[RENDER_POOL_KEY].shutdown(wait=False, cancel_futures=True)
+
+    app.on_cleanup.append(_close_audit)
     app.router.add_get("/", index)
     app.router.add_get("/overview", overview)
     app.router.add_get("/topics", topics_page)
@@ -349,6 +429,9 @@ def build_app(broker: Broker, csrf: CsrfToken | None = None) -> web.Application:
     app.router.add_post("/topics/{topic}/config", alter_topic)
     app.router.add_post("/topics/{topic}/produce", produce)
     app.router.add_post("/topics/{topic}/compact", compact)
+    app.router.add_post("/topics/{topic}/audit", start_audit)
+    app.router.add_get("/topics/{topic}/audit", audit_page)
+    app.router.add_get("/topics/{topic}/audit/report", audit_report)
     app.router.add_get("/topics/{topic}/{partition}", partition_page)
     app.router.add_get("/topics/{topic}/{partition}/messages", messages_page)
     app.router.add_get("/groups", groups_page)

@@ -8,12 +8,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const userDataDir = mkdtempSync(join(tmpdir(), "asyncbroker-chromium-"));
+// HTTP Basic credentials for the console's login (BROWSER_HTTP_CREDENTIALS="user:password"),
+// answered to its 401 challenge as a user typing them in the browser's dialog would.
+const credentials = process.env.BROWSER_HTTP_CREDENTIALS;
+const httpCredentials = credentials
+  ? { username: credentials.slice(0, credentials.indexOf(":")), password: credentials.slice(credentials.indexOf(":") + 1) }
+  : undefined;
 const context = await chromium.launchPersistentContext(userDataDir, {
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   headless: true,
   args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"],
   viewport: { width: 1280, height: 900 },
+  httpCredentials,
 });
 const page = context.pages()[0] || await context.newPage();
 page.setDefaultTimeout(15000);

@@ -4,6 +4,7 @@ playwright-core: one Node process per test module, one JSON command a line."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -31,10 +32,15 @@ class BrowserError(RuntimeError):
 
 
 class BrowserSession:
-    def __init__(self, timeout: float = 60.0) -> None:
+    def __init__(self, timeout: float = 60.0, http_credentials: tuple[str, str] | None = None) -> None:
+        """http_credentials: (user, password) the browser answers an HTTP Basic challenge with."""
         self.timeout = timeout
+        env = dict(os.environ)
+        env.pop("BROWSER_HTTP_CREDENTIALS", None)
+        if http_credentials is not None:
+            env["BROWSER_HTTP_CREDENTIALS"] = f"{http_credentials[0]}:{http_credentials[1]}"
         self.process = subprocess.Popen(["node", str(HERE / "browser_driver.mjs")], cwd=HERE, stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self._read()  # "ready"
 
     def _read(self) -> Any:
