@@ -474,12 +474,21 @@ class RemoteLogManager:
                 f"Received request for offset {fetch_offset} for partition {partition_log.topic_partition}, which "
                 f"does not exist in remote tiered storage.")
         position = self._lookup_position(metadata, fetch_offset)
-        window = self.rsm.fetch_log_segment(metadata, position, position + max(max_bytes, 0) + _INDEX_SLACK - 1)
+        # Every range ends within the segment: a read reaching its end (a consumer's fetch, most
+        # often) never asks the store for the bytes past it, which over S3 was a second GET per
+        # read, answered 416.
+        segment_end = metadata.segment_size_in_bytes if metadata.segment_size_in_bytes > 0 else 1 << 62
+
+        def fetch(start: int, end: int) -> bytes:
+            """Bytes [start, end) of the segment, cut at its end."""
+            end = min(end, segment_end)
+            return self.rsm.fetch_log_segment(metadata, start, end - 1) if start < end else b""
+
+        window = fetch(position, position + max(max_bytes, 0) + _INDEX_SLACK)
         at = 0
         while True:
             if len(window) - at < 27:
-                more = self.rsm.fetch_log_segment(metadata, position + len(window),
-                                                  position + len(window) + _INDEX_SLACK - 1)
+                more = fetch(position + len(window), position + len(window) + _INDEX_SLACK)
                 if not more:
                     return RemoteRead(b"", [] if read_committed else None)
                 window += more
@@ -495,7 +504,7 @@ class RemoteLogManager:
         take = max(max_bytes, first_size) if min_one_message else max_bytes
         end = at + take
         if end > len(window):
-            window += self.rsm.fetch_log_segment(metadata, position + len(window), position + end - 1)
+            window += fetch(position + len(window), position + end)
         records = bytes(window[at:end])
         aborted = None
         if read_committed:

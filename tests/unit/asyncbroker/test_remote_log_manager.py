@@ -148,6 +148,41 @@ async def test_reads_below_the_local_start_come_from_the_remote_segment(broker: 
         manager.read(log, 25, 100, min_one_message=True, read_committed=False)
 
 
+async def test_a_read_asks_the_store_only_for_bytes_inside_the_segment(broker: Broker,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read reaching the end of its remote segment (a consumer's fetch, most often) is one
+    ranged read of that segment, never a second one past its end (over S3: a GET answered 416
+    for every fetch); a first batch larger than the read's window is still fetched whole."""
+    await create(broker, **{"local.retention.bytes": "1"})
+    big = b"x" * 100_000  # one batch larger than the window a one-byte read starts with
+    await append(broker, 1, value=big)
+    log_of(broker).roll()
+    await segments(broker, 10, 1, active=1)
+    await rlm(broker).run_once()
+    log = log_of(broker)
+    log.delete_old_segments()
+    assert log.local_log_start_offset == 11
+    manager = rlm(broker)
+    sizes = {m.start_offset: m.segment_size_in_bytes for m in manager.rlmm.copied_segments(tip(broker))}
+    calls: list[tuple[int, int, int | None]] = []
+    fetch = manager.rsm.fetch_log_segment
+
+    def spy(metadata: RemoteLogSegmentMetadata, start: int, end: int | None = None) -> bytes:
+        calls.append((metadata.start_offset, start, end))
+        return fetch(metadata, start, end)
+
+    monkeypatch.setattr(manager.rsm, "fetch_log_segment", spy)
+
+    got = manager.read(log, 3, 1 << 20, min_one_message=True, read_committed=False)
+    assert [h.base_offset for h, _ in iter_batch_headers(got.records)] == list(range(3, 11))
+    assert calls == [(1, 0, sizes[1] - 1)]  # the segment's bytes from the index position, once
+
+    calls.clear()
+    got = manager.read(log, 0, 1, min_one_message=True, read_committed=False)
+    assert len(got.records) == sizes[0]  # the one big batch, whole
+    assert [c[0] for c in calls] == [0, 0] and all(end is not None and end < sizes[0] for _, _, end in calls)
+
+
 async def test_a_copy_left_started_is_deleted_and_a_failed_copy_keeps_the_local_segment(tmp_path: Path) -> None:
     broker = await start(tmp_path)
     try:
