@@ -235,6 +235,10 @@ class RemoteLogManager:
         tp = partition_log.topic_partition
         return TopicIdPartition(partition_log.topic_id, tp.topic, tp.partition)
 
+    def remote_fetch_max_wait_ms(self) -> int:
+        """remote.fetch.max.wait.ms as in force (dynamic)."""
+        return int(self.config.effective("remote.fetch.max.wait.ms"))
+
     async def run_reader(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a fetch's read on the remote reader threads."""
         return await asyncio.get_running_loop().run_in_executor(self._readers, fn, *args)

@@ -130,6 +130,22 @@ class PartitionRead:
         self.aborted: list[tuple[int, int]] | None = None
         self.diverging_epoch: tuple[int, int] | None = None
 
+    def clone_request(self) -> "PartitionRead":
+        """The same request, and what the checks before the read found (log, diverging epoch)."""
+        other = PartitionRead(self.topic, self.topic_id, self.index, self.fetch_offset, self.max_bytes,
+                              current_leader_epoch=self.current_leader_epoch, last_fetched_epoch=self.last_fetched_epoch)
+        other.log, other.error, other.diverging_epoch = self.log, self.error, self.diverging_epoch
+        return other
+
+    def take_result(self, other: "PartitionRead") -> None:
+        """What a read of `other` (a clone of this request) found."""
+        _release(self)
+        self.error, self.high_watermark, self.last_stable_offset = other.error, other.high_watermark, \
+            other.last_stable_offset
+        self.log_start_offset, self.records, self.size, self.aborted = other.log_start_offset, other.records, \
+            other.size, other.aborted
+        other.records, other.size = b"", 0  # handed over: releasing `other` must not close it
+
     def topic_partition(self) -> TopicPartition:
         """The partition read; only for reads whose topic is known (named, or its id resolved)."""
         if self.topic is None:
@@ -226,6 +242,22 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
         remaining = max(0, remaining - size)
         min_one = False
     return total
+
+
+class _ExpiredRemoteRead(msgspec.Struct):
+    records: bytes
+    aborted: list[Any]
+
+
+class _RemoteReadExpired:
+    """remote.fetch.max.wait.ms passed: the remote partitions get no records and no error."""
+
+    def read(self, _log: Any, _offset: int, _limit: int, *, min_one_message: bool,
+             read_committed: bool) -> _ExpiredRemoteRead:
+        return _ExpiredRemoteRead(b"", [])
+
+
+REMOTE_READ_EXPIRED = _RemoteReadExpired()
 
 
 def _reads_remote(r: PartitionRead) -> bool:
@@ -631,8 +663,7 @@ class ReplicaManager:
         a slow store must not hold up local reads and appends."""
         remote = self._remote_log_manager()
         if remote is not None and any(_reads_remote(r) for r in reads):
-            task = asyncio.ensure_future(remote.run_reader(read_partitions, reads, max_bytes, read_committed,
-                                                           use_file_regions, False, remote))
+            return await self._read_with_remote(reads, max_bytes, read_committed, use_file_regions, remote)
         else:
             if len(reads) <= INLINE_READ_MAX_PARTITIONS:
                 try:
@@ -653,6 +684,38 @@ class ReplicaManager:
 
             task.add_done_callback(release_all)
             raise
+
+    async def _read_with_remote(self, reads: list[PartitionRead], max_bytes: int, read_committed: bool,
+                                use_file_regions: bool, remote: Any) -> int:
+        """A fetch that reads remote storage, on the reader threads, for at most
+        remote.fetch.max.wait.ms (Kafka's DelayedRemoteFetch). It reads copies of the partitions:
+        when the store is late, the fetch is answered from a local read of the originals, the
+        remote partitions without records and without an error (as Kafka answers on expiry), and
+        the late read's results are dropped when it ends."""
+        work = [r.clone_request() for r in reads]
+        task = asyncio.ensure_future(remote.run_reader(read_partitions, work, max_bytes, read_committed,
+                                                       use_file_regions, False, remote))
+
+        def release_work(_task: object) -> None:
+            for r in work:
+                _release(r)
+
+        wait_s = remote.remote_fetch_max_wait_ms() / 1000
+        try:
+            done, _ = await asyncio.wait({task}, timeout=wait_s)
+        except asyncio.CancelledError:
+            task.add_done_callback(release_work)
+            raise
+        if task in done:
+            total = int(task.result())
+            for r, w in zip(reads, work):
+                r.take_result(w)
+            return total
+        task.add_done_callback(release_work)
+        log.debug("A remote read took longer than remote.fetch.max.wait.ms (%d ms): answered without it",
+                  int(wait_s * 1000))
+        return int(await self._run_blocking(read_partitions, reads, max_bytes, read_committed, use_file_regions,
+                                            False, REMOTE_READ_EXPIRED))
 
     # -- ListOffsets -----------------------------------------------------------------------------
     async def fetch_offsets(self, queries: Mapping[TopicPartition, OffsetQuery], *, version: int,

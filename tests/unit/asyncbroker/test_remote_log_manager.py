@@ -5,6 +5,8 @@ set far apart and each test drives rounds itself (`run_once`), so every step is 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -400,3 +402,48 @@ async def test_remote_copy_lag_holds_segments_back_as_kafka_does(broker: Broker)
     await broker.topics.incremental_alter_configs(TOPIC, [("remote.copy.lag.bytes", 0, "1")])
     await rlm(broker).run_once()  # by size now: every rolled segment has a byte after it
     assert [m.start_offset for m in rlm(broker).rlmm.copied_segments(tip(broker))] == [0, 10, 20]
+
+
+async def test_a_store_that_does_not_answer_delays_a_fetch_only_remote_fetch_max_wait_ms(tmp_path: Path) -> None:
+    """The S3 server is stopped (SIGSTOP) mid-service: a fetch of a remote and a local offset is
+    answered after remote.fetch.max.wait.ms, the remote partition with no records and no error
+    (Kafka's expired DelayedRemoteFetch), the local one with its records; once the store
+    answers again, so does the remote read."""
+    from asyncbroker.testing.s3_server import S3Server
+
+    with S3Server() as s3:
+        bucket = s3.create_bucket("tiers")
+        broker = Broker(KafkaConfig.load(None, [
+            f"log.dirs={tmp_path / 'logs'}", "listeners=PLAINTEXT://127.0.0.1:0",
+            "remote.log.storage.system.enable=true",
+            "remote.log.storage.manager.class.name=asyncbroker.S3RemoteStorageManager",
+            *s3.broker_overrides(bucket), "rsm.config.s3.read.timeout.ms=60000",
+            "rlmm.config.remote.log.metadata.topic.num.partitions=3", "remote.fetch.max.wait.ms=300",
+            "remote.log.manager.task.interval.ms=3600000", "log.initial.task.delay.ms=3600000"], {}))
+        await broker.startup()
+        try:
+            await create(broker, **{"local.retention.bytes": "1"})
+            await segments(broker, 10, 2, active=3)
+            await rlm(broker).run_once()
+            log_of(broker).delete_old_segments()
+            assert s3.process is not None
+            os.kill(s3.process.pid, signal.SIGSTOP)
+            try:
+                reads = [PartitionRead(TOPIC, None, 0, 5, 1 << 20), PartitionRead(TOPIC, None, 0, 21, 1 << 20)]
+                loop = asyncio.get_running_loop()
+                started = loop.time()
+                remote_read, local_read = await broker.replica_manager.fetch_messages(
+                    reads, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, read_committed=False,
+                    use_file_regions=False)
+                assert loop.time() - started < 10  # not the store's 60 s read timeout
+                assert (remote_read.error, remote_read.size) == (ErrorCode.NONE, 0)
+                assert remote_read.log_start_offset == 0 and remote_read.high_watermark == 23
+                assert local_read.error == ErrorCode.NONE and local_read.size > 0
+            finally:
+                os.kill(s3.process.pid, signal.SIGCONT)
+            (again,) = await broker.replica_manager.fetch_messages(
+                [PartitionRead(TOPIC, None, 0, 5, 1 << 20)], replica_id=-1, max_wait_ms=0, min_bytes=0,
+                max_bytes=1 << 20, read_committed=False, use_file_regions=False)
+            assert again.error == ErrorCode.NONE and again.size > 0
+        finally:
+            await broker.shutdown()
