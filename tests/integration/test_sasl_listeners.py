@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechani
 from asyncbroker.testing import BrokerProcess, TlsFiles
 from jvm.kafka_jvm import run_tool
 from topic_reader import CONSOLE_PRODUCER, java_round_trip, round_trip
+from wait_for import wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -324,7 +325,9 @@ def test_a_session_expires_without_reauthentication(reauth_broker: BrokerProcess
             assert time.monotonic() - started < 10, "the session never expired"
             time.sleep(0.1)  # polling a condition (the connection closed) with a deadline
         assert time.monotonic() - started >= 1.5  # not before its lifetime
-    assert "its SASL session expired" in reauth_broker.output()
+    # The broker's log reaches us through a reader thread: wait for the line, within a deadline.
+    wait_until(lambda: "its SASL session expired" in reauth_broker.output(), timeout=10,
+               message="the broker did not log the expiry")
 
 
 def test_reauthentication_keeps_the_connection(reauth_broker: BrokerProcess) -> None:
