@@ -29,5 +29,5 @@ def test_java_consumer_reads_a_tiered_topic_from_the_beginning(java: JavaHarness
                                                                tiered_asyncbroker: BrokerProcess) -> None:
     facts = java.run("tiered.read_from_remote", tiered_asyncbroker.bootstrap, broker="asyncbroker", records=4000)
     assert facts == {"earliest": 0, "latest": 4000, "earliest_local_above_0": True,
-                     "latest_tiered_below_earliest_local": True, "records_read": 4000,
+                     "latest_tiered_in_the_log": True, "records_read": 4000,
                      "offset_for_time_t0_plus_10": 10}

@@ -67,10 +67,12 @@ final class TieredStorageScenarios {
                 earliestLocal = offsetOf(admin, tp, OffsetSpec.earliestLocal());
             }
             facts.put("earliest", offsetOf(admin, tp, OffsetSpec.earliest()));
-            facts.put("latest", offsetOf(admin, tp, OffsetSpec.latest()));
+            long latest = offsetOf(admin, tp, OffsetSpec.latest());
+            facts.put("latest", latest);
+            // Copies go on meanwhile, so the latest tiered offset is compared with what cannot move.
             long latestTiered = offsetOf(admin, tp, OffsetSpec.latestTiered());
             facts.put("earliest_local_above_0", earliestLocal > 0);
-            facts.put("latest_tiered_below_earliest_local", latestTiered < earliestLocal && latestTiered >= 0);
+            facts.put("latest_tiered_in_the_log", latestTiered >= earliestLocal - 1 && latestTiered < latest);
         }
         try (KafkaConsumer<byte[], byte[]> consumer = Clients.consumer(args)) {
             consumer.assign(List.of(tp));
