@@ -56,7 +56,7 @@ from storage.remote_storage_manager import (
     RemoteStorageManager,
 )
 from storage.topic_partition import TopicPartition
-from storage.transaction_index import AbortedTxn
+from storage.transaction_index import AbortedTxn, parse_aborted_txns
 from wire.errors import OffsetOutOfRangeError
 from wire.records import iter_batch_headers
 from wire.remote_log_metadata_records import (
@@ -87,7 +87,6 @@ _LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
 _INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
 _TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 _SEARCH_CHUNK = 1 << 20
-_TXN_ENTRY = struct.Struct(">hqqqq")  # version, producer id, first offset, last offset, last stable offset
 # The remote index cache is held in memory (Kafka keeps it on disk, under remote-log-index-cache):
 # bounded by remote.log.index.file.cache.total.size.bytes, and never above this, for the RSS target.
 _INDEX_CACHE_MAX_BYTES = 16 << 20
@@ -622,10 +621,8 @@ class RemoteLogManager:
                 data = self._index(m, IndexType.TRANSACTION)
             except RemoteResourceNotFoundError:
                 continue
-            for pos in range(0, len(data) - len(data) % _TXN_ENTRY.size, _TXN_ENTRY.size):
-                _version, pid, first, last, lso = _TXN_ENTRY.unpack_from(data, pos)
-                if last >= fetch_offset and first < upper_bound:
-                    out.append(AbortedTxn(pid, first, last, lso))
+            out.extend(txn for txn in parse_aborted_txns(data, m.segment_id)
+                       if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound)
             if m.end_offset >= upper_bound:
                 break
         return out

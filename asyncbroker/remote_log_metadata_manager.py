@@ -29,7 +29,6 @@ from wire.remote_log_metadata_records import (
     RemoteLogMetadata,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
-    RemotePartitionDeleteMetadata,
     TopicIdPartition,
     decode_remote_log_metadata,
     encode_remote_log_metadata,
@@ -120,9 +119,6 @@ class TopicBasedRemoteLogMetadataManager:
     async def update_remote_log_segment_metadata(self, update: RemoteLogSegmentMetadataUpdate) -> None:
         self.cache.check_update(update)
         await self._publish(update.segment_id.topic_id_partition, update)
-
-    async def put_remote_partition_delete_metadata(self, metadata: RemotePartitionDeleteMetadata) -> None:
-        await self._publish(metadata.topic_id_partition, metadata)
 
     def list_remote_log_segments(self, tp: TopicIdPartition) -> list[RemoteLogSegmentMetadata]:
         """Every segment known for the partition, in any state, by start offset (any thread)."""

@@ -67,13 +67,7 @@ class TransactionIndex:
             data = pread(fd, os.fstat(fd).st_size, 0, nonblocking=nonblocking)
         finally:
             os.close(fd)
-        out = []
-        for pos in range(0, len(data) - RECORD_SIZE + 1, RECORD_SIZE):
-            version, pid, first, last, lso = _RECORD.unpack_from(data, pos)
-            if version != CURRENT_VERSION:
-                raise CorruptIndexError(f"Unexpected aborted transaction version {version} in transaction index {self._path}")
-            out.append(AbortedTxn(pid, first, last, lso))
-        return out
+        return parse_aborted_txns(data, self._path)
 
     def all_aborted_txns(self, *, nonblocking: bool = False) -> list[AbortedTxn]:
         """Every entry; `nonblocking` (the event loop's read): from the page cache, without waiting
@@ -150,3 +144,15 @@ class TransactionIndex:
 
     def update_parent_dir(self, parent: Path) -> None:
         self._path = Path(parent) / self._path.name
+
+
+def parse_aborted_txns(data: bytes | bytearray | memoryview, source: object) -> list[AbortedTxn]:
+    """The entries of a transaction index's bytes (a local file's, or a remote segment's copy);
+    a trailing partial entry is ignored, an unknown version is CorruptIndexError naming `source`."""
+    out = []
+    for pos in range(0, len(data) - RECORD_SIZE + 1, RECORD_SIZE):
+        version, pid, first, last, lso = _RECORD.unpack_from(data, pos)
+        if version != CURRENT_VERSION:
+            raise CorruptIndexError(f"Unexpected aborted transaction version {version} in transaction index {source}")
+        out.append(AbortedTxn(pid, first, last, lso))
+    return out
