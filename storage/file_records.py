@@ -178,19 +178,31 @@ class FileRecords:
                 self._file.close()
 
     def rename_to(self, path: Path) -> None:
-        os.replace(self._path, path)
-        self._path = Path(path)
+        # Under the open lock: a reader thread opening the fd lazily must see either the old
+        # name before the rename or the new one after it, never the old name once it is gone
+        # (a cleaner swap renames segments while a fetch reads them off the loop).
+        with self._open_lock:
+            os.replace(self._path, path)
+            self._path = Path(path)
 
     def update_parent_dir(self, parent: Path) -> None:
-        self._path = Path(parent) / self._path.name
+        with self._open_lock:
+            self._path = Path(parent) / self._path.name
 
     def delete_if_exists(self) -> bool:
-        """Unlink the file; the fd stays open for readers that still hold `file`."""
-        try:
-            self._path.unlink()
-            return True
-        except FileNotFoundError:
-            return False
+        """Unlink the file; the fd stays open for readers that still hold the segment, as Kafka's
+        FileChannel does (a never-opened file is opened first, so a read in flight still finds it)."""
+        with self._open_lock:
+            if self._file is None and not self._closed:
+                try:
+                    self._adopt(os.open(self._path, os.O_RDWR))
+                except FileNotFoundError:
+                    return False
+            try:
+                self._path.unlink()
+                return True
+            except FileNotFoundError:
+                return False
 
     def last_modified_ms(self) -> int:
         return int(os.stat(self._path).st_mtime * 1000)
