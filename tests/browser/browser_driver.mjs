@@ -3,7 +3,7 @@
 // Started once per test module by tests/browser/browser_session.py.
 import { chromium } from "playwright-core";
 import { createInterface } from "node:readline";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -54,3 +54,6 @@ for await (const line of lines) {
   }
 }
 await context.close();
+rmSync(userDataDir, { recursive: true, force: true });
+// The readline interface still holds stdin open: exit rather than wait for the test to close it.
+process.exit(0);
