@@ -23,9 +23,11 @@ import java.util.concurrent.TimeoutException;
  *
  * <p>Each stdin line is a JSON command {"id": n, "scenario": "name", "args": {...}}; each
  * answer is one stdout line {"id": n, "ok": true, "facts": {...}} or {"id": n, "ok": false,
- * "error": "...", "trace": "..."}. Scenarios run one at a time on a worker thread with a
- * deadline, so a scenario that hangs is reported instead of stalling the session. The JVM's
- * own System.out is sent to stderr: only this loop writes the protocol stream.
+ * "error": "...", "trace": "..."}. Each command runs on a worker thread of its own with a
+ * deadline, so a scenario that hangs is reported instead of stalling the session, and commands
+ * sent together run together (the Python side runs a scenario on Kafka and on asyncbroker at
+ * once); answers come in the order they finish, matched by id. The JVM's own System.out is sent
+ * to stderr: only the answers reach the protocol stream, one whole line at a time.
  */
 public final class Main {
     /** Name -> scenario: the registry the Python side calls into. */
@@ -55,6 +57,11 @@ public final class Main {
             t.setDaemon(true);
             return t;
         });
+        ExecutorService commands = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "command");
+            t.setDaemon(true);
+            return t;
+        });
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         protocol.println(Json.MAPPER.writeValueAsString(ready()));
         String line;
@@ -63,8 +70,16 @@ public final class Main {
                 continue;
             }
             JsonNode command = Json.MAPPER.readTree(line);
-            protocol.println(Json.MAPPER.writeValueAsString(execute(worker, command)));
+            commands.submit(() -> {
+                String answer = Json.MAPPER.writeValueAsString(execute(worker, command));
+                synchronized (protocol) {  // invariant: answers never interleave within a line
+                    protocol.println(answer);
+                }
+                return null;
+            });
         }
+        commands.shutdown();
+        commands.awaitTermination(10, TimeUnit.MINUTES);  // stdin closed: let running commands answer
         worker.shutdownNow();
         System.exit(0);  // client threads that outlive a failed scenario must not keep the JVM alive
     }
