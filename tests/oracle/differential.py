@@ -35,6 +35,7 @@ import struct
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -690,14 +691,21 @@ def run_kafka_only(scenario: Scenario, kafka_bootstrap: str, sasl_bootstrap: str
 def compare(scenario: Scenario, kafka_bootstrap: str, asyncbroker_bootstrap: str,
             known: Mapping[str, Iterable[str]] | None = None, *,
             sasl_bootstraps: tuple[str, str] | None = None) -> list[Difference]:
-    """Run `scenario` on Kafka, then on asyncbroker, and assert equal transcripts.
+    """Run `scenario` on Kafka and on asyncbroker at once, and assert equal transcripts.
 
+    The two runs share nothing but the scenario function (each has its own ScenarioRun,
+    names and connections), and most of a run is waiting on a broker, so they run side by
+    side; Kafka's failure is raised first, as its run passing proves the scenario right.
     `known` maps a KNOWN_DIFFERENCES.md id to the step paths ("<step>:<path>")
     that differ because of it; those must differ, and nothing else may.
     """
     kafka_sasl, our_sasl = sasl_bootstraps or (None, None)
-    kafka_run = run_scenario(scenario, "kafka", kafka_bootstrap, kafka_sasl)
-    our_run = run_scenario(scenario, "asyncbroker", asyncbroker_bootstrap, our_sasl)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="asyncbroker-run") as pool:
+        ours = pool.submit(run_scenario, scenario, "asyncbroker", asyncbroker_bootstrap, our_sasl)
+        try:
+            kafka_run = run_scenario(scenario, "kafka", kafka_bootstrap, kafka_sasl)
+        finally:
+            our_run = ours.result()  # never left running past this call, even when Kafka's failed
     differences = compare_transcripts(kafka_run.transcript, our_run.transcript)
     expected = {p for paths in (known or {}).values() for p in paths}
     found = {f"{d.step}:{d.path}" for d in differences}
