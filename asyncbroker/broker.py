@@ -29,12 +29,13 @@ import functools
 import importlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from storage.clock import Clock
+from storage.topic_name import OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from storage.topic_partition import TopicPartition
 from wire.errors import TopicExistsError
 
@@ -116,10 +117,13 @@ class Broker:
         self.metadata_responses: MetadataResponseCache  # encoded Metadata answers, per topics generation
         self.log_jobs: LogJobs  # retention, flush, checkpoints, delete-logs
         self.replica_manager: ReplicaManager
-        self.group_coordinator: GroupCoordinator
-        self.share_partitions: SharePartitionManager
+        # The coordinators are built on first use (see `group_coordinator`), or at startup when
+        # their internal topics exist: a broker no client asks for groups or transactions never
+        # imports them (issue 17's idle memory).
+        self._group_coordinator: GroupCoordinator | None = None
+        self._share_partitions: SharePartitionManager | None = None
+        self._transaction_coordinator: TransactionCoordinator | None = None
         self.producer_id_expiration: ProducerIdExpiration
-        self.transaction_coordinator: TransactionCoordinator
         # Tiered storage (remote.log.storage.system.enable), else None.
         self.remote_log_manager: RemoteLogManager | None = None
         self._started = False
@@ -209,7 +213,7 @@ class Broker:
         existing = self.topics.get(name)
         if existing is not None:
             return existing
-        if name == "__consumer_offsets":
+        if name == OFFSETS_TOPIC:
             # Kafka creates its internal topic with the coordinator's settings (compacted, N partitions).
             await self.group_coordinator.offsets_topic.ensure_created()
             return self.topics.get(name)
@@ -277,7 +281,7 @@ class Broker:
         self.topics = TopicManager(
             config=config, log_manager=self.log_manager, run_blocking=self.run_blocking,
             cleaner_manager=lambda: self.cleaner_manager,
-            on_partitions_deleted=lambda partitions: self.group_coordinator.on_partitions_deleted(partitions),
+            on_partitions_deleted=self._on_partitions_deleted,
             on_broker_configs_changed=self._on_broker_configs_changed,
             remote_log_manager=lambda: self.remote_log_manager)
         topics = self.topics
@@ -285,8 +289,13 @@ class Broker:
         self._start_cleaner()
         self._start_jobs()
         self._start_replica_manager()
-        self._start_group_coordinator()
-        self._start_transaction_coordinator()
+        self._start_producer_id_expiration()
+        # Groups and transactions whose internal topics exist are loaded now, as Kafka loads
+        # the partitions it leads; otherwise their coordinators come with the first request.
+        if self.topics.get(OFFSETS_TOPIC) is not None or self.topics.get(SHARE_GROUP_STATE_TOPIC) is not None:
+            self._start_group_coordinator()
+        if self.topics.get(TRANSACTION_STATE_TOPIC) is not None:
+            self._start_transaction_coordinator()
         if config.remote_log_storage_system_enable:
             await self._start_remote_log_manager()
         self._started = True
@@ -345,20 +354,66 @@ class Broker:
         dynamic = self.config.dynamic_value("transaction.partition.verification.enable")
         return self.config.transaction_partition_verification_enable if dynamic is None else dynamic.lower() == "true"
 
+    @property
+    def group_coordinator(self) -> GroupCoordinator:
+        """Consumer, classic and share groups; built on first use."""
+        if self._group_coordinator is None:
+            self._start_group_coordinator()
+        assert self._group_coordinator is not None
+        return self._group_coordinator
+
+    @property
+    def share_partitions(self) -> SharePartitionManager:
+        """Share groups' records (ShareFetch); built with the group coordinator."""
+        if self._share_partitions is None:
+            self._start_group_coordinator()
+        assert self._share_partitions is not None
+        return self._share_partitions
+
+    @property
+    def transaction_coordinator(self) -> TransactionCoordinator:
+        """Transactions; built on first use."""
+        if self._transaction_coordinator is None:
+            self._start_transaction_coordinator()
+        assert self._transaction_coordinator is not None
+        return self._transaction_coordinator
+
+    def close_group_requests(self) -> None:
+        """Shutting down: parked group requests answer NOT_COORDINATOR (none without a
+        coordinator)."""
+        if self._group_coordinator is not None:
+            self._group_coordinator.close()
+
+    async def _on_partitions_deleted(self, partitions: Iterable[tuple[str, int]]) -> int:
+        """Drop the groups' offsets of deleted partitions (the number dropped). No coordinator
+        yet: no group holds any."""
+        if self._group_coordinator is None:
+            return 0
+        return await self._group_coordinator.on_partitions_deleted(partitions)
+
+    def _start_producer_id_expiration(self) -> None:
+        from asyncbroker.producer_id_expiration import ProducerIdExpiration
+
+        self.producer_id_expiration = ProducerIdExpiration(
+            log_manager=self.log_manager, clock=self.clock, run_blocking=self.run_blocking,
+            expiration_ms=self.config.producer_id_expiration_ms,
+            interval_ms=self.config.producer_id_expiration_check_interval_ms)
+        self.producer_id_expiration.start()
+
     def _start_group_coordinator(self) -> None:
         """Consumer groups (loading __consumer_offsets in the background; group requests
-        wait for it) and the producer.id.expiration.ms job."""
+        wait for it) and share groups."""
         from asyncbroker.group_coordinator import GroupCoordinator
-        from asyncbroker.producer_id_expiration import ProducerIdExpiration
 
         from asyncbroker.offsets_topic import offsets_topic_configs
 
-        self.group_coordinator = GroupCoordinator(
+        coordinator = GroupCoordinator(
             self.config, self._coordinator_topic(*offsets_topic_configs(self.config)), clock=self.clock,
             run_blocking=self.run_blocking, transaction_coordinator=lambda: self.transaction_coordinator)
-        self.group_coordinator.start_loading()
+        self._group_coordinator = coordinator
+        coordinator.start_loading()
         # Share groups' records: handed out by ShareFetch, released when a member leaves.
-        from asyncbroker.share_coordinator import SHARE_GROUP_STATE_TOPIC, ShareCoordinator
+        from asyncbroker.share_coordinator import ShareCoordinator
         from asyncbroker.share_partition_manager import SharePartitionManager
 
         state_topic = self._coordinator_topic(SHARE_GROUP_STATE_TOPIC,
@@ -367,17 +422,12 @@ class Broker:
                                                   "retention.ms": "-1", "segment.bytes":
                                                   str(self.config.share_coordinator_state_topic_segment_bytes)})
         share_coordinator = ShareCoordinator(state_topic)
-        self.share_partitions = SharePartitionManager(self.replica_manager, self.topics,
-                                                      self.group_coordinator.group_configs, self.clock,
-                                                      share_coordinator)
+        share_partitions = SharePartitionManager(self.replica_manager, self.topics, coordinator.group_configs,
+                                                 self.clock, share_coordinator)
+        self._share_partitions = share_partitions
         # The share group offset admin APIs write share state and make the fetch path read it again.
-        self.group_coordinator.share_manager.share_coordinator = share_coordinator
-        self.group_coordinator.on_share_state_reset = self.share_partitions.forget
-        self.producer_id_expiration = ProducerIdExpiration(
-            log_manager=self.log_manager, clock=self.clock, run_blocking=self.run_blocking,
-            expiration_ms=self.config.producer_id_expiration_ms,
-            interval_ms=self.config.producer_id_expiration_check_interval_ms)
-        self.producer_id_expiration.start()
+        coordinator.share_manager.share_coordinator = share_coordinator
+        coordinator.on_share_state_reset = share_partitions.forget
 
     def _start_transaction_coordinator(self) -> None:
         """Transactions: `__transaction_state` is loaded in the background (requests for a
@@ -393,10 +443,11 @@ class Broker:
             "segment.bytes": str(config.transaction_state_log_segment_bytes),
             "unclean.leader.election.enable": "false",
         })
-        self.transaction_coordinator = TransactionCoordinator(
+        coordinator = TransactionCoordinator(
             TransactionConfig.from_broker_config(config), topic, self, self.allocate_producer_id, self.clock,
             self.log_jobs.scheduler)
-        self.transaction_coordinator.startup()
+        self._transaction_coordinator = coordinator
+        coordinator.startup()
 
     def _coordinator_topic(self, name: str, num_partitions: int, configs: dict[str, str]) -> CoordinatorTopic:
         """A coordinator's internal topic, created on first use through this broker's parts."""
@@ -422,7 +473,7 @@ class Broker:
         outcome = await self.replica_manager.write_txn_markers(producer_id, producer_epoch, coordinator_epoch,
                                                                result, partitions)
         offsets_partitions = [tp for tp, code in outcome.items()
-                              if code == ErrorCode.NONE and tp.topic == "__consumer_offsets"]
+                              if code == ErrorCode.NONE and tp.topic == OFFSETS_TOPIC]
         if offsets_partitions:
             self.group_coordinator.on_transaction_completed(producer_id, offsets_partitions, result)
         return outcome
@@ -488,9 +539,8 @@ class Broker:
 
     def connection_closed(self, connection_id: str) -> None:
         """A client connection is gone: what was bound to it ends (a share session)."""
-        share_partitions = getattr(self, "share_partitions", None)  # absent until the broker has started
-        if share_partitions is not None:
-            share_partitions.connection_closed(connection_id)
+        if self._share_partitions is not None:  # no share group was ever used: no share session
+            self._share_partitions.connection_closed(connection_id)
 
     def _start_jobs(self) -> None:
         """LogManager's background jobs, on this loop with the work in executors (asyncbroker.log_jobs)."""
@@ -502,10 +552,10 @@ class Broker:
         """Stop the jobs, then flush, checkpoint and mark a clean shutdown. After a startup
         that failed midway, the parts built so far are stopped."""
         built = vars(self)
-        if "transaction_coordinator" in built:
-            await self.transaction_coordinator.shutdown()
-        if "group_coordinator" in built:
-            self.group_coordinator.close()
+        if self._transaction_coordinator is not None:
+            await self._transaction_coordinator.shutdown()
+        if self._group_coordinator is not None:
+            self._group_coordinator.close()
         if "producer_id_expiration" in built:
             await self.producer_id_expiration.stop()
         if self.remote_log_manager is not None:

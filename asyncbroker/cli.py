@@ -138,14 +138,17 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigException as exc:
         print(f"asyncbroker: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
-    from asyncbroker.scram_credentials import parse_add_scram
     from asyncbroker.server import configure_logging
 
-    try:
-        args.scram_users = [parse_add_scram(text) for text in args.add_scram]
-    except ValueError as exc:
-        print(f"asyncbroker: invalid --add-scram: {exc}", file=sys.stderr)
-        return EXIT_CONFIG_ERROR
+    args.scram_users = []
+    if args.add_scram:  # SCRAM (hashlib, json) loads only for a broker that uses it
+        from asyncbroker.scram_credentials import parse_add_scram
+
+        try:
+            args.scram_users = [parse_add_scram(text) for text in args.add_scram]
+        except ValueError as exc:
+            print(f"asyncbroker: invalid --add-scram: {exc}", file=sys.stderr)
+            return EXIT_CONFIG_ERROR
 
     configure_logging(args.log_level)
     for name in sorted(config.originals):

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from storage.clock import Clock
+from storage.topic_name import OFFSETS_TOPIC
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode, InvalidCommitOffsetSizeError, KafkaError, TopicExistsError
 from wire.records import ControlRecordType, Record, build_batch, decode_records, iter_batch_headers, parse_control_record
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
+GROUP_METADATA_TOPIC_NAME = OFFSETS_TOPIC
 _READ_CHUNK = 4 * 1024 * 1024
 
 

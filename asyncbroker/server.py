@@ -193,8 +193,7 @@ class KafkaServer:
         broker = self.broker
         if broker is not None:
             broker.fetch_waiters.close()  # parked fetches answer now
-            if broker.started:
-                broker.group_coordinator.close()  # parked JoinGroup/SyncGroup answer NOT_COORDINATOR
+            broker.close_group_requests()  # parked JoinGroup/SyncGroup answer NOT_COORDINATOR
         conns = list(self._connections)
         if conns:
             done, pending = await asyncio.wait(

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 import msgspec
 
 from storage.partition_metadata import uuid_from_base64, uuid_to_base64
+from storage.topic_name import SHARE_GROUP_STATE_TOPIC
 from wire.records import read_uvarint, write_uvarint
 
 from asyncbroker.offsets_topic import CoordinatorTopic, java_string_hash
@@ -43,7 +44,6 @@ from asyncbroker.share_partition import RecordState
 
 log = logging.getLogger(__name__)
 
-SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 SNAPSHOT, UPDATE = 0, 1
 StateBatch = tuple[int, int, int, int]  # first offset, last offset, state, delivery count
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["TransactionState"]
+__all__ = ["FINALIZED_TRANSACTION_VERSION", "TransactionState"]
+
+# The transaction.version this coordinator runs (KIP-890 transactions v2), as ApiVersions finalizes it.
+FINALIZED_TRANSACTION_VERSION = 2
 
 
 class TransactionState(enum.IntEnum):

@@ -26,9 +26,10 @@ from asyncbroker.transaction_log import (
     value_version_for,
 )
 from asyncbroker.transaction_metadata import TransactionMetadata, TxnTransitMetadata
-from asyncbroker.transaction_state import TransactionState
+from asyncbroker.transaction_state import FINALIZED_TRANSACTION_VERSION, TransactionState
 from asyncbroker.offsets_topic import StoredRecord
 from asyncbroker.offsets_topic import partition_for as coordinator_partition_for
+from storage.topic_name import TRANSACTION_STATE_TOPIC
 from wire.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -52,8 +53,7 @@ __all__ = [
 
 log = logging.getLogger("kafka.coordinator.transaction.TransactionStateManager")
 
-TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
-FINALIZED_TRANSACTION_VERSION = 2
+TRANSACTION_STATE_TOPIC_NAME = TRANSACTION_STATE_TOPIC
 """transaction.version as ApiVersions advertises it: transactions v2 (KIP-890) are served."""
 
 

@@ -1,11 +1,11 @@
-"""The handler registry: one module per Kafka API, discovered at startup.
+"""The handler registry: one module per Kafka API, listed with its versions in SERVED_APIS.
 
-Each handler module defines `API_KEY`, `MIN_VERSION`, `MAX_VERSION` and
-`async def handle(ctx, header, request)` (ctx: a RequestContext). ApiVersions advertises exactly
-the registered ranges, clamped to the versions kio has schemas for, because
-clients pick versions from that list and must never be offered one we cannot
-decode. `error_code_for` is the single place where typed exceptions become
-Kafka error codes.
+Each handler module defines `API_KEY` and `async def handle(ctx, header, request)` (ctx: a
+RequestContext); it is imported with the first request for its API, so a broker no client asks
+for groups, transactions or ACLs never loads their code (issue 17's idle memory and start time).
+ApiVersions advertises exactly the ranges below, clamped to the versions kio has schemas for,
+because clients pick versions from that list and must never be offered one we cannot decode.
+`error_code_for` is the single place where typed exceptions become Kafka error codes.
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from __future__ import annotations
 import datetime
 import importlib
 import logging
-import pkgutil
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 from wire.errors import ErrorCode, KafkaError
-from wire.messages import kio_version_range
+from wire.messages import ApiKey, kio_version_range
 
 log = logging.getLogger(__name__)
 
@@ -27,18 +26,77 @@ log = logging.getLogger(__name__)
 HandleFn = Callable[[Any, Any, Any], Awaitable[Any]]
 
 
-class HandlerSpec(msgspec.Struct, frozen=True):
-    """One API as served here: its key, the version range we answer, the coroutine."""
+# API -> (handler module, lowest version, highest version served).
+SERVED_APIS: dict[ApiKey, tuple[str, int, int]] = {
+    ApiKey.PRODUCE: ("produce", 3, 12),
+    ApiKey.FETCH: ("fetch", 4, 17),
+    ApiKey.LIST_OFFSETS: ("list_offsets", 1, 9),
+    ApiKey.METADATA: ("metadata", 0, 13),
+    ApiKey.OFFSET_COMMIT: ("offset_commit", 2, 10),
+    ApiKey.OFFSET_FETCH: ("offset_fetch", 1, 10),
+    ApiKey.FIND_COORDINATOR: ("find_coordinator", 0, 6),
+    ApiKey.JOIN_GROUP: ("join_group", 0, 9),
+    ApiKey.HEARTBEAT: ("heartbeat", 0, 4),
+    ApiKey.LEAVE_GROUP: ("leave_group", 0, 5),
+    ApiKey.SYNC_GROUP: ("sync_group", 0, 5),
+    ApiKey.DESCRIBE_GROUPS: ("describe_groups", 0, 6),
+    ApiKey.LIST_GROUPS: ("list_groups", 0, 5),
+    # v0: the tokens that follow come without Kafka request framing
+    ApiKey.SASL_HANDSHAKE: ("sasl_handshake", 0, 1),
+    ApiKey.API_VERSIONS: ("api_versions", 0, 4),
+    ApiKey.CREATE_TOPICS: ("create_topics", 2, 7),
+    ApiKey.DELETE_TOPICS: ("delete_topics", 1, 6),
+    ApiKey.DELETE_RECORDS: ("delete_records", 0, 2),
+    ApiKey.INIT_PRODUCER_ID: ("init_producer_id", 0, 5),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: ("offset_for_leader_epoch", 2, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: ("add_partitions_to_txn", 0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: ("add_offsets_to_txn", 0, 4),
+    ApiKey.END_TXN: ("end_txn", 0, 5),
+    ApiKey.TXN_OFFSET_COMMIT: ("txn_offset_commit", 0, 5),
+    ApiKey.DESCRIBE_ACLS: ("describe_acls", 1, 3),
+    ApiKey.CREATE_ACLS: ("create_acls", 1, 3),
+    ApiKey.DELETE_ACLS: ("delete_acls", 1, 3),
+    ApiKey.DESCRIBE_CONFIGS: ("describe_configs", 1, 4),
+    ApiKey.ALTER_CONFIGS: ("alter_configs", 0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: ("describe_log_dirs", 1, 5),
+    ApiKey.SASL_AUTHENTICATE: ("sasl_authenticate", 0, 2),
+    ApiKey.CREATE_PARTITIONS: ("create_partitions", 0, 3),
+    ApiKey.DELETE_GROUPS: ("delete_groups", 0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: ("incremental_alter_configs", 0, 1),
+    ApiKey.OFFSET_DELETE: ("offset_delete", 0, 0),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: ("describe_client_quotas", 0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: ("alter_client_quotas", 0, 1),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: ("describe_user_scram_credentials", 0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ("alter_user_scram_credentials", 0, 0),
+    ApiKey.DESCRIBE_CLUSTER: ("describe_cluster", 0, 2),
+    ApiKey.DESCRIBE_PRODUCERS: ("describe_producers", 0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: ("describe_transactions", 0, 0),
+    ApiKey.LIST_TRANSACTIONS: ("list_transactions", 0, 2),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: ("consumer_group_heartbeat", 0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: ("consumer_group_describe", 0, 1),
+    ApiKey.SHARE_GROUP_HEARTBEAT: ("share_group_heartbeat", 1, 1),
+    ApiKey.SHARE_GROUP_DESCRIBE: ("share_group_describe", 1, 1),
+    ApiKey.SHARE_FETCH: ("share_fetch", 1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: ("share_acknowledge", 1, 2),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: ("describe_share_group_offsets", 0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: ("alter_share_group_offsets", 0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: ("delete_share_group_offsets", 0, 0),
+}
+
+
+class HandlerSpec(msgspec.Struct):
+    """One API as served here: its key, the version range we answer, its handler module and,
+    once the first request for it came, the module's coroutine."""
 
     api_key: int
     min_version: int
     max_version: int
-    handle: Any  # HandleFn; msgspec cannot type-check callables
     name: str
+    handle: Any = None  # HandleFn; msgspec cannot type-check callables
 
 
 class HandlerRegistry:
-    """API key -> HandlerSpec for every handler module in this package."""
+    """API key -> HandlerSpec for every API in SERVED_APIS that kio can decode."""
 
     def __init__(self, specs: dict[int, HandlerSpec]) -> None:
         self._specs = specs
@@ -46,27 +104,25 @@ class HandlerRegistry:
     @classmethod
     def discover(cls) -> "HandlerRegistry":
         specs: dict[int, HandlerSpec] = {}
-        for info in pkgutil.iter_modules(__path__):
-            module = importlib.import_module(f"{__name__}.{info.name}")
-            api_key = getattr(module, "API_KEY", None)
-            if api_key is None:
-                continue
+        for api_key, (name, min_version, max_version) in SERVED_APIS.items():
             kio_range = kio_version_range(int(api_key))
             if kio_range is None:
-                log.warning("Handler %s: kio has no schema for API key %s; not served", info.name, api_key)
+                log.warning("Handler %s: kio has no schema for API key %s; not served", name, int(api_key))
                 continue
-            lo = max(int(module.MIN_VERSION), kio_range[0])
-            hi = min(int(module.MAX_VERSION), kio_range[1])
+            lo = max(min_version, kio_range[0])
+            hi = min(max_version, kio_range[1])
             if lo > hi:
-                log.warning("Handler %s: no version in common with kio; not served", info.name)
+                log.warning("Handler %s: no version in common with kio; not served", name)
                 continue
-            if int(api_key) in specs:
-                raise RuntimeError(f"two handler modules for API key {api_key}: {specs[int(api_key)].name}, {info.name}")
-            specs[int(api_key)] = HandlerSpec(int(api_key), lo, hi, module.handle, info.name)
+            specs[int(api_key)] = HandlerSpec(int(api_key), lo, hi, name)
         return cls(specs)
 
     def get(self, api_key: int) -> HandlerSpec | None:
-        return self._specs.get(api_key)
+        """The API's spec, its handler module imported with the first request for it."""
+        spec = self._specs.get(api_key)
+        if spec is not None and spec.handle is None:
+            spec.handle = importlib.import_module(f"{__name__}.{spec.name}").handle
+        return spec
 
     def supported_versions(self) -> dict[int, tuple[int, int]]:
         return {k: (s.min_version, s.max_version) for k, s in sorted(self._specs.items())}

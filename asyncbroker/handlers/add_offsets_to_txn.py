@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from storage.topic_name import OFFSETS_TOPIC
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode
 from wire.headers import RequestHeader
@@ -13,13 +14,10 @@ from wire.messages import ApiKey
 from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.handlers.add_partitions_to_txn import older_fenced
-from asyncbroker.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
-MIN_VERSION = 0
-MAX_VERSION = 4
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
@@ -32,7 +30,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     try:
         groups = await ctx.broker.loaded_group_coordinator()
         await groups.offsets_topic.ensure_created()
-        offsets_partition = TopicPartition(GROUP_METADATA_TOPIC_NAME, groups.offsets_topic.partition_for(request.group_id))
+        offsets_partition = TopicPartition(OFFSETS_TOPIC, groups.offsets_topic.partition_for(request.group_id))
         await ctx.broker.transaction_coordinator.handle_add_partitions_to_transaction(
             request.transactional_id, request.producer_id, request.producer_epoch, [offsets_partition], 0)
         code = ErrorCode.NONE

@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
-MIN_VERSION = 0
-MAX_VERSION = 5
 
 
 def older_fenced(code: ErrorCode, version: int, first_version_knowing_fenced: int) -> ErrorCode:

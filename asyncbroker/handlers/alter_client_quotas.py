@@ -20,8 +20,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.ALTER_CLIENT_QUOTAS
-MIN_VERSION = 0
-MAX_VERSION = 1
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.ALTER_CONFIGS
-MIN_VERSION = 0
-MAX_VERSION = 2
 
 
 async def _alter(broker: Broker, resource: Any, validate_only: bool) -> None:

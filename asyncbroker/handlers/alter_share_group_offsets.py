@@ -25,8 +25,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.ALTER_SHARE_GROUP_OFFSETS
-MIN_VERSION = 0
-MAX_VERSION = 0
 
 ZERO_UUID = uuid.UUID(int=0)
 _MESSAGES = {

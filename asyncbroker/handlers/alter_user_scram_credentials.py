@@ -17,14 +17,14 @@ from wire.messages import ApiKey
 from asyncbroker.acl_binding import AclOperation
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
-from asyncbroker.scram_credentials import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential
 
 API_KEY = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
-MIN_VERSION = 0
-MAX_VERSION = 0
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+    # SCRAM (and hashlib with it) loads when credentials are first used.
+    from asyncbroker.scram_credentials import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential
+
     b = ResponseBuilder(API_KEY, header.api_version)
     if not ctx.authorize_cluster(AclOperation.ALTER):
         message = ctx.not_authorized_message(AclOperation.ALTER)
@@ -92,6 +92,8 @@ _TWICE = (ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twi
 
 
 def _check(name: str, mechanism: int) -> tuple[ErrorCode, str] | None:
+    from asyncbroker.scram_credentials import MECHANISMS
+
     if not name:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
     if mechanism not in MECHANISMS:

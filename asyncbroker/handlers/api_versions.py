@@ -22,11 +22,9 @@ from wire.messages import ApiKey
 
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
-from asyncbroker.transaction_state_manager import FINALIZED_TRANSACTION_VERSION
+from asyncbroker.transaction_state import FINALIZED_TRANSACTION_VERSION
 
 API_KEY = ApiKey.API_VERSIONS
-MIN_VERSION = 0
-MAX_VERSION = 4
 
 # name -> (lowest supported, highest supported, finalized level)
 FEATURES = {"group.version": (0, 1, 1), "share.version": (0, 2, 2),

@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from asyncbroker.group_coordinator import GroupCoordinator
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
-MIN_VERSION = 0
-MAX_VERSION = 1
 
 _CLASSIC_MEMBER, _CONSUMER_MEMBER = 0, 1  # member_type (v1): the protocol the member joined with
 

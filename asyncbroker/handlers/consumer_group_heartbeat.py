@@ -19,8 +19,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
-MIN_VERSION = 0
-MAX_VERSION = 1
 
 
 def _describable(ctx: RequestContext) -> Callable[[Iterable[str]], list[str]]:

@@ -18,8 +18,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.CREATE_ACLS
-MIN_VERSION = 1
-MAX_VERSION = 3
 
 # Kafka forwards CreateAcls and DeleteAcls to its controller, whose message differs from the broker's
 # DescribeAcls one (describe_acls.NO_AUTHORIZER).

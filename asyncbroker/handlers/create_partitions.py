@@ -18,8 +18,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.CREATE_PARTITIONS
-MIN_VERSION = 0
-MAX_VERSION = 3
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:

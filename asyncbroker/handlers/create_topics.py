@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.CREATE_TOPICS
-MIN_VERSION = 2
-MAX_VERSION = 7
 
 
 def _partitions_from_assignments(broker: Broker, topic: Any) -> int:

@@ -22,8 +22,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DELETE_RECORDS
-MIN_VERSION = 0
-MAX_VERSION = 2
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     # Kafka keys the request by partition: a partition named twice is deleted up to the

@@ -27,8 +27,6 @@ from asyncbroker.response_builder import ResponseBuilder
 from asyncbroker.topics import ZERO_UUID, TopicDeletionDisabledError
 
 API_KEY = ApiKey.DELETE_TOPICS
-MIN_VERSION = 1
-MAX_VERSION = 6
 
 
 # Kafka answers unknown names and ids with its errors' default texts.

@@ -20,8 +20,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_ACLS
-MIN_VERSION = 1
-MAX_VERSION = 3
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 

@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
-MIN_VERSION = 1
-MAX_VERSION = 4
 
 
 def describe_resource(broker: Broker, resource_type: int, name: str, keys: tuple[str, ...] | None) -> list[ConfigEntry]:

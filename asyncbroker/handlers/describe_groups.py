@@ -19,8 +19,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
-MIN_VERSION = 0
-MAX_VERSION = 6
 
 
 

@@ -20,8 +20,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.DESCRIBE_LOG_DIRS
-MIN_VERSION = 1
-MAX_VERSION = 5
 
 
 def _disk_usage(dirs: list[str]) -> dict[str, tuple[int, int]]:

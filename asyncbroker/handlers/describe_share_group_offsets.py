@@ -14,7 +14,7 @@ for good (acknowledged or archived). GROUP DESCRIBE is needed, and TOPIC DESCRIB
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode
@@ -26,11 +26,11 @@ from asyncbroker.handlers import error_code_for, error_message_for
 from asyncbroker.replica_manager import OffsetQuery
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
-from asyncbroker.share_coordinator import ShareStateSummary
+
+if TYPE_CHECKING:  # the share coordinator is built on first use
+    from asyncbroker.share_coordinator import ShareStateSummary
 
 API_KEY = ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS
-MIN_VERSION = 0
-MAX_VERSION = 1
 
 ZERO_UUID = uuid.UUID(int=0)
 LATEST = -1

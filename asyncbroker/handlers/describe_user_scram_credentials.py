@@ -11,13 +11,8 @@ from wire.messages import ApiKey
 from asyncbroker.acl_binding import AclOperation
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
-from asyncbroker.scram_credentials import MECHANISMS
 
 API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
-MIN_VERSION = 0
-MAX_VERSION = 0
-
-_IDS = {name: mid for mid, (name, _) in MECHANISMS.items()}
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
@@ -29,6 +24,9 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                         error_message=None, results=tuple(
                             b.entity("DescribeUserScramCredentialsResult", user="", error_code=refused,
                                      error_message=None, credential_infos=()) for _ in request.users or ()))
+    from asyncbroker.scram_credentials import MECHANISMS  # SCRAM loads when first used
+
+    ids = {name: mid for mid, (name, _) in MECHANISMS.items()}
     users = ctx.broker.scram_credentials.users()
     # user -> named more than once (each user is answered once)
     named: dict[str, bool] = {}
@@ -43,8 +41,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             code, message, infos = ErrorCode.RESOURCE_NOT_FOUND, f"Attempt to describe a user credential that does not exist: {name}", ()
         else:
             code, message = ErrorCode.NONE, ""
-            infos = tuple(b.entity("CredentialInfo", mechanism=_IDS[m], iterations=c.iterations)
-                          for m, c in sorted(users[name].items(), key=lambda mc: _IDS[mc[0]]))
+            infos = tuple(b.entity("CredentialInfo", mechanism=ids[m], iterations=c.iterations)
+                          for m, c in sorted(users[name].items(), key=lambda mc: ids[mc[0]]))
         results.append(b.entity("DescribeUserScramCredentialsResult", user=name, error_code=code,
                                 error_message=message, credential_infos=infos))
     return b.entity("DescribeUserScramCredentialsResponse", throttle_time=0, error_code=ErrorCode.NONE,

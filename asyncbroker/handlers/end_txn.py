@@ -21,8 +21,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.END_TXN
-MIN_VERSION = 0
-MAX_VERSION = 5
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:

@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.FETCH
-MIN_VERSION = 4
-MAX_VERSION = 17
 
 READ_COMMITTED = 1
 # Fetch session epochs of a full fetch (KIP-227): open a session, or fetch without one.

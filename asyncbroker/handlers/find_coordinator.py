@@ -21,11 +21,8 @@ from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
-from asyncbroker.share_coordinator import parse_share_partition_key
 
 API_KEY = ApiKey.FIND_COORDINATOR
-MIN_VERSION = 0
-MAX_VERSION = 6
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -56,6 +53,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             return b.entity("FindCoordinatorResponse", throttle_time=0, coordinators=tuple(
                 b.entity("Coordinator", key=k, error_code=error, error_message=default_message(error), node_id=-1,
                          host="", port=-1) for k in keys))
+        from asyncbroker.share_coordinator import parse_share_partition_key  # with share groups, on first use
+
         for k in keys:
             if parse_share_partition_key(k) is None:
                 refusals[k] = ErrorCode.INVALID_REQUEST

@@ -15,8 +15,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.HEARTBEAT
-MIN_VERSION = 0
-MAX_VERSION = 4
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:

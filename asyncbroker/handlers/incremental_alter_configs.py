@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from asyncbroker.broker import Broker
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
-MIN_VERSION = 0
-MAX_VERSION = 1
 
 
 async def _alter(broker: Broker, resource: Any, validate_only: bool) -> None:

@@ -23,17 +23,16 @@ from asyncbroker.handlers import error_code_for, millis
 from asyncbroker.handlers.add_partitions_to_txn import older_fenced
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
-from asyncbroker.transaction_coordinator import ProducerIdAndEpoch
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
-MIN_VERSION = 0
-MAX_VERSION = 5
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+    from asyncbroker.transaction_coordinator import ProducerIdAndEpoch  # with the coordinator, on first use
+
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     pid = getattr(request, "producer_id", NO_PRODUCER_ID)

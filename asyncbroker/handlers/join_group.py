@@ -14,17 +14,16 @@ from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.acl_binding import AclOperation
-from asyncbroker.group_metadata_manager import JoinGroupResult
 from asyncbroker.handlers import error_code_for, millis
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.JOIN_GROUP
-MIN_VERSION = 0
-MAX_VERSION = 9
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+    from asyncbroker.group_metadata_manager import JoinGroupResult  # with the coordinator, on first use
+
     version = header.api_version
     session_timeout = millis(request.session_timeout)
     # v0 has no rebalance timeout: the session timeout stands in for it (from v1 the value is

@@ -24,8 +24,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.LIST_OFFSETS
-MIN_VERSION = 1
-MAX_VERSION = 9
 
 READ_COMMITTED = 1
 

@@ -15,8 +15,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
-MIN_VERSION = 0
-MAX_VERSION = 2
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:

@@ -33,8 +33,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.METADATA
-MIN_VERSION = 0
-MAX_VERSION = 13
 
 _ZERO_UUID = uuid.UUID(int=0)
 

@@ -24,8 +24,6 @@ from asyncbroker.handlers import error_code_for, millis
 from asyncbroker.request_context import RequestContext
 
 API_KEY = ApiKey.OFFSET_COMMIT
-MIN_VERSION = 2
-MAX_VERSION = 10
 
 TopicKey = str | uuid.UUID  # a name, or (v10) an id
 

@@ -14,8 +14,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.OFFSET_DELETE
-MIN_VERSION = 0
-MAX_VERSION = 0
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:

@@ -17,17 +17,15 @@ from wire.messages import ApiKey
 
 from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for
-from asyncbroker.offset_metadata_manager import FetchedOffset
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
+    from asyncbroker.offset_metadata_manager import FetchedOffset
 
 API_KEY = ApiKey.OFFSET_FETCH
 ZERO_UUID = uuid.UUID(int=0)
-MIN_VERSION = 1
-MAX_VERSION = 10
 
 
 def _fetch(coordinator: Any, group_id: str, topics: Any, require_stable: bool,
@@ -55,6 +53,7 @@ class _NamedTopic(NamedTuple):
 def _fetch_by_id(broker: Broker, group: Any, result: Any) -> tuple[int, dict[Any, list[FetchedOffset]]]:
     """v10 names topics by id: resolve them, answer unknown ids with UNKNOWN_TOPIC_ID in
     their place in the request, and key the answer by id."""
+    from asyncbroker.offset_metadata_manager import FetchedOffset  # with the group coordinator
     if group.topics is None:
         error, rows = result(group.group_id, None)
         out: dict[Any, list[FetchedOffset]] = {}
@@ -84,6 +83,8 @@ def _fetch_by_id(broker: Broker, group: Any, result: Any) -> tuple[int, dict[Any
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+    from asyncbroker.offset_metadata_manager import FetchedOffset  # with the group coordinator, on first use
+
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     coordinator = None

@@ -19,8 +19,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
-MIN_VERSION = 2
-MAX_VERSION = 4
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:

@@ -63,8 +63,6 @@ from asyncbroker.replica_manager import PartitionResult
 from asyncbroker.request_context import RequestContext
 
 API_KEY = ApiKey.PRODUCE
-MIN_VERSION = 3
-MAX_VERSION = 12
 
 log = logging.getLogger(__name__)
 

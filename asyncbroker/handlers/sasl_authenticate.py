@@ -18,8 +18,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.SASL_AUTHENTICATE
-MIN_VERSION = 0
-MAX_VERSION = 2
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:

@@ -17,8 +17,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.SASL_HANDSHAKE
-MIN_VERSION = 0  # v0: the tokens that follow come without Kafka request framing
-MAX_VERSION = 1
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:

@@ -19,8 +19,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.SHARE_ACKNOWLEDGE
-MIN_VERSION = 1
-MAX_VERSION = 2
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:

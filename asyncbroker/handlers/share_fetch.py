@@ -8,7 +8,7 @@ carry no message and no lock timeout (Kafka's getErrorResponse)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wire.errors import ErrorCode, GroupAuthorizationFailedError, InvalidRequestError
 from wire.headers import RequestHeader
@@ -17,13 +17,13 @@ from wire.messages import ApiKey
 from asyncbroker.acl_binding import AclOperation
 from asyncbroker.handlers import error_code_for, millis
 from asyncbroker.request_context import RequestContext
-from asyncbroker.share_partition import ShareAcquireMode
-from asyncbroker.share_partition_manager import AckBatch, TopicIdPartition
 from asyncbroker.response_builder import ResponseBuilder
+from asyncbroker.share_partition import ShareAcquireMode
+
+if TYPE_CHECKING:  # the manager comes with the share coordinator, on first use
+    from asyncbroker.share_partition_manager import AckBatch, TopicIdPartition
 
 API_KEY = ApiKey.SHARE_FETCH
-MIN_VERSION = 1
-MAX_VERSION = 2
 
 
 def partition_data(b: ResponseBuilder, answer: Any, *, fetch: bool) -> Any:

@@ -15,8 +15,6 @@ from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.SHARE_GROUP_HEARTBEAT
-MIN_VERSION = 1
-MAX_VERSION = 1
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:

@@ -10,17 +10,16 @@ from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.acl_binding import AclOperation
-from asyncbroker.group_metadata_manager import SyncGroupResult
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.SYNC_GROUP
-MIN_VERSION = 0
-MAX_VERSION = 5
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+    from asyncbroker.group_metadata_manager import SyncGroupResult  # with the coordinator, on first use
+
     b = ResponseBuilder(API_KEY, header.api_version)
     if header.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
         # From v5 the protocol type and name are mandatory: Kafka refuses the request before

@@ -1,15 +1,18 @@
 """What a broker loads only when it is first needed, seen in its own process maps: the
 CRC-32C extension at the first batch it checks, the compression codecs (cramjam) at the first
 batch whose records it must read (a compacted topic's keys; a batch it only stores, it never
-inflates). A broker serving Metadata alone pays for neither (start time, RSS)."""
+inflates). A broker serving Metadata alone pays for neither (start time, RSS). The group,
+transaction and SCRAM code load with the first request that needs them, seen in the broker's
+own import log."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from asyncbroker.testing import BrokerProcess
 from wait_for import wait_until
@@ -82,3 +85,47 @@ def test_the_web_console_loads_only_with_console_port(broker: BrokerProcess) -> 
     assert not loaded(broker, "aiohttp") and not loaded(broker, "markupsafe")
     with BrokerProcess(["num.partitions=1"], console=True) as with_console:
         assert loaded(with_console, "aiohttp") and loaded(with_console, "markupsafe")
+
+
+def imported(broker: BrokerProcess) -> set[str]:
+    """The modules the broker has imported so far, from its import log (PYTHONPROFILEIMPORTTIME)."""
+    return {line.rsplit("|", 1)[1].strip() for line in broker.output().splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+COORDINATORS = {"asyncbroker.group_coordinator", "asyncbroker.transaction_coordinator",
+                "asyncbroker.share_partition_manager", "asyncbroker.scram_credentials"}
+
+
+def test_coordinators_load_with_their_first_request(tmp_path: Path) -> None:
+    # (importlib.import_module, which loads the handler modules, leaves no line in this log:
+    # tests/unit/asyncbroker/test_handler_registry.py checks those.)
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    with BrokerProcess(["num.partitions=1"], log_dir=tmp_path, env=env) as b:
+        produce(b.bootstrap, "plain")
+        # The log reaches the test through a reader thread: the produce answer's schema is in it.
+        wait_until(lambda: any(m.startswith("kio.schema.produce.") for m in imported(b)), timeout=30,
+                   message="the Produce answer's schema was not imported")
+        assert not COORDINATORS & imported(b)
+
+        consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g", "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False})
+        try:
+            consumer.subscribe(["plain"])
+            message = wait_until(lambda: consumer.poll(0.5), timeout=60, message="nothing consumed")
+            consumer.commit(message=message, asynchronous=False)
+        finally:
+            consumer.close()
+        assert "asyncbroker.group_coordinator" in imported(b)
+        assert "asyncbroker.transaction_coordinator" not in imported(b)
+
+        producer = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "t"})
+        producer.init_transactions(30)
+        assert "asyncbroker.transaction_coordinator" in imported(b)
+        assert "asyncbroker.scram_credentials" not in imported(b)
+
+    # The internal topics exist now: their coordinators load at startup, as Kafka loads the
+    # partitions it leads (expirations and pending transactions go on without a request).
+    with BrokerProcess(["num.partitions=1"], log_dir=tmp_path, env=env) as again:
+        wait_until(lambda: {"asyncbroker.group_coordinator", "asyncbroker.transaction_coordinator"} <= imported(again),
+                   timeout=30, message="coordinators not loaded at startup")
