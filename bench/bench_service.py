@@ -249,13 +249,25 @@ RUNS = 3
 messages lasts under a second here, and single runs moved by 10-15% from one to the next."""
 
 
-def median_of_runs(pid: int, run: Callable[[], float]) -> tuple[float, float, float]:
-    """(median rate, the broker's share of a CPU, broker CPU seconds per run) over RUNS runs."""
+def median_of_runs(pid: int, run: Callable[[int], float]) -> tuple[float, float, float]:
+    """(median rate, the broker's share of a CPU, broker CPU seconds per run) over RUNS runs;
+    `run` gets the run's number."""
     rates = []
     with CpuShare(pid) as cpu:
-        for _ in range(RUNS):
-            rates.append(run())
+        for i in range(RUNS):
+            rates.append(run(i))
     return sorted(rates)[RUNS // 2], cpu.broker_cpu / cpu.wall, cpu.broker_cpu / RUNS
+
+
+def produce_run(bootstrap: str, topic: str, count: int, size: int, acks: str, run: int) -> float:
+    """One produce run, into a topic of its own (`<topic>-<run>`): a consumer reading the
+    first run's topic finds exactly `count` messages (and one more), no backlog to prefetch."""
+    return produce(bootstrap, f"{topic}-{run}", count, size, acks)
+
+
+def consume_run(bootstrap: str, topic: str, partitions: int, count: int, run: int) -> float:
+    """One consume run: the first produce run's topic, read from the start again."""
+    return consume(bootstrap, f"{topic}-0", partitions, count)
 
 
 def warm_up_clients(bootstrap: str) -> None:
@@ -441,19 +453,19 @@ def measure(kind: str, report: Report, echo: tuple[float, float]) -> None:
                 warm_up_clients(bs)
             for acks in ("1", "-1"):
                 topic = f"small-acks{acks.replace('-', 'm')}"
-                rate, share, cpu_s = median_of_runs(pid, partial(produce, bs, topic, SMALL_COUNT, 100, acks))
+                rate, share, cpu_s = median_of_runs(pid, partial(produce_run, bs, topic, SMALL_COUNT, 100, acks))
                 report.add(kind, f"produce 100 B acks={acks} p={partitions}", rate, "msgs/s",
                            ">= Kafka, >= 1.8 M on p=1", higher_is_better=True,
                            note=f"broker CPU {share:.0%}, {cpu_s / SMALL_COUNT * 1e6:.2f} us/msg")
-            warm_up_group_coordinator(bs, "small-acks1")
-            rate, share, cpu_s = median_of_runs(pid, partial(consume, bs, "small-acks1", partitions, SMALL_COUNT))
+            warm_up_group_coordinator(bs, "small-acks1-0")
+            rate, share, cpu_s = median_of_runs(pid, partial(consume_run, bs, "small-acks1", partitions, SMALL_COUNT))
             report.add(kind, f"consume 100 B p={partitions}", rate, "msgs/s", ">= Kafka, >= 1 M on p=1",
                        higher_is_better=True, note=f"broker CPU {share:.0%}, {cpu_s / SMALL_COUNT * 1e6:.2f} us/msg")
             if partitions == 1:
-                rate, share, _ = median_of_runs(pid, partial(produce, bs, "large", LARGE_COUNT, 10 * 1024, "1"))
+                rate, share, _ = median_of_runs(pid, partial(produce_run, bs, "large", LARGE_COUNT, 10 * 1024, "1"))
                 report.add(kind, "produce 10 KiB acks=1", rate * 10 * 1024 / 1e6, "MB/s", ">= Kafka, >= 900",
                            higher_is_better=True, fmt="{:,.1f}", note=f"broker CPU {share:.0%}")
-                rate, share, _ = median_of_runs(pid, partial(consume, bs, "large", 1, LARGE_COUNT))
+                rate, share, _ = median_of_runs(pid, partial(consume_run, bs, "large", 1, LARGE_COUNT))
                 report.add(kind, "consume 10 KiB", rate * 10 * 1024 / 1e6, "MB/s", ">= Kafka, >= 900",
                            higher_is_better=True, fmt="{:,.1f}", note=f"broker CPU {share:.0%}")
                 # Raw-socket round trips: the same frame the echo floor answers.
