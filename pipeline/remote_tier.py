@@ -33,8 +33,8 @@ import msgspec
 
 from pipeline.log_dir_fs import list_dir, read_text, remote_log_dir
 from pipeline.log_dir_scan import LogDirView, PartitionDir, RemoteSegment, SegmentFile
-from pipeline.segment_reader import buffer_batches, segment_bytes
-from storage.file_records import BATCH_ERRORS, FileBatch
+from pipeline.segment_reader import buffer_batches, segment_bytes, until_unreadable
+from storage.file_records import FileBatch
 from storage.local_tiered_storage import LOG_SUFFIX, remote_segment_file_name
 from storage.partition_metadata import (
     PARTITION_METADATA_FILE,
@@ -198,16 +198,8 @@ def read_remote_log_metadata(partitions: Iterable[PartitionDir]) -> RemoteLogMet
         if part.topic != REMOTE_LOG_METADATA_TOPIC:
             continue
         for segment in part.segments:
-            batches = _batches(segment)
-            while True:
-                try:
-                    batch = next(batches)
-                except StopIteration:
-                    break
-                except BATCH_ERRORS as exc:
-                    if segment.is_active:
-                        break
-                    raise CorruptRecordError(f"{segment.path}: unreadable batch: {exc}") from exc
+            for batch in until_unreadable(_batches(segment), active=segment.is_active,
+                                          where=f"{segment.path}: unreadable batch"):
                 header = batch.header
                 if header.is_control or header.base_offset + header.last_offset_delta < part.log_start_offset:
                     continue

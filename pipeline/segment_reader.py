@@ -295,6 +295,22 @@ def buffer_batches(data: bytes, position: int) -> Iterator[FileBatch]:
         rel += size
 
 
+def until_unreadable(batches: Iterator[FileBatch], *, active: bool, where: str) -> Iterator[FileBatch]:
+    """`batches` up to the first one whose framing cannot be read. In the active segment that is
+    a tail being written or preallocated zeros: the log ends there for now. In a closed segment
+    it is corruption: CorruptRecordError, prefixed with `where`."""
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except BATCH_ERRORS as exc:
+            if active:
+                return
+            raise CorruptRecordError(f"{where}: {exc}") from exc
+        yield batch
+
+
 def _read_batches(
     batches: Iterator[FileBatch],
     piece: SegmentSlice,
@@ -311,16 +327,8 @@ def _read_batches(
     want_timestamp = "timestamp" in names
     start_offset, end_offset = piece.start_offset, piece.end_offset
     cols = _Columns()
-    while True:
-        try:
-            batch = next(batches)
-        except StopIteration:
-            break
-        except BATCH_ERRORS as exc:
-            if piece.is_active:
-                break  # a tail being written or preallocated zeros: the log ends here for now
-            raise CorruptRecordError(f"{piece.path}: unreadable batch header after position "
-                                     f"{piece.start_position}: {exc}") from exc
+    for batch in until_unreadable(batches, active=piece.is_active,
+                                  where=f"{piece.path}: unreadable batch header after position {piece.start_position}"):
         header = batch.header
         if header.base_offset >= end_offset:
             break
