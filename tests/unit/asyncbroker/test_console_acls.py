@@ -10,14 +10,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from asyncbroker.acl_binding import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from asyncbroker.broker import Broker
-from asyncbroker.config import KafkaConfig
 from asyncbroker.console import actions
-from asyncbroker.console.server import build_app
 from asyncbroker.scram_credentials import ScramCredential
+from console_testlib import started_broker
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -27,23 +26,14 @@ JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
 
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
-    config = KafkaConfig.load(None, [
-        f"log.dirs={tmp_path}", "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256", f"listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}",
-        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer", "super.users=User:admin",
-        "offsets.topic.num.partitions=1", "group.initial.rebalance.delay.ms=0"], {})
-    b = Broker(config)
-    await b.startup()
-    await b.run_blocking(b.scram_credentials.apply,
-                         {("bob", "SCRAM-SHA-256"): ScramCredential.from_password("sha256", "bob-secret")}, set())
-    yield b
-    await b.shutdown()
-
-
-@pytest.fixture
-async def client(broker: Broker) -> AsyncIterator[TestClient[object, object]]:
-    async with TestClient(TestServer(build_app(broker))) as c:
-        yield c
+    async with started_broker(
+            tmp_path, "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256", f"listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}",
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer", "super.users=User:admin",
+            "group.initial.rebalance.delay.ms=0") as b:
+        await b.run_blocking(b.scram_credentials.apply,
+                             {("bob", "SCRAM-SHA-256"): ScramCredential.from_password("sha256", "bob-secret")}, set())
+        yield b
 
 
 def basic(user: str, password: str | None = None) -> dict[str, str]:

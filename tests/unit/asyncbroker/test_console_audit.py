@@ -14,10 +14,10 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from asyncbroker.broker import Broker
-from asyncbroker.config import KafkaConfig
 from asyncbroker.console import actions
 from asyncbroker.console.audit import spark_missing
 from asyncbroker.console.server import build_app
+from console_testlib import started_broker
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300),
               pytest.mark.skipif(spark_missing() is not None, reason=str(spark_missing()))]
@@ -25,12 +25,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(300),
 
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
-    config = KafkaConfig.load(None, [f"log.dirs={tmp_path}", "listeners=PLAINTEXT://127.0.0.1:0",
-                                     "offsets.topic.num.partitions=1"], {})
-    b = Broker(config)
-    await b.startup()
-    yield b
-    await b.shutdown()
+    async with started_broker(tmp_path) as b:
+        yield b
 
 
 async def test_audit_lever_runs_the_audit_and_serves_its_report(broker: Broker) -> None:

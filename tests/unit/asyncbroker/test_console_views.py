@@ -16,24 +16,15 @@ from asyncbroker.broker import Broker
 from asyncbroker.config import KafkaConfig
 from asyncbroker.console import actions
 from asyncbroker.console.server import build_app
+from console_testlib import started_broker
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
-    config = KafkaConfig.load(None, [f"log.dirs={tmp_path}", "listeners=PLAINTEXT://127.0.0.1:0",
-                                     "offsets.topic.num.partitions=1", "group.initial.rebalance.delay.ms=0"], {})
-    b = Broker(config)
-    await b.startup()
-    yield b
-    await b.shutdown()
-
-
-@pytest.fixture
-async def client(broker: Broker) -> AsyncIterator[TestClient[object, object]]:
-    async with TestClient(TestServer(build_app(broker))) as c:
-        yield c
+    async with started_broker(tmp_path, "group.initial.rebalance.delay.ms=0") as b:
+        yield b
 
 
 async def token(client: TestClient[object, object]) -> str:
