@@ -13,16 +13,17 @@ from __future__ import annotations
 import itertools
 import json
 import queue
-from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import tempfile
 import threading
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jvm.kafka_jvm import KafkaServer, java_command
+from side_by_side import side_by_side
 
 if TYPE_CHECKING:
     from asyncbroker.testing import BrokerProcess
@@ -156,10 +157,5 @@ class Targets:
         waiting on heartbeats and timeouts); returns both sets of facts. Kafka's failure is
         reported first: its checks passing there prove the scenario right."""
         args.setdefault("t0", BASE_TIMESTAMP)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="asyncbroker-scenario") as pool:
-            ours = pool.submit(self.java.run, scenario, self.ours.bootstrap, broker="asyncbroker", **args)
-            try:
-                kafka_facts = self.java.run(scenario, self.kafka.bootstrap, broker="Kafka 4.4", **args)
-            finally:
-                our_facts = ours.result()  # never left running past this call, even when Kafka failed
-        return kafka_facts, our_facts
+        return side_by_side(partial(self.java.run, scenario, self.kafka.bootstrap, broker="Kafka 4.4", **args),
+                            partial(self.java.run, scenario, self.ours.bootstrap, broker="asyncbroker", **args))

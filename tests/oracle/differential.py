@@ -35,7 +35,7 @@ import struct
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from kio.index import load_payload_module
 from kio.static.constants import EntityType
 
 from asyncbroker.response_builder import build
+from side_by_side import side_by_side
 from wire.headers import encode_request_header, response_header_version
 from wire.messages import decode_response, encode_request
 from wire.records import (
@@ -700,12 +701,8 @@ def compare(scenario: Scenario, kafka_bootstrap: str, asyncbroker_bootstrap: str
     that differ because of it; those must differ, and nothing else may.
     """
     kafka_sasl, our_sasl = sasl_bootstraps or (None, None)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="asyncbroker-run") as pool:
-        ours = pool.submit(run_scenario, scenario, "asyncbroker", asyncbroker_bootstrap, our_sasl)
-        try:
-            kafka_run = run_scenario(scenario, "kafka", kafka_bootstrap, kafka_sasl)
-        finally:
-            our_run = ours.result()  # never left running past this call, even when Kafka's failed
+    kafka_run, our_run = side_by_side(partial(run_scenario, scenario, "kafka", kafka_bootstrap, kafka_sasl),
+                                      partial(run_scenario, scenario, "asyncbroker", asyncbroker_bootstrap, our_sasl))
     differences = compare_transcripts(kafka_run.transcript, our_run.transcript)
     expected = {p for paths in (known or {}).values() for p in paths}
     found = {f"{d.step}:{d.path}" for d in differences}
