@@ -49,7 +49,7 @@ from wire.errors import (
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
-from wire.records import ControlRecordType, build_control_batch, read_batch_header
+from wire.records import Buffer, ControlRecordType, build_control_batch, read_batch_header
 
 __all__ = ["DeleteRecordsResult", "EpochEndOffset", "FoundOffset", "OffsetQuery", "PartitionRead", "PartitionResult",
            "ReplicaManager"]
@@ -338,7 +338,7 @@ class PartitionResult:
 class _Append:
     __slots__ = ("tp", "log", "records", "result", "appended_bytes", "appended_records")
 
-    def __init__(self, tp: TopicPartition, log: Any, records: bytes, result: PartitionResult) -> None:
+    def __init__(self, tp: TopicPartition, log: Any, records: Buffer, result: PartitionResult) -> None:
         self.tp = tp
         self.log = log
         self.records = records
@@ -411,7 +411,7 @@ _RETRIABLE_VERIFICATION = frozenset({
 
 
 async def _verify_transaction(coordinator: Any, logs: dict[TopicPartition, Any], version: int, transactional_id: str,
-                              to_append: dict[TopicPartition, bytes]) -> dict[TopicPartition, PartitionResult]:
+                              to_append: dict[TopicPartition, Buffer]) -> dict[TopicPartition, PartitionResult]:
     """KIP-890: a transactional batch may only land in a partition of its open transaction.
 
     A partition where the producer already has an open transaction needs no check. Otherwise
@@ -530,7 +530,7 @@ class ReplicaManager:
         return out
 
     # -- Produce ---------------------------------------------------------------------------------
-    async def append_records(self, entries: Mapping[TopicPartition, bytes], *, acks: int,
+    async def append_records(self, entries: Mapping[TopicPartition, Buffer], *, acks: int,
                              transactional_id: str | None, produce_version: int) -> dict[TopicPartition, PartitionResult]:
         """Append each partition's (validated, framed) batch, as Kafka's appendRecords: the acks
         check, internal topics refused (their coordinators write them), KIP-890's transaction

@@ -1,8 +1,9 @@
 """Request/response bodies through kio, plus the API key table.
 
 kio generates one frozen dataclass per API/version from Kafka's JSON schemas
-and ships a native decoder; we use it for every API and keep hand-written
-encoders only for the two hot responses (see wire.response_encoders, re-
+and ships a native decoder; we use it for every API but the hot ones: Produce
+requests have a hand-written decoder (wire.produce_request) and the Produce
+and Fetch responses hand-written encoders (wire.response_encoders, re-
 exported here). The rules for unknown APIs are Kafka's: an ApiVersions
 request of an unknown version gets UNSUPPORTED_VERSION in a v0 body
 (`unsupported_api_versions_response`); any other unknown key/version means
@@ -25,6 +26,7 @@ from kio.static.constants import EntityType
 
 from wire.errors import ErrorCode, RequestDecodeError, UnsupportedApiError
 from wire.headers import RequestHeader
+from wire.produce_request import VERSIONS as PRODUCE_VERSIONS, decode_produce_request
 from wire.request_bounds import check_request_bounds
 from wire.response_encoders import (
     FetchPartitionData,
@@ -197,10 +199,13 @@ def _reader(cls: type) -> Any:
 def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview, body_offset: int) -> Any:
     """Decode the request body that follows the header in `frame`.
 
-    Produce records come back as `bytes` (kio's Records type), untouched.
+    A Produce comes back as wire.produce_request.ProduceRequest, its records
+    slices of the frame, untouched; every other API as kio's dataclass.
     UnsupportedApiError for an API/version kio lacks; RequestDecodeError
     (INVALID_REQUEST: Kafka closes the connection) for a malformed body.
     """
+    if header.api_key == ApiKey.PRODUCE and header.api_version in PRODUCE_VERSIONS:
+        return decode_produce_request(header.api_version, frame, body_offset)
     cls = request_class(header.api_key, header.api_version)
     check_request_bounds(cls, frame, body_offset)  # before kio: it allocates from declared sizes
     try:

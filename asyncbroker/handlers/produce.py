@@ -48,11 +48,13 @@ from wire.records import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
     COMPRESSION_CODEC_MASK,
+    Buffer,
     MAGIC_V2,
     TRANSACTIONAL_FLAG_MASK,
     batch_spans,
 )
 from wire.messages import ApiKey
+from wire.produce_request import ProduceRequest
 from wire.response_encoders import ProducePartitionResult, ProduceTopicResult, encode_produce_response
 
 from asyncbroker.acl_binding import AclOperation
@@ -81,7 +83,7 @@ class _WholeRequestError(Exception):
         self.send_message = send_message
 
 
-def _probe_first_batches(request: Any) -> bool:
+def _probe_first_batches(request: ProduceRequest) -> bool:
     """Kafka's RequestUtils.hasTransactionalRecords, run before anything else: the first batch
     of each partition is framed (a bad size or magic fails the whole request, with the
     framing error's message) until one is transactional."""
@@ -99,7 +101,7 @@ def _probe_first_batches(request: Any) -> bool:
     return False
 
 
-def _validate_records(version: int, records: bytes | None) -> bytes:
+def _validate_records(version: int, records: Buffer | None) -> Buffer:
     """Kafka's ProduceRequest.validateRecords (v3+): exactly one batch of magic 2 per partition,
     no zstd before v7. Returns the batch without stray trailing bytes (Kafka's framing drops
     them). Errors carry no message in the answer, as in Kafka."""
@@ -127,7 +129,7 @@ def _validate_records(version: int, records: bytes | None) -> bytes:
     return records if first.size == len(records) else records[: first.size]
 
 
-async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceRequest) -> Any:
     """KafkaApis.handleProduceRequest's order: request-wide framing and transactional checks,
     then per partition unknown topic/partition and record validation, then acks, internal
     topics and the append. Results are keyed by partition and merged as Kafka merges its
@@ -174,8 +176,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     return _response(version, list(topics_out.items()), session.throttle_ms)
 
 
-def _check_partitions(ctx: RequestContext, version: int, request: Any
-                      ) -> tuple[dict[tuple[str, int], PartitionResult], dict[tuple[str, int], bytes]]:
+def _check_partitions(ctx: RequestContext, version: int, request: ProduceRequest
+                      ) -> tuple[dict[tuple[str, int], PartitionResult], dict[tuple[str, int], Buffer]]:
     """Per partition, before any append: WRITE on the topic, an unknown topic or partition
     (Produce never creates topics: clients ask Metadata for that), then the records' framing
     rules. Returns the rejected partitions (merged in Kafka's order: unauthorized, unknown,
@@ -184,7 +186,7 @@ def _check_partitions(ctx: RequestContext, version: int, request: Any
     unauthorized: dict[tuple[str, int], PartitionResult] = {}
     unknown: dict[tuple[str, int], PartitionResult] = {}
     invalid: dict[tuple[str, int], PartitionResult] = {}
-    to_append: dict[tuple[str, int], bytes] = {}
+    to_append: dict[tuple[str, int], Buffer] = {}
     for topic in request.topic_data:
         name = topic.name
         meta = broker.topics.get(name)

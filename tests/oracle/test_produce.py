@@ -23,7 +23,7 @@ from data_steps import (
     with_magic,
 )
 from differential import BASE_TIMESTAMP, ScenarioRun, batch
-from steps import create_topic, metadata
+from steps import PRODUCE, create_topic, metadata
 from wire.records import ATTRIBUTES_OFFSET, CompressionType, compute_crc
 
 pytestmark = pytest.mark.timeout(180)
@@ -144,6 +144,33 @@ def test_one_partition_named_twice_in_one_request(brokers) -> None:  # type: ign
                                 topic_data=request.topic_data + second.topic_data)
         run.send(request, label="same partition twice")
         fetch_topics(run, {"t": {0: 0}})
+    brokers.compare(scenario)
+
+
+def test_unknown_tagged_fields_are_skipped(brokers) -> None:  # type: ignore[no-untyped-def]
+    """Produce v9+ defines no tagged fields; Kafka's readers skip the ones a client sends, on
+    the partition, the topic and the request, and append the records. A body that ends inside
+    a tagged field closes the connection."""
+    def body(name: str, records: bytes, *, cut: int = 0) -> bytes:
+        encoded = name.encode()
+        out = (b"\x00" + struct.pack(">hi", -1, 30_000)  # null transactional id, acks, timeout
+               + b"\x02" + bytes([len(encoded) + 1]) + encoded
+               + b"\x02" + struct.pack(">i", 0) + bytes([len(records) + 1]) + records
+               + b"\x01\x07\x03abc"  # the partition's tagged fields: tag 7, 3 bytes
+               + b"\x02\x08\x00\x09\x01\xff"  # the topic's: tags 8 and 9
+               + b"\x01\x0a\x02zz")  # the request's: tag 10
+        return out[: len(out) - cut]
+
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "t", partitions=1, record=False)
+        records = batch(2)
+        assert len(records) < 127  # one-byte compact lengths above
+        cid = run.conn.send_raw(PRODUCE, 9, body(run.topic("t"), records))
+        run.record("Produce v9 with unknown tagged fields", None, run.conn.receive(PRODUCE, 9, cid))
+        fetch_topics(run, {"t": {0: 0}})
+        conn = run.connect()
+        conn.send_raw(PRODUCE, 9, body(run.topic("t"), records, cut=1))
+        run.note("connection closed after a body cut inside a tagged field", conn.closed_by_peer(10))
     brokers.compare(scenario)
 
 

@@ -44,7 +44,7 @@ def test_aiokafka_produce_request_decodes(version: int) -> None:
     assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (0, version, 11, "aiokafka-test")
     decoded = decode_request(header, frame, offset)
     assert decoded.transactional_id == "txn-1" and decoded.acks == -1
-    assert decoded.timeout.total_seconds() == 30
+    assert decoded.timeout_ms == 30_000
     topic = decoded.topic_data[0]
     assert topic.name == "topic-a"
     assert [(p.index, p.records) for p in topic.partition_data] == [(0, batch), (3, None)]

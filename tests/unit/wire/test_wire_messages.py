@@ -1,9 +1,11 @@
-"""Message bodies through kio: decode requests, encode responses, unknown APIs."""
+"""Message bodies through kio (and the hand-written Produce decoder): decode requests,
+encode responses, unknown APIs."""
 
 from __future__ import annotations
 
 import datetime
 import importlib
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -75,7 +77,19 @@ def test_advertised_requests_round_trip(key: int, version: int, data: st.DataObj
     body = encode_request(entity)
     frame = encode_request_header(key, version, 5, "client") + body
     header, offset = parse_request_header(frame)
-    assert decode_request(header, frame, offset) == entity
+    decoded = decode_request(header, frame, offset)
+    if key == ApiKey.PRODUCE:  # the hand-written decoder: kio's fields under the handler's names
+        decoded = _as_kio_produce(decoded, cls)
+    assert decoded == entity
+
+
+def _as_kio_produce(request: Any, cls: type[Any]) -> Any:
+    m = importlib.import_module(cls.__module__)
+    return cls(transactional_id=request.transactional_id, acks=request.acks,
+               timeout=datetime.timedelta(milliseconds=request.timeout_ms),
+               topic_data=tuple(m.TopicProduceData(name=t.name, partition_data=tuple(
+                   m.PartitionProduceData(index=p.index, records=p.records) for p in t.partition_data))
+                   for t in request.topic_data))
 
 
 @pytest.mark.parametrize(("key", "version"), ADVERTISED_VERSIONS)
