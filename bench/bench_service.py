@@ -5,7 +5,9 @@ jars `make jvm` fetched): startup to the first Metadata answer, idle RSS, produc
 1,000,000 x 100 B (acks=1 and -1, 1 and 4 partitions), consume of the same from offset 0,
 20,000 x 10 KiB both ways, sequential acks=-1 produce round trips (p50/p99) from a raw socket
 and from confluent-kafka, and peak RSS. A bare uvloop echo server answering the same Produce frame
-gives the loopback floor for the round trips. Each figure is printed with Kafka's beside it and
+gives the loopback floor for the round trips: its round trips alternate with each broker's, in
+chunks of 100, with the client and the servers pinned to CPUs (see round_trips_beside_echo), so
+the floor and the broker are measured under the same conditions. Each figure is printed with Kafka's beside it and
 the ratio; RESULT lines feed `python -m bench`. The targets live here, never in tests.
 
     BENCH_SCALE=0.1 .venv/bin/python bench/bench_service.py      # a quick look
@@ -352,15 +354,70 @@ def raw_round_trips(port: int, frame: bytes, count: int) -> tuple[float, float]:
     """p50/p99 ms of sending `frame` and reading one whole answer frame, sequentially."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        samples = []
-        for i in range(count + 50):
-            t0 = time.perf_counter()
-            s.sendall(frame)
-            size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-            s.recv(size, socket.MSG_WAITALL)
-            if i >= 50:  # warm-up
-                samples.append(time.perf_counter() - t0)
-    return percentiles(samples)
+        _round_trips(s, frame, 50)  # warm-up
+        return percentiles(_round_trips(s, frame, count))
+
+
+def _round_trips(s: socket.socket, frame: bytes, count: int) -> list[float]:
+    samples = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        s.sendall(frame)
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        s.recv(size, socket.MSG_WAITALL)
+        samples.append(time.perf_counter() - t0)
+    return samples
+
+
+INTERLEAVE_CHUNK = 100
+"""Round trips taken on one server before switching to the other."""
+CLIENT_CPU, SERVER_CPU = 0, 1
+
+
+@contextmanager
+def pinned(pid: int, cpu: int) -> Iterator[None]:
+    """Every thread of `pid` on `cpu` (0 = this process), put back as it was on exit."""
+    tasks = [int(t) for t in os.listdir(f"/proc/{pid or os.getpid()}/task")]
+    before = {}
+    for tid in tasks:
+        try:
+            before[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, {cpu})
+        except ProcessLookupError:  # a thread that ended meanwhile
+            pass
+    try:
+        yield
+    finally:
+        for tid, cpus in before.items():
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except ProcessLookupError:
+                pass
+
+
+def round_trips_beside_echo(port: int, pid: int, echo_port: int, echo_pid: int, frame: bytes, count: int, *,
+                            same_cpu: bool = False) -> tuple[tuple[float, float], tuple[float, float]]:
+    """p50/p99 ms of the broker's round trips and of the echo server's, taken in alternating
+    chunks of INTERLEAVE_CHUNK, so that the floor is measured under the broker's conditions
+    (after the same throughput runs, with the same writeback in flight).
+
+    Where the server runs decides the floor on this VM: an echo on the client's CPU answers in
+    about 16 us, one on the other CPU in about 56 us (the wake-up crosses CPUs). Left to the
+    scheduler, a run gets either, so the client is pinned to CLIENT_CPU and each server to
+    SERVER_CPU (to CLIENT_CPU too with `same_cpu`) while it is measured."""
+    server_cpu = CLIENT_CPU if same_cpu else SERVER_CPU
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s, \
+            socket.create_connection(("127.0.0.1", echo_port), timeout=10) as e, \
+            pinned(0, CLIENT_CPU), pinned(pid, server_cpu), pinned(echo_pid, server_cpu):
+        for sock in (s, e):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _round_trips(sock, frame, 50)  # warm-up
+        ours: list[float] = []
+        floor: list[float] = []
+        while len(ours) < count:
+            ours += _round_trips(s, frame, INTERLEAVE_CHUNK)
+            floor += _round_trips(e, frame, INTERLEAVE_CHUNK)
+    return percentiles(ours), percentiles(floor)
 
 
 ECHO_SERVER = textwrap.dedent("""
@@ -381,13 +438,13 @@ ECHO_SERVER = textwrap.dedent("""
 """)
 
 
-def echo_floor(frame: bytes, count: int) -> tuple[float, float]:
-    """The loopback floor: a bare uvloop echo server answering the same Produce frame."""
+@contextmanager
+def echo_server() -> Iterator[tuple[int, int]]:
+    """The loopback floor: a bare uvloop echo server (port, pid), up for the whole run."""
     proc = subprocess.Popen([sys.executable, "-c", ECHO_SERVER], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
-        port = int(proc.stdout.readline())
-        return raw_round_trips(port, frame, count)
+        yield int(proc.stdout.readline()), proc.pid
     finally:
         proc.terminate()
         proc.wait(10)
@@ -437,7 +494,7 @@ class Report:
                 print(f"RESULT Kafka 4.4 {row.name} | {cell(theirs)} | {row.unit} |", flush=True)
 
 
-def measure(kind: str, report: Report, echo: tuple[float, float]) -> None:
+def measure(kind: str, report: Report, echo: tuple[int, int]) -> None:
     broker = KINDS[kind]
     print(f"--- {broker.name}", flush=True)
     report.add(kind, "start to first Metadata", broker.startup(), "s", "<= 0.1", higher_is_better=False,
@@ -468,14 +525,23 @@ def measure(kind: str, report: Report, echo: tuple[float, float]) -> None:
                 rate, share, _ = median_of_runs(pid, partial(consume_run, bs, "large", 1, LARGE_COUNT))
                 report.add(kind, "consume 10 KiB", rate * 10 * 1024 / 1e6, "MB/s", ">= Kafka, >= 900",
                            higher_is_better=True, fmt="{:,.1f}", note=f"broker CPU {share:.0%}")
-                # Raw-socket round trips: the same frame the echo floor answers.
+                # Raw-socket round trips: the same frame the echo floor answers, beside it.
                 produce(bs, "latency", 1, 100, "-1")  # create the topic
-                p50, p99 = raw_round_trips(int(bs.rsplit(":", 1)[1]), produce_frame("latency"), LATENCY_COUNT)
-                floor50, floor99 = echo
-                report.add(kind, "acks=-1 round trip p50, raw socket", p50, "ms",
-                           f"<= 1.5x echo ({1.5 * floor50:.3f})", higher_is_better=False, fmt="{:.3f}")
-                report.add(kind, "acks=-1 round trip p99, raw socket", p99, "ms",
-                           f"<= 1.5x echo ({1.5 * floor99:.3f})", higher_is_better=False, fmt="{:.3f}")
+                port, frame = int(bs.rsplit(":", 1)[1]), produce_frame("latency")
+                for placement, same_cpu in (("", False), (", same CPU as the client", True)):
+                    (p50, p99), (floor50, floor99) = round_trips_beside_echo(
+                        port, pid, *echo, frame, LATENCY_COUNT, same_cpu=same_cpu)
+                    target = "" if same_cpu else "<= 1.5"
+                    report.add(kind, f"uvloop echo round trip p50 beside it{placement}", floor50, "ms", "the floor",
+                               higher_is_better=False, fmt="{:.3f}", note=f"p99 {floor99:.3f} ms")
+                    report.add(kind, f"acks=-1 round trip p50, raw socket{placement}", p50, "ms", "",
+                               higher_is_better=False, fmt="{:.3f}")
+                    report.add(kind, f"acks=-1 round trip p99, raw socket{placement}", p99, "ms", "",
+                               higher_is_better=False, fmt="{:.3f}")
+                    report.add(kind, f"acks=-1 round trip p50 / echo's{placement}", p50 / floor50, "x", target,
+                               higher_is_better=False, fmt="{:.2f}")
+                    report.add(kind, f"acks=-1 round trip p99 / echo's{placement}", p99 / floor99, "x", target,
+                               higher_is_better=False, fmt="{:.2f}")
                 p50, p99 = client_latency(bs, "latency", LATENCY_COUNT)
                 report.add(kind, "acks=-1 produce p50, confluent-kafka", p50, "ms", "", higher_is_better=False,
                            fmt="{:.3f}")
@@ -488,13 +554,15 @@ def measure(kind: str, report: Report, echo: tuple[float, float]) -> None:
 def main() -> int:
     print(f"scale {SCALE}: {SMALL_COUNT:,} x 100 B, {LARGE_COUNT:,} x 10 KiB, {LATENCY_COUNT:,} latency samples; "
           f"brokers: {', '.join(BROKERS)}")
-    echo = echo_floor(produce_frame("latency"), LATENCY_COUNT)
-    print(f"  uvloop echo floor (same Produce frame): p50 {echo[0]:.3f} ms, p99 {echo[1]:.3f} ms", flush=True)
-    print(f"RESULT uvloop echo round trip p50 | {echo[0]:.3f} | ms |", flush=True)
-    print(f"RESULT uvloop echo round trip p99 | {echo[1]:.3f} | ms |", flush=True)
     report = Report()
-    for kind in BROKERS:
-        measure(kind, report, echo)
+    with echo_server() as echo:
+        quiet = raw_round_trips(echo[0], produce_frame("latency"), LATENCY_COUNT)
+        print(f"  uvloop echo floor, quiet (same Produce frame): p50 {quiet[0]:.3f} ms, p99 {quiet[1]:.3f} ms",
+              flush=True)
+        print(f"RESULT uvloop echo round trip p50, quiet | {quiet[0]:.3f} | ms |", flush=True)
+        print(f"RESULT uvloop echo round trip p99, quiet | {quiet[1]:.3f} | ms |", flush=True)
+        for kind in BROKERS:
+            measure(kind, report, echo)
     report.print()
     return 0
 
