@@ -144,7 +144,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not frames:
             return
         self._queue.extend(frames)
-        self._queued_bytes += sum(len(f) for f in frames)
+        self._queued_bytes += len(frames[0]) if len(frames) == 1 else sum(len(f) for f in frames)
         if self._worker is None:
             self._worker = self._loop.create_task(self._serve_queue())
         if (len(self._queue) >= MAX_QUEUED_FRAMES or self._queued_bytes >= self._max_queued_bytes) \
@@ -321,7 +321,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if throttle_ms and result is not None:
                 result = _with_throttle_time(result, header.api_key, header.api_version, throttle_ms)
         if result is None:
-            await self._throttle(throttle_ms)
+            if throttle_ms > 0:
+                await self._throttle(throttle_ms)
             return  # acks=0 produce: Kafka sends nothing back
         if self._closed:
             _release_files(result)
@@ -342,7 +343,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._ctx.session.close_after_response and self._transport is not None:
             self._closed = True
             self._transport.close()  # after the answer already written: a failed authentication
-        await self._throttle(throttle_ms)
+        if throttle_ms > 0:
+            await self._throttle(throttle_ms)
 
     async def _throttle(self, throttle_ms: int) -> None:
         """A client over its quota: the answer is already sent (with throttle_time_ms, KIP-219);

@@ -53,18 +53,16 @@ Part = bytes | bytearray | memoryview | FileRegion
 
 
 class EncodedResponse(msgspec.Struct):
-    """Body parts in wire order; `size` is their total length in bytes."""
+    """Body parts in wire order; `size` is their total length in bytes. Only `of` makes an
+    answer with FileRegion parts (`has_file_regions`): the others are one encoded buffer."""
 
     parts: list[Any]
     size: int
+    has_file_regions: bool = False
 
     @classmethod
     def of(cls, parts: list[Any]) -> "EncodedResponse":
-        return cls(parts, fetch_response_size(parts))
-
-    @property
-    def has_file_regions(self) -> bool:
-        return any(isinstance(p, FileRegion) for p in self.parts)
+        return cls(parts, fetch_response_size(parts), any(type(p) is FileRegion for p in parts))
 
     def close_files(self) -> None:
         """Close the file descriptors the answer's regions own (sent or not)."""
@@ -93,4 +91,4 @@ def with_throttle_time(response: EncodedResponse, api_key: int, version: int, th
             parts[-1] = body[:-5] + _I32.pack(throttle_ms) + body[-1:]
         else:
             parts[-1] = body[:-4] + _I32.pack(throttle_ms)
-    return EncodedResponse(parts, response.size)
+    return EncodedResponse(parts, response.size, response.has_file_regions)

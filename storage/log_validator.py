@@ -122,7 +122,7 @@ class LogValidator:
             codec_id = header.attributes & COMPRESSION_CODEC_MASK
             if codec_id not in _CODEC_IDS:
                 raise UnknownServerError(f"Unknown compression type id: {codec_id}")
-            validate_batch(buf, pos, crc_checked=True)  # structure: counts that fit the bytes
+            validate_batch(buf, pos, crc_checked=True, header=header)  # structure: counts that fit the bytes
         for header, pos in batches:
             if from_client:
                 self._validate_client_batch(header, tp)

@@ -138,6 +138,7 @@ _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
+_I8 = struct.Struct(">b")
 _CONTROL_KEY = struct.Struct(">hh")
 _CONTROL_VALUE = struct.Struct(">hi")
 
@@ -150,6 +151,9 @@ class TimestampType(enum.IntEnum):
     NO_TIMESTAMP_TYPE = -1
     CREATE_TIME = 0
     LOG_APPEND_TIME = 1
+
+
+_CODEC_IDS = frozenset(int(c) for c in CompressionType)
 
 
 class BatchHeader(msgspec.Struct, frozen=True):
@@ -327,24 +331,33 @@ def batch_spans(buf: Buffer) -> Iterator[BatchSpan]:
     message of any format, or a magic byte above 2, is CorruptRecordError with Kafka's
     message. Batches of magic 0/1 are yielded: the caller decides what to make of them.
     """
+    span = batch_span_at(buf, 0)
+    while span is not None:
+        yield span
+        span = batch_span_at(buf, span.position + span.size)
+
+
+def batch_span_at(buf: Buffer, pos: int) -> BatchSpan | None:
+    """The batch that starts at `pos`, framed as batch_spans frames each one; None where the
+    records end (the produce path frames a partition's first batch or two, and a generator
+    cost more than the framing)."""
     end = len(buf)
-    pos = 0
-    while end - pos >= LOG_OVERHEAD:
-        (length,) = _I32.unpack_from(buf, pos + LENGTH_OFFSET)
-        if length < LEGACY_RECORD_OVERHEAD_V0:
-            raise CorruptRecordError(
-                f"Record size {length} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})"
-            )
-        if end - pos < HEADER_SIZE_UP_TO_MAGIC:
-            return
-        magic = struct.unpack_from(">b", buf, pos + MAGIC_OFFSET)[0]
-        if magic < 0 or magic > MAGIC_V2:
-            raise CorruptRecordError(f"Invalid magic found in record: {magic}")
-        size = length + LOG_OVERHEAD
-        if end - pos < size:
-            return
-        yield BatchSpan(pos, size, magic)
-        pos += size
+    if end - pos < LOG_OVERHEAD:
+        return None
+    (length,) = _I32.unpack_from(buf, pos + LENGTH_OFFSET)
+    if length < LEGACY_RECORD_OVERHEAD_V0:
+        raise CorruptRecordError(
+            f"Record size {length} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})"
+        )
+    if end - pos < HEADER_SIZE_UP_TO_MAGIC:
+        return None
+    magic = _I8.unpack_from(buf, pos + MAGIC_OFFSET)[0]
+    if magic < 0 or magic > MAGIC_V2:
+        raise CorruptRecordError(f"Invalid magic found in record: {magic}")
+    size = length + LOG_OVERHEAD
+    if end - pos < size:
+        return None
+    return BatchSpan(pos, size, magic)
 
 
 _crc32c: Callable[[Buffer], int] | None = None
@@ -371,7 +384,8 @@ def compute_crc(buf: Buffer, pos: int, batch_length: int) -> int:
         return crc32c(mv[start:end])
 
 
-def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False, crc_checked: bool = False) -> BatchHeader:
+def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False, crc_checked: bool = False,
+                   header: BatchHeader | None = None) -> BatchHeader:
     """Check one batch's structure and CRC-32C without per-record work.
 
     Checks: magic 2, batchLength within the buffer, CRC, codec id, a
@@ -382,34 +396,40 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False, crc_
     producer state, not here). Leave it False for data already in a log:
     compaction keeps lastOffsetDelta while dropping records, and may leave
     empty batches. `crc_checked=True`: the caller has verified the CRC already.
+    `header`: the batch's header as the caller already read it at `pos`.
     """
-    header = read_batch_header(buf, pos)
-    size = header.batch_length + LOG_OVERHEAD
+    if header is None:
+        header = read_batch_header(buf, pos)
+    batch_length = header.batch_length
+    size = batch_length + LOG_OVERHEAD
     if pos + size > len(buf):
         raise CorruptRecordError(
             f"batch at position {pos} declares {size} bytes but only {len(buf) - pos} remain"
         )
-    actual = header.crc if crc_checked else compute_crc(buf, pos, header.batch_length)
+    actual = header.crc if crc_checked else compute_crc(buf, pos, batch_length)
     if actual != header.crc:
         raise CorruptRecordError(
             f"record batch CRC mismatch at position {pos}: stored {header.crc:#010x}, computed {actual:#010x}"
         )
-    codec = header.compression  # raises for unknown codec ids
+    codec = header.attributes & COMPRESSION_CODEC_MASK
+    if codec not in _CODEC_IDS:
+        raise CorruptRecordError(f"unknown compression codec id {codec}")
     count = header.records_count
     if count < 0:
         raise CorruptRecordError(f"negative records count {count}")
-    if codec is CompressionType.NONE and count * MIN_RECORD_SIZE > header.batch_length - MIN_BATCH_LENGTH:
+    if codec == CompressionType.NONE and count * MIN_RECORD_SIZE > batch_length - MIN_BATCH_LENGTH:
         raise CorruptRecordError(
-            f"records count {count} cannot fit in {header.batch_length - MIN_BATCH_LENGTH} bytes"
+            f"records count {count} cannot fit in {batch_length - MIN_BATCH_LENGTH} bytes"
         )
-    if header.last_offset_delta < 0:
-        raise CorruptRecordError(f"negative lastOffsetDelta {header.last_offset_delta}")
+    last_offset_delta = header.last_offset_delta
+    if last_offset_delta < 0:
+        raise CorruptRecordError(f"negative lastOffsetDelta {last_offset_delta}")
     if from_client:
         if count <= 0:
             raise InvalidRecordError("invalid reported count for record batch")
-        if header.last_offset_delta + 1 != count:
+        if last_offset_delta + 1 != count:
             raise InvalidRecordError(
-                f"inconsistent batch offset range ({header.last_offset_delta + 1}) and record count ({count})"
+                f"inconsistent batch offset range ({last_offset_delta + 1}) and record count ({count})"
             )
     return header
 

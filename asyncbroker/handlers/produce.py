@@ -51,7 +51,7 @@ from wire.records import (
     Buffer,
     MAGIC_V2,
     TRANSACTIONAL_FLAG_MASK,
-    batch_spans,
+    batch_span_at,
 )
 from wire.messages import ApiKey
 from wire.produce_request import ProduceRequest
@@ -92,7 +92,7 @@ def _probe_first_batches(request: ProduceRequest) -> bool:
             if pd.records is None:
                 continue
             try:
-                first = next(batch_spans(pd.records), None)
+                first = batch_span_at(pd.records, 0)
             except CorruptRecordError as exc:
                 raise _WholeRequestError(exc, send_message=True) from None
             if (first is not None and first.magic == MAGIC_V2 and first.size >= BATCH_HEADER_SIZE
@@ -105,16 +105,15 @@ def _validate_records(version: int, records: Buffer | None) -> Buffer:
     """Kafka's ProduceRequest.validateRecords (v3+): exactly one batch of magic 2 per partition,
     no zstd before v7. Returns the batch without stray trailing bytes (Kafka's framing drops
     them). Errors carry no message in the answer, as in Kafka."""
-    spans = batch_spans(records or b"")
-    first = next(spans, None)
-    if first is None:
+    first = batch_span_at(records, 0) if records is not None else None
+    if first is None or records is None:
         raise InvalidRecordError(
             f"Produce requests with version {version} must have at least one record batch per partition")
     if first.magic != MAGIC_V2:
         raise InvalidRecordError(
             f"Produce requests with version {version} are only allowed to contain record batches with magic version 2")
     if version < 7:
-        codec = records[first.position + ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK  # type: ignore[index]
+        codec = records[first.position + ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK
         if codec not in _CODEC_IDS:
             # Kafka's CompressionType.forId throws outside its ApiException handling here.
             raise _WholeRequestError(UnknownServerError(f"Unknown compression type id: {codec}"),
@@ -122,10 +121,9 @@ def _validate_records(version: int, records: Buffer | None) -> Buffer:
         if codec == CompressionType.ZSTD:
             raise UnsupportedCompressionTypeError(
                 f"Produce requests with version {version} are not allowed to use ZStandard compression")
-    if next(spans, None) is not None:  # framing the next batch may raise CorruptRecordError
+    if batch_span_at(records, first.size) is not None:  # framing the next batch may raise CorruptRecordError
         raise InvalidRecordError(
             f"Produce requests with version {version} are only allowed to contain exactly one record batch per partition")
-    assert records is not None
     return records if first.size == len(records) else records[: first.size]
 
 
@@ -149,25 +147,23 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceReq
             for pd in topic.partition_data:
                 r = PartitionResult(pd.index, error_code_for(exc.cause))
                 r.message = exc.cause.message if exc.send_message else None
-                rejected[(topic.name, pd.index)] = r
+                rejected[TopicPartition(topic.name, pd.index)] = r
 
     appended = await ctx.broker.replica_manager.append_records(
-        {TopicPartition(*key): records for key, records in to_append.items()}, acks=acks,
-        transactional_id=request.transactional_id, produce_version=version)
+        to_append, acks=acks, transactional_id=request.transactional_id, produce_version=version)
     session = ctx.session
     if ctx.broker.quota_managers.quotas:
         # producer_byte_rate counts the whole request, appended or not (Kafka's request.sizeInBytes).
         session.throttle_ms = ctx.broker.quota_managers.produce.record_and_get_throttle_time_ms(
             session.quota_user, header.client_id or "", session.request_size, time.monotonic() * 1000)
-    for tp, result in appended.items():
-        rejected.setdefault((tp.topic, tp.partition), result)
-    appended_keys = {(tp.topic, tp.partition) for tp in appended}
 
-    # Kafka merges its maps: the appended partitions, then the ones refused before the append.
+    # Kafka merges its maps: the appended partitions (a rejection of the same partition
+    # winning), then the ones refused before the append.
     topics_out: dict[str, list[PartitionResult]] = {}
-    ordered = [k for k in to_append if k in appended_keys] + [k for k in rejected if k not in appended_keys]
-    for key in ordered:
-        topics_out.setdefault(key[0], []).append(rejected[key])
+    for tp, result in appended.items():
+        topics_out.setdefault(tp.topic, []).append(rejected.pop(tp, result) if rejected else result)
+    for tp, result in rejected.items():
+        topics_out.setdefault(tp.topic, []).append(result)
     if acks == 0:
         failed = [f"{n}-{r.index}: {ErrorCode(r.error).name}" for n, rs in topics_out.items() for r in rs if r.error]
         if failed:
@@ -177,32 +173,35 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceReq
 
 
 def _check_partitions(ctx: RequestContext, version: int, request: ProduceRequest
-                      ) -> tuple[dict[tuple[str, int], PartitionResult], dict[tuple[str, int], Buffer]]:
+                      ) -> tuple[dict[TopicPartition, PartitionResult], dict[TopicPartition, Buffer]]:
     """Per partition, before any append: WRITE on the topic, an unknown topic or partition
     (Produce never creates topics: clients ask Metadata for that), then the records' framing
     rules. Returns the rejected partitions (merged in Kafka's order: unauthorized, unknown,
     invalid) and the records to append (the last valid entry of a partition)."""
     broker = ctx.broker
-    unauthorized: dict[tuple[str, int], PartitionResult] = {}
-    unknown: dict[tuple[str, int], PartitionResult] = {}
-    invalid: dict[tuple[str, int], PartitionResult] = {}
-    to_append: dict[tuple[str, int], Buffer] = {}
+    log_of = broker.replica_manager.log_of
+    unauthorized: dict[TopicPartition, PartitionResult] = {}
+    unknown: dict[TopicPartition, PartitionResult] = {}
+    invalid: dict[TopicPartition, PartitionResult] = {}
+    to_append: dict[TopicPartition, Buffer] = {}
     for topic in request.topic_data:
         name = topic.name
         meta = broker.topics.get(name)
         may_write = ctx.authorize_topic(AclOperation.WRITE, name)
         for pd in topic.partition_data:
-            key = (name, pd.index)
+            key = TopicPartition(name, pd.index)
             if not may_write:
                 unauthorized[key] = PartitionResult(pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 continue
-            if meta is None or not 0 <= pd.index < meta.partitions or broker.replica_manager.log_of(TopicPartition(*key)) is None:
+            if meta is None or not 0 <= pd.index < meta.partitions or log_of(key) is None:
                 unknown[key] = PartitionResult(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
             try:
                 to_append[key] = _validate_records(version, pd.records)
             except KafkaError as exc:
                 invalid[key] = PartitionResult(pd.index, error_code_for(exc))
+    if not (unauthorized or unknown or invalid):
+        return {}, to_append
     return {**unauthorized, **unknown, **invalid}, to_append
 
 
