@@ -39,7 +39,7 @@ from storage.topic_name import is_internal
 from storage.topic_partition import TopicPartition
 from storage.transaction_index import AbortedTxn
 from wire.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
-from wire.records import BatchHeader
+from wire.records import TRANSACTIONAL_FLAG_MASK, BatchHeader
 
 logger = logging.getLogger(__name__)
 
@@ -273,40 +273,44 @@ class Log:
                     f"which exceeds the maximum configured segment size of {self.config.segment_size}."
                 )
             psm = self.producer_state_manager
+            batches = result.batches
             producers = None
-            if any(header.producer_id >= 0 for header, _ in result.batches):
+            idempotent = transactional = False
+            for header, _ in batches:  # one pass over the headers: producers, transactions
+                if header.producer_id >= 0:
+                    idempotent = True
+                if header.attributes & TRANSACTIONAL_FLAG_MASK:
+                    transactional = True
+            if idempotent:
                 # Idempotence: sequence/epoch checks, and a retried batch answered with its first offsets.
-                producers = psm.analyze_append(result.batches, from_client=origin == "client")
+                producers = psm.analyze_append(batches, from_client=origin == "client")
                 if producers.duplicate is not None:
                     dup = producers.duplicate
                     return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp, dup.timestamp,
                                          self._log_start_offset, 0, 0)
-            info = LogAppendInfo(
-                first_offset=result.first_offset, last_offset=result.last_offset,
-                max_timestamp=result.max_timestamp, log_append_time=result.log_append_time,
-                log_start_offset=self._log_start_offset, num_messages=result.num_messages,
-                valid_bytes=len(data), shallow_offset_of_max_timestamp=result.shallow_offset_of_max_timestamp,
-            )
-            if nonblocking and self._append_would_sync(info, result.batches):
+            info = LogAppendInfo(result.first_offset, result.last_offset, result.max_timestamp,
+                                 result.log_append_time, self._log_start_offset, result.num_messages, len(data),
+                                 result.shallow_offset_of_max_timestamp)
+            first_epoch = batches[0][0].partition_leader_epoch
+            if nonblocking and self._append_would_sync(info, first_epoch, batches[0][0].base_offset):
                 # Checked before the first mutation: validation only patched the caller's buffer.
                 raise AppendWouldBlock("the append would write a checkpoint or fsync")
             segment = self._maybe_roll(len(data), info, now, nonblocking=nonblocking)
-            for header, _pos in result.batches:
-                if header.partition_leader_epoch >= 0:
-                    self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-                    break
+            if first_epoch >= 0:  # all batches of an append carry the leader's epoch
+                self.leader_epoch_cache.assign(first_epoch, batches[0][0].base_offset)
             if fault_injection.hit("append.torn"):
                 segment.log.append(memoryview(data)[: max(1, len(data) // 2)])
                 fault_injection.crash()
             segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp,
-                           data, result.batches)
+                           data, batches)
             fault_injection.fault_point("append")
             self._update_log_end_offset(info.last_offset + 1, segment)
             if producers is not None:
                 psm.complete_append(producers, self.log_end_offset)
             else:
                 psm.update_map_end_offset(self.log_end_offset)
-            self._track_transactions(result.batches, data, segment)
+            if transactional:
+                self._track_transactions(batches, data, segment)
             self._high_watermark = self._next_offset_metadata
             durable_to = self.log_end_offset if self.unflushed_messages >= self.config.flush_messages else 0
         finally:
@@ -315,14 +319,12 @@ class Log:
             self._group_commit(durable_to)  # outside the lock: later appends join the next fsync
         return info
 
-    def _append_would_sync(self, info: LogAppendInfo, batches: list[tuple[BatchHeader, int]]) -> bool:
-        """Whether appending `info` would fsync (flush.messages) or checkpoint a new leader epoch."""
-        if self.unflushed_messages + info.num_messages >= self.config.flush_messages:
+    def _append_would_sync(self, info: LogAppendInfo, leader_epoch: int, base_offset: int) -> bool:
+        """Whether appending `info` would fsync (flush.messages) or checkpoint a new leader epoch
+        (the epoch its first batch carries, from `base_offset`)."""
+        if self.log_end_offset - self._recovery_point + info.num_messages >= self.config.flush_messages:
             return True
-        for header, _pos in batches:
-            if header.partition_leader_epoch >= 0:
-                return self.leader_epoch_cache.is_new_epoch(header.partition_leader_epoch, header.base_offset)
-        return False
+        return leader_epoch >= 0 and self.leader_epoch_cache.is_new_epoch(leader_epoch, base_offset)
 
     def _track_transactions(self, batches: list[tuple[BatchHeader, int]], data: bytearray, segment: LogSegment) -> None:
         psm = self.producer_state_manager
