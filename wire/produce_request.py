@@ -30,11 +30,10 @@ import struct
 
 import msgspec
 
-from wire.errors import RequestDecodeError
+from wire.errors import CorruptRecordError, RequestDecodeError
+from wire.records import Buffer, read_uvarint
 
 __all__ = ["VERSIONS", "PartitionProduceData", "ProduceRequest", "TopicProduceData", "decode_produce_request"]
-
-from wire.records import Buffer
 
 _I16 = struct.Struct(">h").unpack_from
 _I32 = struct.Struct(">i").unpack_from
@@ -68,17 +67,10 @@ def _truncated(what: str) -> RequestDecodeError:
 
 def _uvarint(buf: Buffer, pos: int, end: int, what: str) -> tuple[int, int]:
     """(value, next position) of an unsigned varint of at most 5 bytes (Kafka's limit)."""
-    value = shift = 0
-    while shift < 35:
-        if pos >= end:
-            raise _truncated(what)
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-    raise RequestDecodeError(f"cannot decode ProduceRequest: a varint longer than 5 bytes in {what}")
+    try:
+        return read_uvarint(buf, pos, end, 5)
+    except CorruptRecordError as exc:
+        raise RequestDecodeError(f"cannot decode ProduceRequest: {what}: {exc}") from None
 
 
 def _length(buf: Buffer, pos: int, end: int, flexible: bool, width: int, what: str) -> tuple[int, int]:
