@@ -5,8 +5,10 @@ requests in the order they arrived; clients rely on that (they match
 responses to requests by order as well as by correlation id). So each
 connection has one worker task draining a queue of frames, and reading is
 paused while too many frames are queued (backpressure instead of unbounded
-memory). Anything the connection cannot parse ends the connection, as it
-does in Kafka, and never affects other connections.
+memory). When a worker starts is the request channel's call
+(asyncbroker.request_channel): across connections, in arrival order.
+Anything the connection cannot parse ends the connection, as it does in
+Kafka, and never affects other connections.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from wire.messages import ApiKey, decode_request, encode_response, unsupported_a
 from asyncbroker.client_quota_manager import NANOS_TO_PERCENTAGE
 from asyncbroker.encoded_response import EncodedResponse, FileRegion, with_throttle_time
 from asyncbroker.metrics import METRICS
+from asyncbroker.request_channel import RequestChannel
 from asyncbroker.request_context import ANONYMOUS, RequestContext, Session
 
 if TYPE_CHECKING:
@@ -72,8 +75,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
     """
 
     def __init__(self, broker: "Broker", registry: "HandlerRegistry", connections: set["KafkaConnection"], *,
-                 listener_name: str = "", on_close: Callable[[], None] | None = None) -> None:
+                 request_channel: RequestChannel, listener_name: str = "",
+                 on_close: Callable[[], None] | None = None) -> None:
         self._broker = broker
+        self._channel = request_channel  # decides when this connection's worker starts
         self._on_close = on_close  # frees the connection's slot in ConnectionQuotas, once
         self._listener_name = listener_name
         self._tls = False
@@ -88,6 +93,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._queued_bytes = 0
         self._max_queued_bytes = max(1, broker.socket_request_max_bytes)
         self._worker: asyncio.Task[None] | None = None
+        self._worker_due = False  # waiting in the request channel for its turn to start
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
         self._ctx = RequestContext(broker)
@@ -145,8 +151,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         self._queue.extend(frames)
         self._queued_bytes += len(frames[0]) if len(frames) == 1 else sum(len(f) for f in frames)
-        if self._worker is None:
-            self._worker = self._loop.create_task(self._serve_queue())
+        if self._worker is None and not self._worker_due:
+            self._worker_due = True
+            self._channel.submit(self._start_worker)
         if (len(self._queue) >= MAX_QUEUED_FRAMES or self._queued_bytes >= self._max_queued_bytes) \
                 and not self._reading_paused:
             self._reading_paused = True
@@ -155,7 +162,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def eof_received(self) -> bool | None:
         # The client half-closed: finish answering what it sent, then close.
         self._closing = True
-        if self._worker is None:
+        if self._worker is None and not self._worker_due:
             return None  # let the transport close now
         return True  # keep the transport open for the queued answers
 
@@ -193,6 +200,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()
+        if self._worker_due:
+            self._start_worker()  # closing: its requests are answered now, not in their turn
         worker = self._worker
         if worker is not None:
             try:
@@ -204,7 +213,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def close_if_idle(self, now: float, max_idle_s: float) -> bool:
         """connections.max.idle.ms: drop a connection with nothing in flight for that long."""
-        if self._worker is not None or self._closed or now - self.last_active < max_idle_s:
+        if self._worker is not None or self._worker_due or self._closed or now - self.last_active < max_idle_s:
             return False
         log.info("Closing idle connection %s (idle for %.0f s)", self._peer, now - self.last_active)
         self._closed = True
@@ -220,6 +229,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._transport.abort()
 
     # -- request processing -----------------------------------------------
+
+    def _start_worker(self) -> None:
+        """The request channel's turn for this connection (or its close): serve what is queued."""
+        if not self._worker_due:
+            return  # started already (a graceful close does not wait for its turn)
+        self._worker_due = False
+        if self._worker is None and self._queue and not self._closed:
+            self._worker = self._loop.create_task(self._serve_queue())
 
     async def _serve_queue(self) -> None:
         try:

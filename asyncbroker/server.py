@@ -35,6 +35,7 @@ from asyncbroker.broker import Broker
 from asyncbroker.config import Endpoint, KafkaConfig
 from asyncbroker.connection import KafkaConnection
 from asyncbroker.connection_quotas import ConnectionQuotas
+from asyncbroker.request_channel import RequestChannel
 
 if TYPE_CHECKING:
     from asyncbroker.jwks_token_validator import JwksTokenValidator
@@ -66,6 +67,8 @@ class KafkaServer:
         # listener name -> (host, port) bound
         self.bound: dict[str, tuple[str, int]] = {}
         self._connections: set[KafkaConnection] = set()
+        # Every listener's connections take their turns in one queue (Kafka's RequestChannel).
+        self._request_channel: RequestChannel | None = None
         self.bound_host: str = ""
         self.bound_port: int = 0
         self._reaper: asyncio.Task[None] | None = None
@@ -96,6 +99,7 @@ class KafkaServer:
         quotas.reconfigure(*self._quota_limits())
         broker.config_change_listeners.append(lambda: quotas.reconfigure(*self._quota_limits()))
         loop = asyncio.get_running_loop()
+        self._request_channel = RequestChannel(loop)
         for endpoint, context in listeners:
             name = endpoint.listener_name
             log.info("Created data-plane acceptor and processors for endpoint : ListenerName(%s)", name)
@@ -148,9 +152,12 @@ class KafkaServer:
         quotas, connections = self.quotas, self._connections
         assert quotas is not None
 
+        channel = self._request_channel
+        assert channel is not None
+
         def make(ip: str) -> KafkaConnection:
-            return KafkaConnection(broker, broker.handlers, connections, listener_name=listener_name,
-                                   on_close=lambda: quotas.dec(ip))
+            return KafkaConnection(broker, broker.handlers, connections, request_channel=channel,
+                                   listener_name=listener_name, on_close=lambda: quotas.dec(ip))
 
         return make
 

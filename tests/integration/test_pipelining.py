@@ -53,3 +53,24 @@ def test_mixed_pipelined_requests_answer_in_order(asyncbroker_bootstrap: str, to
     assert offsets == list(range(20))
     assert b"v" in responses[22].responses[0].partitions[0].records
     assert responses[23].topics[0].partitions[0].offset == 20
+
+
+def test_a_burst_of_connections_each_answered_after_its_eof(asyncbroker_bootstrap: str) -> None:
+    """More connections than the request channel starts in one turn of the loop, each sending a
+    request and its EOF at once: those that wait for their turn are answered too, then closed."""
+    import socket
+
+    request = av3.ApiVersionsRequest(client_software_name="t", client_software_version="1")
+    clients = [RawClient(asyncbroker_bootstrap) for _ in range(300)]
+    try:
+        for i, c in enumerate(clients):
+            body = encode_request_header(request.__api_key__, request.__version__, i, "burst") + encode_request(request)
+            c.send_raw(struct.pack(">i", len(body)) + body)
+        for c in clients:
+            c.sock.shutdown(socket.SHUT_WR)
+        for i, c in enumerate(clients):
+            assert c.recv_response(request.__api_key__, request.__version__, i).error_code == 0
+            assert c.is_closed_by_peer()
+    finally:
+        for c in clients:
+            c.close()
