@@ -12,7 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from storage.log_config import LogConfig
-from wire.compression import CompressionType
+from wire.compression import CODEC_IDS, CompressionType
 from wire.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -45,7 +45,6 @@ _TOPIC_CODECS = {
 }
 
 
-_CODEC_IDS = frozenset(int(c) for c in CompressionType)
 _MIN_LONG, _MAX_LONG = -(2**63), 2**63 - 1
 
 
@@ -120,7 +119,7 @@ class LogValidator:
             if compute_crc(buf, pos, header.batch_length) != header.crc:
                 raise CorruptRecordError(f"Record is corrupt (stored crc = {header.crc}) in topic partition {tp}.")
             codec_id = header.attributes & COMPRESSION_CODEC_MASK
-            if codec_id not in _CODEC_IDS:
+            if codec_id not in CODEC_IDS:
                 raise UnknownServerError(f"Unknown compression type id: {codec_id}")
             validate_batch(buf, pos, crc_checked=True, header=header)  # structure: counts that fit the bytes
         for header, pos in batches:

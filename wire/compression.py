@@ -20,7 +20,7 @@ from types import ModuleType
 
 from wire.errors import CorruptRecordError
 
-__all__ = ["CompressionType", "compress", "decompress", "XERIAL_HEADER", "MAX_DECOMPRESSED_SIZE"]
+__all__ = ["CODEC_IDS", "CompressionType", "compress", "decompress", "XERIAL_HEADER", "MAX_DECOMPRESSED_SIZE"]
 
 MAX_DECOMPRESSED_SIZE = 128 * 1024 * 1024
 """Largest records section we inflate. A few KiB of zstd or gzip can expand to gigabytes
@@ -59,6 +59,10 @@ class CompressionType(enum.IntEnum):
             return cls[name.strip().upper()]
         except KeyError:
             raise ValueError(f"unknown compression type {name!r}") from None
+
+
+CODEC_IDS = frozenset(int(c) for c in CompressionType)
+"""The codec ids a batch's attributes may carry; 5-7 are no codec."""
 
 
 # snappy-java's stream header: magic, then version and min-compatible version.

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from wire import _record_walker as _walker
-from wire.compression import CompressionType, compress, decompress
+from wire.compression import CODEC_IDS, CompressionType, compress, decompress
 from wire.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -151,9 +151,6 @@ class TimestampType(enum.IntEnum):
     NO_TIMESTAMP_TYPE = -1
     CREATE_TIME = 0
     LOG_APPEND_TIME = 1
-
-
-_CODEC_IDS = frozenset(int(c) for c in CompressionType)
 
 
 class BatchHeader(msgspec.Struct, frozen=True):
@@ -412,7 +409,7 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False, crc_
             f"record batch CRC mismatch at position {pos}: stored {header.crc:#010x}, computed {actual:#010x}"
         )
     codec = header.attributes & COMPRESSION_CODEC_MASK
-    if codec not in _CODEC_IDS:
+    if codec not in CODEC_IDS:
         raise CorruptRecordError(f"unknown compression codec id {codec}")
     count = header.records_count
     if count < 0:

@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from storage.topic_partition import TopicPartition
-from wire.compression import CompressionType
+from wire.compression import CODEC_IDS, CompressionType
 from wire.headers import RequestHeader
 from wire.errors import (
     CorruptRecordError,
@@ -67,9 +67,6 @@ from asyncbroker.request_context import RequestContext
 API_KEY = ApiKey.PRODUCE
 
 log = logging.getLogger(__name__)
-
-
-_CODEC_IDS = frozenset(int(c) for c in CompressionType)
 
 
 class _WholeRequestError(Exception):
@@ -114,7 +111,7 @@ def _validate_records(version: int, records: Buffer | None) -> Buffer:
             f"Produce requests with version {version} are only allowed to contain record batches with magic version 2")
     if version < 7:
         codec = records[first.position + ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK
-        if codec not in _CODEC_IDS:
+        if codec not in CODEC_IDS:
             # Kafka's CompressionType.forId throws outside its ApiException handling here.
             raise _WholeRequestError(UnknownServerError(f"Unknown compression type id: {codec}"),
                                      send_message=False)
