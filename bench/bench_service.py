@@ -7,8 +7,9 @@ jars `make jvm` fetched): startup to the first Metadata answer, idle RSS, produc
 and from confluent-kafka, and peak RSS. A bare uvloop echo server answering the same Produce frame
 gives the loopback floor for the round trips: its round trips alternate with each broker's, in
 chunks of 100, with the client and the servers pinned to CPUs (see round_trips_beside_echo), so
-the floor and the broker are measured under the same conditions. Each figure is printed with Kafka's beside it and
-the ratio; RESULT lines feed `python -m bench`. The targets live here, never in tests.
+the floor and the broker are measured under the same conditions. Each figure is printed with
+Kafka's beside it and the ratio; RESULT lines feed `python -m bench`. The targets live here,
+never in tests.
 
     BENCH_SCALE=0.1 .venv/bin/python bench/bench_service.py      # a quick look
     BENCH_BROKERS=asyncbroker .venv/bin/python bench/bench_service.py   # skip Kafka
