@@ -543,3 +543,23 @@ def test_batch_spans_frame_like_kafka() -> None:
         list(batch_spans(bytes(bad)))
     bad[16] = 1
     assert [s.magic for s in batch_spans(bytes(bad))] == [1]  # legacy formats are the caller's call
+
+
+def test_crc32c_is_the_packages_function_without_its_init() -> None:
+    """wire.records loads crc32c's extension module alone: the same checksums as the package's
+    function, without the package's __init__ and the importlib.metadata it imports."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, os\n"
+        "from wire.records import crc32c\n"
+        "assert crc32c(b'123456789') == 0xE3069283, hex(crc32c(b'123456789'))\n"  # CRC-32C's check value
+        "data = os.urandom(4096)\n"
+        "ours = [crc32c(memoryview(data)[i:]) for i in range(0, 4096, 97)]\n"
+        "assert 'crc32c' not in sys.modules and 'importlib.metadata' not in sys.modules, 'package imported'\n"
+        "import crc32c as package\n"
+        "assert ours == [package.crc32c(data[i:]) for i in range(0, 4096, 97)]\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
