@@ -36,8 +36,6 @@ from storage.config_def import (
 )
 from storage.java_properties import parse_properties as parse_properties  # re-exported: moved to storage
 from storage.log_config import LogConfig
-from storage.remote_storage_manager import LOCAL_TIERED_STORAGE as LOCAL_TIERED_STORAGE
-from storage.remote_storage_manager import S3_REMOTE_STORAGE as S3_REMOTE_STORAGE
 from wire.errors import InvalidConfigurationError
 
 ENV_PREFIX = "ASYNCBROKER_"
@@ -541,6 +539,9 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     def _check_remote_storage(self) -> None:
         """Tiered storage needs one of the built-in backends and what it reads (Kafka fails to
         start when its plugin class cannot be loaded)."""
+        # Imported here: the remote storage modules are paid for only by a broker that tiers.
+        from storage.remote_storage_manager import LOCAL_TIERED_STORAGE, S3_REMOTE_STORAGE
+
         name = self.remote_log_storage_manager_class_name
         prefix = self.remote_log_storage_manager_impl_prefix
         if name not in (LOCAL_TIERED_STORAGE, S3_REMOTE_STORAGE):

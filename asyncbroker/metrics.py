@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+async def _cleaner_metrics(broker: ScrapedBroker) -> dict[str, Any]:
+    return await (await broker.cleaner_ready()).metrics()
+
+
 class ScrapedBroker(Protocol):
     """What a scrape reads of the bound broker (the Broker is one): its logs and topics once
     started, and the cleaner's state through the loop it lives on."""
@@ -57,6 +61,7 @@ class ScrapedBroker(Protocol):
     def cleaner(self) -> LogCleaner | None: ...
     @property
     def loop(self) -> asyncio.AbstractEventLoop | None: ...
+    async def cleaner_ready(self) -> LogCleaner: ...
 
 
 def api_name(api: int | str) -> str:
@@ -134,8 +139,8 @@ class _CleanerCollector:
         broker = self._metrics.broker
         if broker is None:
             return
-        cleaner, loop = broker.cleaner, broker.loop
-        if cleaner is None or loop is None or loop.is_closed():
+        loop = broker.loop
+        if loop is None or loop.is_closed():
             return
         try:
             if asyncio.get_running_loop() is loop:
@@ -144,7 +149,10 @@ class _CleanerCollector:
             pass  # the usual case: a scrape thread
         try:
             # The cleaner's state lives on the broker's loop (uncleanable-bytes reads segments).
-            values = asyncio.run_coroutine_threadsafe(cleaner.metrics(), loop).result(timeout=10)
+            # A broker with no compacted log has not started its cleaner: a scrape asks for
+            # it, so it starts now, and its metrics are there from the first scrape on, as
+            # Kafka's are from startup.
+            values = asyncio.run_coroutine_threadsafe(_cleaner_metrics(broker), loop).result(timeout=10)
         except Exception:  # noqa: BLE001 - a scrape must not fail because of one subsystem
             log.debug("Could not read the log cleaner's metrics", exc_info=True)
             return

@@ -49,6 +49,7 @@ from storage.log_segment import LogSegment
 from storage.partition_metadata import uuid_to_base64
 from storage.producer_state_manager import empty_snapshot, snapshot_file_name
 from storage.remote_storage_manager import (
+    S3_REMOTE_STORAGE,
     IndexType,
     LogSegmentData,
     RemoteResourceNotFoundError,
@@ -67,7 +68,6 @@ from wire.remote_log_metadata_records import (
     TopicIdPartition,
 )
 
-from asyncbroker.config import S3_REMOTE_STORAGE
 from asyncbroker.remote_log_metadata_manager import TopicBasedRemoteLogMetadataManager
 
 if TYPE_CHECKING:

@@ -6,7 +6,6 @@ field per topic key, and the derived values the engine reads (`compact`, `max_in
 """
 from __future__ import annotations
 
-import random
 from typing import Any, Mapping
 
 import msgspec
@@ -93,7 +92,11 @@ class LogConfig(msgspec.Struct, frozen=True):
     def random_segment_jitter(self) -> int:
         """A per-segment jitter in [0, min(segment.jitter.ms, segment.ms)) that staggers time-based rolls."""
         bound = min(self.segment_jitter_ms, self.segment_ms)
-        return 0 if bound <= 0 else random.randrange(bound)
+        if bound <= 0:  # segment.jitter.ms's default
+            return 0
+        import random  # here: a broker that never jitters its rolls does not hold the module
+
+        return random.randrange(bound)
 
     # -- conversion --------------------------------------------------------------------------
     @classmethod

@@ -231,7 +231,12 @@ async def _cleaner_info(broker: Broker, tp: TopicPartition, log_: Any, segments:
                         config: Any) -> CleanerInfo:
     manager = broker.cleaner_manager
     checkpoint = -1
-    state = "cleaner disabled" if not broker.config.log_cleaner_enable else "cleaner starting"
+    if not broker.config.log_cleaner_enable:
+        state = "cleaner disabled"
+    elif broker.cleaner_starting:
+        state = "cleaner starting"
+    else:
+        state = "cleaner not started (no compacted log yet)"
     if manager is not None:
         checkpoints = await manager.all_cleaner_checkpoints()
         checkpoint = checkpoints.get(tp, -1)

@@ -129,3 +129,46 @@ def test_coordinators_load_with_their_first_request(tmp_path: Path) -> None:
     with BrokerProcess(["num.partitions=1"], log_dir=tmp_path, env=env) as again:
         wait_until(lambda: {"asyncbroker.group_coordinator", "asyncbroker.transaction_coordinator"} <= imported(again),
                    timeout=30, message="coordinators not loaded at startup")
+
+
+def alter(bootstrap: str, kind: str, name: str, key: str, value: str) -> None:
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    resource = ConfigResource(kind, name, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until its answer: its futures need it
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+
+
+CLEANER_STARTED = "Started log cleaner"
+
+
+def test_the_cleaner_starts_with_the_first_compacted_log(tmp_path: Path) -> None:
+    """A broker with no compacted log has not imported the cleaner, nor some stdlib modules it
+    does not use. A topic altered to compact
+    starts it; so does a compacted log found at startup, and the broker's defaults altered to
+    compact (every topic without its own cleanup.policy is then compacted)."""
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    with BrokerProcess(["num.partitions=1"], log_dir=tmp_path / "topic", env=env) as b:
+        produce(b.bootstrap, "plain")
+        wait_until(lambda: any(m.startswith("kio.schema.produce.") for m in imported(b)), timeout=30,
+                   message="the Produce answer's schema was not imported")
+        assert "cleaner.log_cleaner_manager" not in imported(b) and CLEANER_STARTED not in b.output()
+        # Nor has it imported shutil (argparse's help formatter would, for the terminal's width;
+        # it brings bz2 and lzma) or random (only a segment.jitter.ms draws from it).
+        assert not {"shutil", "bz2", "lzma", "random"} & imported(b)
+        alter(b.bootstrap, "topic", "plain", "cleanup.policy", "compact")
+        wait_until(lambda: CLEANER_STARTED in b.output(), timeout=30, message="the cleaner did not start")
+        assert "cleaner.log_cleaner_manager" in imported(b)
+
+    with BrokerProcess(["num.partitions=1"], log_dir=tmp_path / "topic") as b:
+        wait_until(lambda: CLEANER_STARTED in b.output(), timeout=30,
+                   message="a compacted log on disk did not start the cleaner")
+
+    with BrokerProcess(["num.partitions=1"], log_dir=tmp_path / "defaults") as b:
+        produce(b.bootstrap, "plain")
+        assert CLEANER_STARTED not in b.output()
+        alter(b.bootstrap, "broker", "1", "log.cleanup.policy", "compact")  # this node's default
+        wait_until(lambda: CLEANER_STARTED in b.output(), timeout=30,
+                   message="compacting defaults did not start the cleaner")

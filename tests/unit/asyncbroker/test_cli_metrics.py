@@ -19,6 +19,23 @@ def test_parser_serve_arguments() -> None:
     assert build_parser().parse_args(["serve"]).config is None
 
 
+def test_help_is_wrapped_to_columns_as_argparse_wraps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The help formatter finds the width without shutil, and wraps as argparse's own does."""
+    import argparse
+
+    def serve_help(columns: int, formatter: type[argparse.HelpFormatter] | None = None) -> str:
+        monkeypatch.setenv("COLUMNS", str(columns))
+        serve = build_parser()._subparsers._group_actions[0].choices["serve"]  # type: ignore[union-attr]
+        if formatter is not None:
+            serve.formatter_class = formatter
+        return str(serve.format_help())
+
+    narrow, wide = serve_help(40), serve_help(120)
+    assert len(narrow.splitlines()) > len(wide.splitlines())
+    # argparse's own formatter reads COLUMNS through shutil.get_terminal_size.
+    assert narrow == serve_help(40, argparse.HelpFormatter) and wide == serve_help(120, argparse.HelpFormatter)
+
+
 def test_main_rejects_bad_config_before_starting(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                                  tmp_path: object) -> None:
     for key in [k for k in __import__("os").environ if k.startswith("ASYNCBROKER_")]:

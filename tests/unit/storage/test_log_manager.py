@@ -157,6 +157,30 @@ def test_bad_topic_config_rejected(manager) -> None:
         lm.set_topic_config("t", {"segment.bytes": "12"})
 
 
+def test_compaction_listener_hears_each_way_a_log_becomes_compacted(manager) -> None:
+    """The broker starts its cleaner from this call: a log created compacted, a topic's
+    overrides turned to compact, and the broker's defaults turned to compact each call it;
+    a log that is not compacted never does."""
+    lm = manager()
+    calls: list[str] = []
+    lm.compaction_listener = lambda: calls.append("called")
+
+    lm.create_log(TopicPartition("plain", 0))
+    lm.set_topic_config("plain", {"retention.ms": "1000"})
+    lm.default_config = LogConfig(cleanup_policy=("delete",))
+    assert calls == []
+
+    lm.create_log(TopicPartition("compacted", 0), LogConfig(cleanup_policy=("compact",)))
+    assert calls == ["called"]
+    lm.set_topic_config("plain", {"cleanup.policy": "compact,delete"})
+    assert calls == ["called"] * 2
+    lm.default_config = LogConfig(cleanup_policy=("compact",))
+    assert calls == ["called"] * 3
+    # A topic without overrides takes the new defaults: compacted.
+    lm.create_log(TopicPartition("defaults", 0))
+    assert calls == ["called"] * 4
+
+
 def test_parallel_load_many_partitions(manager, clock: MockClock) -> None:
     lm = manager(recovery_threads_per_data_dir=3)
     for p in range(20):
