@@ -10,7 +10,11 @@
    (the first starts the Python workers). Target (issue 17): the source
    >= 2x the connector. The same slices read in this process without Spark
    give the per-core decode ceiling.
-2. A log dir of about `--audit-gb` GiB (1 KiB values, 20,000 keys per
+2. `--tiered-records` records in a tiered topic whose rolled segments are in the remote tier
+   only, and in a topic kept local, read by the `kafka-log` source from the stopped broker's
+   log dir (the remote segments from the remote directory): rows/s of each, in Spark and in
+   this process.
+3. A log dir of about `--audit-gb` GiB (1 KiB values, 20,000 keys per
    partition, 4 partitions, 256 MiB segments) is audited end to end
    (`run_audit`: planning, the scan, both aggregations).
 
@@ -66,20 +70,20 @@ def write_log_dir(root: Path, records: int, value_size: int, keys_per_partition:
     return total
 
 
-def fill_topic(bootstrap: str, records: int) -> None:
-    """`records` records of 100 B with 16-byte keys over PARTITIONS partitions of topic `bench`."""
+def fill_topic(bootstrap: str, records: int, topic: str = "bench", config: dict[str, str] | None = None) -> None:
+    """`records` records of 100 B with 16-byte keys over PARTITIONS partitions of `topic`."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic("bench", PARTITIONS, 1)])["bench"].result(30)
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1, config=config or {})])[topic].result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
                          "queue.buffering.max.kbytes": 1_048_576})
     value = b"v" * 100
     for i in range(records):
         while True:
             try:
-                producer.produce("bench", value, b"key-%012d" % (i % 200_000), partition=i % PARTITIONS)
+                producer.produce(topic, value, b"key-%012d" % (i % 200_000), partition=i % PARTITIONS)
                 break
             except BufferError:  # the client's queue is full: let deliveries free it
                 producer.poll(0.01)
@@ -145,6 +149,69 @@ def bench_source(master: str, records: int) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def bench_tiered_source(master: str, records: int) -> None:
+    """The `kafka-log` source over a tiered topic whose rolled segments are in the remote tier
+    only (local.retention.bytes=1, the local-directory tier), against the same records in a topic
+    kept local, read from the stopped broker's log dir: the in-process reader and a Spark job."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from asyncbroker.testing import BrokerProcess
+    from pipeline.kafka_log_source import ReadOptions
+    from pipeline.record_schema import RECORD_SCHEMA
+    from pipeline.segment_reader import read_slice
+    from pipeline.session import build_session
+    from storage.remote_storage_manager import LOCAL_TIERED_STORAGE
+
+    root = Path(tempfile.mkdtemp(prefix="bench-tiered-"))
+    log_dir, remote_dir = root / "logs", root / "remote"
+    overrides = ["log.cleaner.enable=false", "remote.log.storage.system.enable=true",
+                 f"remote.log.storage.manager.class.name={LOCAL_TIERED_STORAGE}", f"rsm.config.dir={remote_dir}",
+                 "remote.log.manager.task.interval.ms=200", "log.retention.check.interval.ms=200",
+                 "log.initial.task.delay.ms=0"]
+    segment = {"segment.bytes": str(4 * MIB)}
+    try:
+        with BrokerProcess(overrides, log_dir=log_dir) as broker:
+            fill_topic(broker.bootstrap, records, "local", segment)
+            fill_topic(broker.bootstrap, records, "tiered",
+                       {**segment, "remote.storage.enable": "true", "local.retention.bytes": "1"})
+
+            def local_segments() -> list[int]:
+                return [len(list((log_dir / f"tiered-{p}").glob("*.log"))) for p in range(PARTITIONS)]
+
+            deadline = time.monotonic() + 300
+            while local_segments() != [1] * PARTITIONS:  # each partition keeps only its active segment
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"rolled segments not tiered in 300 s: local segments {local_segments()}")
+                time.sleep(0.2)  # the broker's remote log manager copies every 200 ms
+        remote = sum(1 for _ in remote_dir.rglob("*.log"))
+        print(f"tiered: {remote} segments in the remote tier, {PARTITIONS} active ones local", flush=True)
+
+        schema = to_arrow_schema(RECORD_SCHEMA, timezone="UTC")
+        spark = build_session(master, "bench-pipeline")
+        # Untimed: the session's first job starts its Python workers (seconds), which the first
+        # topic measured would otherwise pay.
+        spark.read.format("kafka-log").option("topics", "local").load(str(log_dir)).count()
+        rates: dict[str, tuple[float, float]] = {}
+        for topic, options in (("local", {}), ("tiered", {"remoteStorage": str(remote_dir)})):
+            slices = ReadOptions({"path": str(log_dir), "topics": topic, **options}).plan()
+            started = time.perf_counter()
+            rows = sum(b.num_rows for s in slices for b in read_slice(s, schema))
+            assert rows == records, (topic, rows)
+            direct = rows / (time.perf_counter() - started)
+            print(f"{topic}: in-process reader (1 core, no Spark) {direct:,.0f} rows/s", flush=True)
+            reader = spark.read.format("kafka-log").option("topics", topic)
+            for key, value in options.items():
+                reader = reader.option(key, value)
+            rates[topic] = (direct, timed_reads(f"kafka-log, {topic}", reader.load(str(log_dir)), records))
+        for topic, label in (("local", "local segments"), ("tiered", "remote-only segments")):
+            direct, spark_rate = rates[topic]
+            print(f"RESULT kafka-log source, {label} ({master}) | {spark_rate:,.0f} | rows/s | "
+                  f"in-process reader {direct:,.0f} rows/s/core")
+        print(f"RESULT kafka-log source, remote-only / local | {rates['tiered'][1] / rates['local'][1]:.2f} | x |")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def bench_audit(master: str, gib: float) -> None:
     from pipeline.compaction_audit import run_audit
     from pipeline.session import build_session
@@ -173,10 +240,14 @@ def bench_audit(master: str, gib: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--tiered-records", type=int, default=1_000_000,
+                        help="records of the tiered and the local topic read by the source (0 to skip)")
     parser.add_argument("--audit-gb", type=float, default=1.0, help="GiB of log to audit (0 to skip)")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args(argv)
     bench_source(args.master, args.records)
+    if args.tiered_records > 0:
+        bench_tiered_source(args.master, args.tiered_records)
     if args.audit_gb > 0:
         bench_audit(args.master, args.audit_gb)
     return 0

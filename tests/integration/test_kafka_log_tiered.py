@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -341,7 +340,6 @@ def test_a_remote_tier_in_s3_reads_the_same(spark: Any, s3_tiered: S3Tiered, tmp
     secret = s3_tiered.settings["rsm.config.s3.secret.access.key"]
     assert tier is not None and tier.root.endswith("/cold/tier") and secret not in tier.describe()
     assert read(spark, s3_tiered.log_dir, "tiered", remoteStorage=tier.location).count() == TRIMMED
-    _print_read_rate("tiered to S3 (moto)", {"path": str(s3_tiered.log_dir), "topics": "tiered", **s3_tiered.settings})
     config = tmp_path / "server.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in s3_tiered.settings.items()))
     result = subprocess.run([sys.executable, "-m", "asyncbroker", "audit", str(s3_tiered.log_dir), "--topics",
@@ -349,44 +347,3 @@ def test_a_remote_tier_in_s3_reads_the_same(spark: Any, s3_tiered: S3Tiered, tmp
                             capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"hold offsets 0 to {s3_tiered.local_start - 1} ({s3_tiered.local_start} records read" in result.stdout
-
-
-def _print_read_rate(label: str, options: dict[str, str]) -> None:
-    """read_slice over the planned slices, without Spark (best of 3), printed."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from pipeline.kafka_log_source import ReadOptions
-    from pipeline.record_schema import RECORD_SCHEMA
-    from pipeline.segment_reader import read_slice
-
-    schema = to_arrow_schema(RECORD_SCHEMA, timezone="UTC")
-    started = time.perf_counter()
-    pieces = ReadOptions(options).plan()
-    planning = time.perf_counter() - started
-    best, rows = float("inf"), 0
-    for _ in range(3):
-        started = time.perf_counter()
-        rows = sum(b.num_rows for piece in pieces for b in read_slice(piece, schema))
-        best = min(best, time.perf_counter() - started)
-    assert rows > 0
-    print(f"\n{label} ({len(pieces)} slices): plan {planning * 1000:.0f} ms; read_slice {rows / best:,.0f} rows/s "
-          f"({rows * 1000 / best / MIB:.0f} MiB/s of values)")
-
-
-def test_reading_rates(spark: Any, tiered: Tiered) -> None:
-    """Rows/s reading the tiered topic (all but its active segment in the remote directory) against
-    `both` (the same records, all local), twice each: planning and read_slice without Spark, then a
-    Spark job summing the values (the second run of it: Python workers started). Printed, not
-    asserted."""
-    from pyspark.sql import functions as F
-
-    for topic, label in (("both", "local"), ("tiered", "remote-only")) * 2:
-        _print_read_rate(f"{topic} ({label})", {"path": str(tiered.log_dir), "topics": topic,
-                                                "remoteStorage": str(tiered.remote_dir)})
-        df = read(spark, tiered.log_dir, topic, remoteStorage=str(tiered.remote_dir))
-        for _ in range(2):
-            started = time.perf_counter()
-            total = df.agg(F.sum(F.length("value"))).collect()[0][0]
-            took = time.perf_counter() - started
-        assert total == RECORDS * 1000
-        print(f"{topic} ({label}): Spark job {took:.2f} s ({RECORDS / took:,.0f} rows/s)")
