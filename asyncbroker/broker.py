@@ -498,8 +498,12 @@ class Broker:
         """LogManager.compaction_listener: called on the thread that created or reconfigured
         the log; the cleaner starts on the loop."""
         loop = self.loop
-        if loop is not None and not loop.is_closed():
+        if loop is None:
+            return
+        try:
             loop.call_soon_threadsafe(self._ensure_cleaner_started)
+        except RuntimeError:  # the loop has closed (shutdown): no cleaner to start
+            pass
 
     def _ensure_cleaner_started(self) -> None:
         """Start the cleaner in the background, once; never once shutdown has begun (shutdown
