@@ -507,8 +507,8 @@ class Broker:
 
     def _ensure_cleaner_started(self) -> None:
         """Start the cleaner in the background, once; never once shutdown has begun (shutdown
-        waits only for a start it has seen)."""
-        if self._cleaner_started is not None or self._shutting_down or not self.config.log_cleaner_enable:
+        waits only for a start it has seen). Callers have checked log.cleaner.enable."""
+        if self._cleaner_started is not None or self._shutting_down:
             return
         self.log_manager.compaction_listener = None  # started: later compacted logs need no call
         self._cleaner_started = asyncio.create_task(self._run_cleaner_startup(), name="log-cleaner-startup")

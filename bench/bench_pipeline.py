@@ -109,15 +109,26 @@ def timed_reads(name: str, df: object, records: int) -> float:
     return best
 
 
-def bench_source(master: str, records: int) -> None:
-    """The same topic read by the `kafka-log` source (from the log dir) and by Spark's own Kafka
-    connector (from the broker serving that log dir)."""
+def in_process_read(options: dict[str, str]) -> tuple[int, float]:
+    """(rows, rows/s) of the `kafka-log` source's planned slices read in this process, without
+    Spark: the per-core decode ceiling."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from asyncbroker.testing import BrokerProcess
     from pipeline.kafka_log_source import ReadOptions
     from pipeline.record_schema import RECORD_SCHEMA
     from pipeline.segment_reader import read_slice
+
+    schema = to_arrow_schema(RECORD_SCHEMA, timezone="UTC")
+    slices = ReadOptions(options).plan()
+    started = time.perf_counter()
+    rows = sum(b.num_rows for s in slices for b in read_slice(s, schema))
+    return rows, rows / (time.perf_counter() - started)
+
+
+def bench_source(master: str, records: int) -> None:
+    """The same topic read by the `kafka-log` source (from the log dir) and by Spark's own Kafka
+    connector (from the broker serving that log dir)."""
+    from asyncbroker.testing import BrokerProcess
     from pipeline.session import build_session
 
     root = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
@@ -127,11 +138,7 @@ def bench_source(master: str, records: int) -> None:
             fill_topic(broker.bootstrap, records)
             print(f"produced {records:,} records in {time.perf_counter() - started:.1f}s", flush=True)
 
-            schema = to_arrow_schema(RECORD_SCHEMA, timezone="UTC")
-            slices = ReadOptions({"path": str(root), "topics": "bench"}).plan()
-            started = time.perf_counter()
-            rows = sum(b.num_rows for s in slices for b in read_slice(s, schema))
-            direct = rows / (time.perf_counter() - started)
+            _rows, direct = in_process_read({"path": str(root), "topics": "bench"})
             print(f"in-process reader (1 core, no Spark): {direct:,.0f} rows/s")
 
             spark = build_session(master, "bench-pipeline")
@@ -153,12 +160,7 @@ def bench_tiered_source(master: str, records: int) -> None:
     """The `kafka-log` source over a tiered topic whose rolled segments are in the remote tier
     only (local.retention.bytes=1, the local-directory tier), against the same records in a topic
     kept local, read from the stopped broker's log dir: the in-process reader and a Spark job."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     from asyncbroker.testing import BrokerProcess
-    from pipeline.kafka_log_source import ReadOptions
-    from pipeline.record_schema import RECORD_SCHEMA
-    from pipeline.segment_reader import read_slice
     from pipeline.session import build_session
     from storage.remote_storage_manager import LOCAL_TIERED_STORAGE
 
@@ -186,18 +188,14 @@ def bench_tiered_source(master: str, records: int) -> None:
         remote = sum(1 for _ in remote_dir.rglob("*.log"))
         print(f"tiered: {remote} segments in the remote tier, {PARTITIONS} active ones local", flush=True)
 
-        schema = to_arrow_schema(RECORD_SCHEMA, timezone="UTC")
         spark = build_session(master, "bench-pipeline")
         # Untimed: the session's first job starts its Python workers (seconds), which the first
         # topic measured would otherwise pay.
         spark.read.format("kafka-log").option("topics", "local").load(str(log_dir)).count()
         rates: dict[str, tuple[float, float]] = {}
         for topic, options in (("local", {}), ("tiered", {"remoteStorage": str(remote_dir)})):
-            slices = ReadOptions({"path": str(log_dir), "topics": topic, **options}).plan()
-            started = time.perf_counter()
-            rows = sum(b.num_rows for s in slices for b in read_slice(s, schema))
+            rows, direct = in_process_read({"path": str(log_dir), "topics": topic, **options})
             assert rows == records, (topic, rows)
-            direct = rows / (time.perf_counter() - started)
             print(f"{topic}: in-process reader (1 core, no Spark) {direct:,.0f} rows/s", flush=True)
             reader = spark.read.format("kafka-log").option("topics", topic)
             for key, value in options.items():

@@ -38,7 +38,7 @@ from storage.topic_name import is_internal
 from storage.topic_partition import TopicPartition
 from storage.transaction_index import AbortedTxn
 from wire.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
-from wire.records import TRANSACTIONAL_FLAG_MASK, BatchHeader
+from wire.records import BatchHeader
 
 logger = logging.getLogger(__name__)
 
@@ -278,7 +278,7 @@ class Log:
             for header, _ in batches:  # one pass over the headers: producers, transactions
                 if header.producer_id >= 0:
                     idempotent = True
-                if header.attributes & TRANSACTIONAL_FLAG_MASK:
+                if header.is_transactional:
                     transactional = True
             if idempotent:
                 # Idempotence: sequence/epoch checks, and a retried batch answered with its first offsets.

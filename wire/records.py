@@ -153,6 +153,14 @@ class TimestampType(enum.IntEnum):
     LOG_APPEND_TIME = 1
 
 
+def _codec_id(attributes: int) -> int:
+    """The codec id in a batch's attributes; CorruptRecordError for ids 5-7."""
+    codec = attributes & COMPRESSION_CODEC_MASK
+    if codec not in CODEC_IDS:
+        raise CorruptRecordError(f"unknown compression codec id {codec}")
+    return codec
+
+
 class BatchHeader(msgspec.Struct, frozen=True):
     """The 61 fixed bytes of a RecordBatch v2, decoded."""
 
@@ -173,11 +181,7 @@ class BatchHeader(msgspec.Struct, frozen=True):
     @property
     def compression(self) -> CompressionType:
         """Codec of the records section; CorruptRecordError for ids 5-7."""
-        codec = self.attributes & COMPRESSION_CODEC_MASK
-        try:
-            return CompressionType(codec)
-        except ValueError:
-            raise CorruptRecordError(f"unknown compression codec id {codec}") from None
+        return CompressionType(_codec_id(self.attributes))
 
     @property
     def timestamp_type(self) -> TimestampType:
@@ -431,9 +435,7 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = False, crc_
         raise CorruptRecordError(
             f"record batch CRC mismatch at position {pos}: stored {header.crc:#010x}, computed {actual:#010x}"
         )
-    codec = header.attributes & COMPRESSION_CODEC_MASK
-    if codec not in CODEC_IDS:
-        raise CorruptRecordError(f"unknown compression codec id {codec}")
+    codec = _codec_id(header.attributes)
     count = header.records_count
     if count < 0:
         raise CorruptRecordError(f"negative records count {count}")
