@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
 
@@ -90,6 +92,17 @@ def audit_command(broker: Broker, topic: str, html: Path, broker_config: Path | 
     return argv
 
 
+class AuditRunView(msgspec.Struct, frozen=True):
+    """What a page shows of an AuditRun, read at once on the loop: the page renders on the
+    console's render thread, while the run's task changes the run itself."""
+
+    topic: str
+    state: AuditState
+    elapsed_s: float
+    reason: str
+    stderr: str
+
+
 class AuditRun:
     """One audit: its topic, state, report file and what it said on failure."""
 
@@ -108,6 +121,9 @@ class AuditRun:
     @property
     def elapsed_s(self) -> float:
         return (self.finished or time.time()) - self.started
+
+    def view(self) -> AuditRunView:
+        return AuditRunView(self.topic, self.state, self.elapsed_s, self.reason, self.stderr)
 
 
 class AuditRunner:

@@ -373,10 +373,13 @@ async def start_audit(request: web.Request) -> web.Response:
 
 async def audit_page(request: web.Request) -> web.Response:
     topic = _require_audit(request)
-    run = request.app[AUDIT_KEY].runs.get(topic)
+    # Views, not the runs: the template renders off the loop while the audit's task moves its
+    # run from running to done, and the refresh must agree with the state the page shows.
+    found = request.app[AUDIT_KEY].runs.get(topic)
+    run = found.view() if found is not None else None
     running = request.app[AUDIT_KEY].running
     return await _page(request, "audit.html", title=f"Audit of {topic}", topic=topic, run=run,
-                 busy=running if running is not None and running.topic != topic else None,
+                 busy=running.view() if running is not None and running.topic != topic else None,
                  spark_missing=spark_missing(), refresh=run is not None and run.state is AuditState.RUNNING)
 
 

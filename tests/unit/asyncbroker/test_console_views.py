@@ -182,3 +182,32 @@ async def test_partition_charts_tombstones_and_last_clean(broker: Broker,
     m = re.search(r'<td id="last-clean">([^<]+)</td>', html)
     assert m is not None and "UTC" in m.group(1), html
     assert "<svg" in html and "<script" not in html.split("<main>")[1]
+
+
+async def test_the_audit_page_shows_one_state_when_the_run_ends_while_it_renders(
+        broker: Broker, client: TestClient[object, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page renders on the console's render thread while the audit's task may finish the
+    run: its refresh and its text come from the state read once, before the render. (The lever's
+    own test, with Spark, met this race as a finished page that still refreshed.)"""
+    import time
+
+    from asyncbroker.console.audit import AuditRun, AuditState
+    from asyncbroker.console.server import AUDIT_KEY, RENDERER_KEY
+
+    app = client.server.app
+    run = AuditRun("ledger", tmp_path, ["true"])
+    app[AUDIT_KEY].runs["ledger"] = run
+    renderer = app[RENDERER_KEY]
+    render = renderer.render
+
+    def render_as_the_run_ends(name: str, **context: object) -> str:
+        run.state, run.finished = AuditState.DONE, time.time()
+        return render(name, **context)
+
+    monkeypatch.setattr(renderer, "render", render_as_the_run_ends)
+    html = await (await client.get("/topics/ledger/audit")).text()
+    assert 'data-state="running"' in html and 'id="audit-running"' in html
+    assert 'http-equiv="refresh"' in html
+    monkeypatch.setattr(renderer, "render", render)
+    html = await (await client.get("/topics/ledger/audit")).text()
+    assert 'id="audit-done"' in html and 'http-equiv="refresh"' not in html
