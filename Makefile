@@ -103,9 +103,14 @@ run: $(RUN_STAMP)
 	@echo "asyncbroker: Kafka listener 127.0.0.1:9092, web console http://127.0.0.1:$(CONSOLE_PORT)/"
 	$(VENV)/bin/asyncbroker serve --console-port $(CONSOLE_PORT)
 
+# Two pytest-xdist workers, a file each at a time (module-scoped brokers start once): most of the
+# suite waits on brokers, JVMs and clients rather than computing. Each worker starts the
+# session-wide brokers its tests ask for, and checks their log dirs at its end.
+TEST_WORKERS ?= 2
+
 test: $(TEST_STAMP) kcat jvm node browser
 	@$(BYTECODE)
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --check-session-log-dirs
 
 bench: $(TEST_STAMP) jvm
 	@$(BYTECODE)

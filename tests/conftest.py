@@ -12,10 +12,16 @@ once per session, on first use, from the jars `make jvm` fetched.
 A local S3 API (`s3_server`: moto's server, asyncbroker.testing.S3Server) is
 started once per session, on first use, for tiered storage and the object-store
 tests; each test takes a bucket of its own (`s3_bucket`).
+
+With `--check-session-log-dirs` (as `make test` runs), every session-wide broker a test used is
+stopped cleanly when the session ends and Kafka's DumpLogSegments checks each segment file of its
+log dir: a complaint fails the session, reported at the teardown of its last test. It runs where
+the broker ran, in each pytest-xdist worker (`make test` runs two).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import uuid
@@ -39,14 +45,13 @@ except JvmSetupError:
     pass  # without `make jvm`, Spark resolves the connector from Maven Central itself
 
 # The session-wide BrokerProcess fixtures that tests used, by fixture name (filled as they are set
-# up): the session-end check runs Kafka's DumpLogSegments over their log dirs.
+# up).
 SESSION_BROKERS = pytest.StashKey[dict[str, BrokerProcess]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # kafka-python loads its protocol schemas with deprecated importlib.resources calls.
     config.addinivalue_line("filterwarnings", "ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")
-    config.addinivalue_line("markers", "session_end: runs after every other test (it stops the session's brokers)")
     config.stash[SESSION_BROKERS] = {}
     # A global plugin, not a hook of this conftest: pytest asks only the rootdir's conftests
     # about session-scoped fixtures, and this file sits below the rootdir.
@@ -59,18 +64,30 @@ class _SessionBrokerRecorder:
         result = yield
         if fixturedef.scope == "session" and isinstance(result, BrokerProcess):
             request.config.stash[SESSION_BROKERS][fixturedef.argname] = result
+            if request.config.getoption("check_session_log_dirs"):
+                # Added after the fixture's own teardown, so it runs first: the broker is still up.
+                fixturedef.addfinalizer(functools.partial(_check_session_log_dir, fixturedef.argname, result))
         return result
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Tests marked session_end stop the session-wide brokers: nothing may run after them.
-    last = [item for item in items if item.get_closest_marker("session_end")]
-    items[:] = [item for item in items if not item.get_closest_marker("session_end")] + last
+def _check_session_log_dir(name: str, broker: BrokerProcess) -> None:
+    """Stop a session-wide broker cleanly and run Kafka's DumpLogSegments over its log dir."""
+    from jvm.dump_log_check import check_log_dir, describe
+    from logs.log_dirs_testlib import cleanup_policies, compacted_predicate, stop_cleanly
+
+    policies = cleanup_policies(broker.bootstrap)
+    log_dir = stop_cleanly(broker)
+    report = check_log_dir(log_dir, compacted_predicate(policies))
+    assert not report.findings, (f"DumpLogSegments complains about files the session broker {name!r} wrote "
+                                 f"({log_dir}, {report.files}):\n  {describe(report.findings)}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--torture", action="store_true", default=False,
                      help="run the long crash/recovery torture tests (make torture)")
+    parser.addoption("--check-session-log-dirs", action="store_true", default=False,
+                     help="at the session's end, stop each session-wide broker cleanly and check its log dir "
+                          "with Kafka's DumpLogSegments (make test)")
     parser.addoption("--kafka-only", action="store_true", default=False,
                      help="run the differential scenarios (tests/oracle) against Kafka 4.4 alone, without "
                           "starting asyncbroker: checks a scenario's steps and waits on the oracle while "
