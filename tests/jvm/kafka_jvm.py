@@ -317,6 +317,22 @@ class KafkaServer:
         except FileNotFoundError:
             return ""
 
+    def output_size(self) -> int:
+        """How many bytes Kafka has logged so far (where `output_since` starts reading)."""
+        try:
+            return self._output.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def output_since(self, position: int) -> str:
+        """What Kafka logged after `position` (an `output_size()` taken earlier)."""
+        try:
+            with open(self._output, "rb") as f:
+                f.seek(position)
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
     def _kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()

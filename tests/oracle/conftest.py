@@ -118,9 +118,20 @@ def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
                  if _SEVERE.search(line) or _CLEANER.search(line) or line.startswith(("Traceback", " ", "\t"))]
         report.sections.append(("asyncbroker's warnings, errors and cleaner log during the test",
                                 "\n".join(lines[-120:]) or "(none)"))
+    kafka = item.stash.get(_KAFKA, None)
+    if report.when == "call" and report.failed and kafka is not None:
+        # Kafka's side of a failure (a connection it closed, say) is only in its own log.
+        text = kafka.output_since(item.stash.get(_KAFKA_LOG_START, 0))
+        lines = [line for line in text.splitlines()
+                 if _KAFKA_SEVERE.search(line) or line.startswith(("\tat ", "Caused by", "java.", "org."))]
+        report.sections.append(("Kafka's warnings and errors during the test", "\n".join(lines[-120:]) or "(none)"))
 
 
 _LOG_START = pytest.StashKey[int]()
+_KAFKA = pytest.StashKey[KafkaServer]()
+_KAFKA_LOG_START = pytest.StashKey[int]()
+# Kafka's log4j pattern (tests/jvm/log4j2.properties) is "[time] LEVEL message (logger)".
+_KAFKA_SEVERE = re.compile(r"^\[[^\]]*\] (WARN|ERROR|FATAL) ")
 # The broker's log format is "[time] LEVEL message (logger)"; tracebacks follow on their own lines.
 _SEVERE = re.compile(r"^\[[^\]]*\] (WARNING|ERROR|CRITICAL) ")
 _CLEANER = re.compile(r"\(cleaner\.[a-z_]+\)$")
@@ -137,4 +148,10 @@ def _mark_log_start(request):  # type: ignore[no-untyped-def]
     elif "tiered_brokers" in request.fixturenames:
         broker = request.getfixturevalue("tiered_asyncbroker")
         request.node.stash[_LOG_START] = len(broker.log_lines)
+    for pair, kafka_fixture in (("brokers", "kafka"), ("tiered_brokers", "kafka_tiered")):
+        if pair in request.fixturenames:
+            kafka = request.getfixturevalue(kafka_fixture)
+            request.node.stash[_KAFKA] = kafka
+            request.node.stash[_KAFKA_LOG_START] = kafka.output_size()
+            break
     yield

@@ -567,13 +567,12 @@ class CrashDriver:
             if not part.is_dir() or not part.name.startswith("torture-") or part.name.endswith("-delete"):
                 continue
             for index in sorted(part.glob("*.index")):
-                log_path = index.with_suffix(".log")
-                try:
-                    entries = _index_entries(index.read_bytes(), 8, ">ii")
-                    log_bytes = log_path.read_bytes()
-                    time_entries = _index_entries(index.with_suffix(".timeindex").read_bytes(), 12, ">qi")
-                except FileNotFoundError:
+                segment = _read_segment(index)
+                if segment is None:
                     continue  # deleted by retention or the cleaner meanwhile
+                index_bytes, log_bytes, time_index_bytes = segment
+                entries = _index_entries(index_bytes, 8, ">ii")
+                time_entries = _index_entries(time_index_bytes, 12, ">qi")
                 base = int(index.stem)
                 last = -1
                 for rel, position in entries:
@@ -604,6 +603,25 @@ def _tp(topic: str, partition: int) -> Any:
     from storage.topic_partition import TopicPartition
 
     return TopicPartition(topic, partition)
+
+
+def _read_segment(index: Path) -> tuple[bytes, bytes, bytes] | None:
+    """The offset index, log and time index of one segment, all of one version of it (None once
+    it is gone). The broker is live: the cleaner swaps in a cleaned segment by renaming new files
+    over these names, so files read around a swap would mix the two versions; a swap changes
+    their inodes, and the read is repeated until none changed. The index is read before the log:
+    appends to the active segment only add entries and bytes after those already read."""
+    files = (index, index.with_suffix(".log"), index.with_suffix(".timeindex"))
+    for _ in range(100):
+        try:
+            before = [f.stat().st_ino for f in files]
+            contents = [f.read_bytes() for f in files]
+            after = [f.stat().st_ino for f in files]
+        except FileNotFoundError:
+            return None
+        if before == after:
+            return contents[0], contents[1], contents[2]
+    raise AssertionError(f"{index}: swapped on every one of 100 reads")
 
 
 def _index_entries(data: bytes, size: int, fmt: str) -> list[tuple[int, int]]:
