@@ -44,9 +44,12 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:
 
 
 def new_topic(bootstrap: str, partitions: int = 2, **configs: str) -> str:
+    """A new topic that keeps its records whatever their age (retention.ms=-1 unless given): the
+    records are stamped from BASE_TS, months before today, and the broker's retention pass (the
+    first 30 s after it starts, then every 5 min) would delete them at the default 7 days."""
     name = f"spark-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1, config=configs)])[name].result(20)
+    admin.create_topics([NewTopic(name, partitions, 1, config={"retention.ms": "-1", **configs})])[name].result(20)
     return name
 
 
