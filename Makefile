@@ -29,6 +29,13 @@ BYTECODE := $(PY) -m compileall -q asyncbroker storage wire cleaner pipeline
 
 .PHONY: run test bench torture kcat jdk jvm node browser clean
 
+# apt-get install of the packages named, as root or through sudo. `make test` runs its installs
+# side by side, and two apt-get runs at once fail on dpkg's lock: flock makes them take turns.
+define apt_install
+if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  flock /tmp/asyncbroker-apt.lock $$SUDO sh -c 'apt-get update -qq && apt-get install -y -qq $(1)'
+endef
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -45,14 +52,12 @@ $(TEST_STAMP): $(INSTALL_INPUTS) | $(PY)
 
 kcat:
 	@command -v kcat >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq kcat; }
+	  $(call apt_install,kcat); }
 
 # Java 17 and Maven are on the machine; install them where they are not.
 jdk:
 	@{ command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; } || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jdk-headless maven; }
+	  $(call apt_install,openjdk-17-jdk-headless maven); }
 
 # A second run finds the stamp (and the jars in .cache/m2) and downloads nothing.
 $(JVM_STAMP): $(JVM_INPUTS) | jdk
@@ -67,11 +72,9 @@ jvm: $(JVM_STAMP)
 # (tests/node/build_librdkafka.sh says why), and lz4 (kafkajs-lz4's codec) from its own.
 $(NODE_STAMP): tests/node/package.json tests/node/package-lock.json tests/node/build_librdkafka.sh
 	@{ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq nodejs npm; }
+	  $(call apt_install,nodejs npm); }
 	@dpkg -s $(LIBRDKAFKA_BUILD_DEPS) >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(LIBRDKAFKA_BUILD_DEPS); }
+	  $(call apt_install,$(LIBRDKAFKA_BUILD_DEPS)); }
 	npm ci --prefix tests/node --ignore-scripts --no-audit --no-fund --loglevel=error
 	tests/node/build_librdkafka.sh $$(node -p 'require("./$(CKJS)/package.json").version') $(LIBRDKAFKA)
 	cd tests/node && BUILD_LIBRDKAFKA=0 npm_config_nodedir=$(NODE_HEADERS) \
@@ -87,8 +90,7 @@ node: $(NODE_STAMP)
 BROWSER_STAMP := tests/browser/node_modules/.installed
 $(BROWSER_STAMP): tests/browser/package.json tests/browser/package-lock.json
 	@test -x /usr/bin/chromium || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+	  $(call apt_install,chromium); }
 	npm ci --prefix tests/browser --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -108,7 +110,10 @@ run: $(RUN_STAMP)
 # session-wide brokers its tests ask for, and checks their log dirs at its end.
 TEST_WORKERS ?= 2
 
-test: $(TEST_STAMP) kcat jvm node browser
+# The installs run side by side (pip and Maven mostly download; librdkafka, for the Node.js
+# client, compiles), then the suite.
+test:
+	@$(MAKE) --no-print-directory -j4 $(TEST_STAMP) kcat jvm node browser
 	@$(BYTECODE)
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --check-session-log-dirs
 
