@@ -69,14 +69,16 @@ jvm: $(JVM_STAMP)
 # Node.js and npm are on the machine; install them where they are not. The packages install
 # without their scripts; then the native ones are compiled against Node's headers here:
 # @confluentinc/kafka-javascript against a librdkafka built from the source it carries
-# (tests/node/build_librdkafka.sh says why), and lz4 (kafkajs-lz4's codec) from its own.
+# (tests/node/build_librdkafka.sh says why), and lz4 (kafkajs-lz4's codec) from its own. The
+# script runs its own parallel make: an empty MAKEFLAGS keeps this make's -j4 (`make test`)
+# from reaching it, where it would fall back to one job.
 $(NODE_STAMP): tests/node/package.json tests/node/package-lock.json tests/node/build_librdkafka.sh
 	@{ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || { \
 	  $(call apt_install,nodejs npm); }
 	@dpkg -s $(LIBRDKAFKA_BUILD_DEPS) >/dev/null 2>&1 || { \
 	  $(call apt_install,$(LIBRDKAFKA_BUILD_DEPS)); }
 	npm ci --prefix tests/node --ignore-scripts --no-audit --no-fund --loglevel=error
-	tests/node/build_librdkafka.sh $$(node -p 'require("./$(CKJS)/package.json").version') $(LIBRDKAFKA)
+	MAKEFLAGS= tests/node/build_librdkafka.sh $$(node -p 'require("./$(CKJS)/package.json").version') $(LIBRDKAFKA)
 	cd tests/node && BUILD_LIBRDKAFKA=0 npm_config_nodedir=$(NODE_HEADERS) \
 	  CXXFLAGS="-I$(LIBRDKAFKA)/include/librdkafka -I$(LIBRDKAFKA)/include" \
 	  LDFLAGS="-L$(LIBRDKAFKA)/lib -Wl,-rpath,$(LIBRDKAFKA)/lib" \
