@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from jvm.kafka_jvm import run_tool
@@ -63,5 +63,26 @@ def write_workload(b: str, *, compacted_rounds: int, transactions: bool = False)
                                            "--alter", "--add-config", setting])
         assert result.returncode == 0, result.stderr[-2000:]
     c = Consumer({"bootstrap.servers": b, "group.id": "resumer", "enable.auto.commit": False})
-    c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in COMMITTED.items()], asynchronous=False)
+    commit_until_done(c, [TopicPartition(t, p, o) for (t, p), o in COMMITTED.items()])
     c.close()
+
+
+_COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                       KafkaError.COORDINATOR_NOT_AVAILABLE)
+
+
+def commit_until_done(consumer: Consumer, offsets: list[TopicPartition], timeout: float = 60.0) -> None:
+    """A synchronous commit, repeated while it fails retriably: librdkafka hands back the
+    NOT_COORDINATOR Kafka answers while it still loads __consumer_offsets, which takes seconds
+    on a busy machine."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as e:
+            error = e.args[0]
+            moving = error.code() in _COORDINATOR_MOVING or error.retriable()
+            if not moving or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)  # polling the coordinator, bounded by the deadline
