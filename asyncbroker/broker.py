@@ -343,12 +343,9 @@ class Broker:
         rsm = await self.run_blocking(remote_storage_manager_for, config)
         self.remote_log_manager = RemoteLogManager(
             config, rsm, TopicBasedRemoteLogMetadataManager(topic), self.log_manager, broker_id=config.node_id,
-            clock_ms=self.clock.milliseconds, on_log_start_offset_moved=self._remote_log_start_moved)
+            clock_ms=self.clock.milliseconds,
+            checkpoint_log_start_offsets=self.log_jobs.checkpoint_log_start_offsets_now)
         await self.remote_log_manager.startup()
-
-    def _remote_log_start_moved(self) -> None:
-        """Remote retention moved a log start offset: it is checkpointed as DeleteRecords' are."""
-        asyncio.ensure_future(self.log_jobs.checkpoint_log_start_offsets_now())
 
     def _transaction_verification_enabled(self) -> bool:
         """transaction.partition.verification.enable, which is dynamic."""

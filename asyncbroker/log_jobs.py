@@ -166,8 +166,9 @@ class LogJobs:
         return await self.scheduler.run_blocking(self._delete_pending_segment_files)
 
     async def checkpoint_log_start_offsets_now(self) -> None:
-        """Write log-start-offset-checkpoint now (DeleteRecords calls this so a crash right after
-        it does not bring the deleted records back; Kafka waits for the periodic task)."""
+        """Write log-start-offset-checkpoint now. DeleteRecords calls this so a crash right after
+        it does not bring the deleted records back (Kafka waits for the periodic task), and the
+        remote log manager before it deletes remote segments below a log start offset."""
         await self.scheduler.run_now(LOG_START_OFFSET_CHECKPOINT)
 
     async def advance_clock(self, ms: int) -> int:

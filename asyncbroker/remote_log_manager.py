@@ -34,9 +34,10 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -129,14 +130,15 @@ class RemoteLogManagerStats(msgspec.Struct):
 class RemoteLogManager:
     def __init__(self, config: KafkaConfig, rsm: RemoteStorageManager, rlmm: TopicBasedRemoteLogMetadataManager,
                  log_manager: LogManager, *, broker_id: int, clock_ms: Callable[[], int],
-                 on_log_start_offset_moved: Callable[[], Any] | None = None) -> None:
+                 checkpoint_log_start_offsets: Callable[[], Awaitable[None]] | None = None) -> None:
         self.config = config
         self.rsm = rsm
         self.rlmm = rlmm
         self.log_manager = log_manager
         self.broker_id = broker_id
         self.clock_ms = clock_ms
-        self.on_log_start_offset_moved = on_log_start_offset_moved
+        # Writes log-start-offset-checkpoint; awaited before remote files are deleted.
+        self.checkpoint_log_start_offsets = checkpoint_log_start_offsets
         threads = max(1, min(config.remote_log_manager_copier_thread_pool_size, 4))
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="remote-log-manager")
         # Fetches that read remote storage (remote.log.reader.threads), apart from the copies.
@@ -363,6 +365,7 @@ class RemoteLogManager:
                              if s.base_offset > partition_log.highest_offset_in_remote_storage)
             remaining = sum(m.segment_size_in_bytes for m in copied) + local_only - config.retention_bytes
         new_log_start = log_start
+        durable_log_start: int | None = None  # unknown: DeleteRecords may have moved it a moment ago
         for metadata in copied:
             if metadata.end_offset < log_start:
                 reason = f"log start offset {log_start} breach"
@@ -379,8 +382,12 @@ class RemoteLogManager:
                 await self._blocking(partition_log.maybe_increment_log_start_offset,
                                      min(new_log_start, partition_log.high_watermark), "segment deletion")
                 log_start = partition_log.log_start_offset
-                if self.on_log_start_offset_moved is not None:
-                    self.on_log_start_offset_moved()
+            if log_start != durable_log_start and self.checkpoint_log_start_offsets is not None:
+                # Deleted data is never re-exposed: the log start past this segment is on disk
+                # before its remote files go, so a crash in between cannot bring it back as the
+                # start of a log whose first records are gone.
+                await self.checkpoint_log_start_offsets()
+                durable_log_start = log_start
             await self._delete_remote_segment(metadata, reason)
 
     async def _delete_remote_segment(self, metadata: RemoteLogSegmentMetadata, reason: str) -> None:

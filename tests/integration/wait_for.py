@@ -9,13 +9,16 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_until(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.01, message: str = "") -> T:
-    """Poll `predicate` until it returns a truthy value or the deadline passes."""
+def wait_until(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.01,
+               message: str | Callable[[], str] = "") -> T:
+    """Poll `predicate` until it returns a truthy value or the deadline passes. `message` says
+    what was awaited; a callable one is asked at the deadline, for the state it ended in."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s {message}".rstrip())
+            said = message() if callable(message) else message
+            raise AssertionError(f"condition not met within {timeout}s {said}".rstrip())
         time.sleep(interval)

@@ -500,6 +500,11 @@ class ScenarioRun:
         self._connections.append(conn)
         return conn
 
+    def reconnect(self) -> None:
+        """Replace the run's own connection with a new one, after the broker closed it."""
+        self.conn.close()
+        self.conn = self.connect()
+
     def connect_as(self, user: str, client_id: str = "oracle") -> Connection:
         """A connection to the SASL listener, authenticated as User:<user>."""
         assert self.sasl_bootstrap is not None, "this scenario's brokers have no SASL listener"
