@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
 
 from asyncbroker.testing import BrokerProcess
+from asyncbroker.testing.broker import free_port_block
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -123,29 +124,6 @@ def test_override_wins_over_environment(tmp_path: Path) -> None:
     env["ASYNCBROKER_NUM_PARTITIONS"] = "4"
     with BrokerProcess(["num.partitions=5"], log_dir=tmp_path, env=env) as b:
         assert partitions_of_new_topic(b.bootstrap, "from-override") == 5
-
-
-def free_port_block(n: int) -> int:
-    """A port p such that p..p+n-1 were all free a moment ago."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n > 65535:
-            continue
-        try:
-            socks = []
-            for i in range(n):
-                t = socket.socket()
-                socks.append(t)
-                t.bind(("127.0.0.1", base + i))
-            return base
-        except OSError:
-            continue
-        finally:
-            for t in socks:
-                t.close()
-    raise RuntimeError("no free port block")
 
 
 def test_metrics_endpoint(tmp_path: Path) -> None:

@@ -312,10 +312,8 @@ class KafkaServer:
         return all((self.log_dir / f"{REMOTE_LOG_METADATA_TOPIC}-{p}").is_dir() for p in range(partitions))
 
     def output(self) -> str:
-        try:
-            return self._output.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
+        """Everything Kafka has logged."""
+        return self.output_since(0)
 
     def output_size(self) -> int:
         """How many bytes Kafka has logged so far (where `output_since` starts reading)."""

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import types
 from pathlib import Path
 
@@ -12,25 +11,8 @@ from storage.log_config import LogConfig
 
 from asyncbroker.monitor import parse_duration_ms, start_monitor
 from asyncbroker.monitor_client import MonitorClient, MonitorCommandError
+from asyncbroker.testing.broker import free_port_block
 from test_log_jobs import DAY_MS, Env
-
-
-def free_port_block(n: int = 3) -> int:
-    """A base port with n free consecutive ports (aiomonitor takes port, port+1, port+2)."""
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n > 65535:
-            continue
-        try:
-            for i in range(1, n):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", base + i))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free port block")
 
 
 def test_durations() -> None:
@@ -47,7 +29,7 @@ async def test_retention_and_advance_clock_commands_on_a_live_monitor(tmp_path: 
     env.jobs.start()
     log = env.log(LogConfig(segment_bytes=3000, retention_ms=7 * DAY_MS))
     env.fill(log, 10)
-    port = free_port_block()
+    port = free_port_block(3)  # aiomonitor binds port..port+2
     monitor = start_monitor(types.SimpleNamespace(log_jobs=env.jobs, started=True), port=port)
     try:
         def script() -> tuple[list[str], list[str], list[str]]:
@@ -81,7 +63,7 @@ async def test_retention_json_output_decodes_into_a_retention_run(tmp_path: Path
     env.jobs.start()
     log = env.log(LogConfig(segment_bytes=3000, retention_bytes=5000))
     env.fill(log, 30)
-    port = free_port_block()
+    port = free_port_block(3)  # aiomonitor binds port..port+2
     monitor = start_monitor(types.SimpleNamespace(log_jobs=env.jobs, started=True), port=port)
     try:
         def script() -> list[str]:
