@@ -8,6 +8,7 @@ own import log."""
 from __future__ import annotations
 
 import os
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from asyncbroker.testing import BrokerProcess
+from asyncbroker.testing.broker import free_port_block
 from wait_for import wait_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -85,6 +87,65 @@ def test_the_web_console_loads_only_with_console_port(broker: BrokerProcess) -> 
     assert not loaded(broker, "aiohttp") and not loaded(broker, "markupsafe")
     with BrokerProcess(["num.partitions=1"], console=True) as with_console:
         assert loaded(with_console, "aiohttp") and loaded(with_console, "markupsafe")
+
+
+# Installed as the broker's sitecustomize: aiohttp's module body waits until the gate file exists,
+# after leaving a file that says it got there. It waits in exec_module, where a real import spends
+# its time, holding aiohttp's own module lock only (a finder's find_spec runs under the global
+# import lock, which would stop every other thread's imports too).
+IMPORT_GATE = """
+import importlib.abc, importlib.util, os, sys, time
+
+class _Gate(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != "aiohttp":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run_body = spec.loader.exec_module
+
+        def exec_module(module):
+            gate = os.environ["BROKER_TEST_IMPORT_GATE"]
+            open(gate + ".reached", "w").close()
+            deadline = time.monotonic() + 60
+            while not os.path.exists(gate) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            run_body(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, _Gate())
+"""
+
+
+def test_the_broker_answers_while_the_web_console_loads(tmp_path: Path) -> None:
+    """--console-port loads aiohttp and Jinja2 (about 0.3 s here) once the listener serves, off
+    the event loop: a client's first answers do not wait for them. Here the console's import of
+    aiohttp is held at a gate; Metadata and a Produce are answered meanwhile, and the console
+    comes up once the gate opens."""
+    from confluent_kafka.admin import AdminClient
+
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(IMPORT_GATE)
+    gate = tmp_path / "gate"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASYNCBROKER_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim), env.get("PYTHONPATH", "")) if p)
+    env["BROKER_TEST_IMPORT_GATE"] = str(gate)
+    console_port = free_port_block(1)
+    with BrokerProcess(["num.partitions=1"], log_dir=tmp_path / "logs", env=env,
+                       serve_args=["--console-port", str(console_port), "--console-host", "127.0.0.1"]) as b:
+        wait_until(lambda: (tmp_path / "gate.reached").exists(), timeout=30,
+                   message="the broker never began loading the console")
+        topics = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
+        assert topics.brokers, "no Metadata answer while the console loads"
+        produce(b.bootstrap, "while-loading")
+        assert "Web console listening" not in b.output()  # the gate held it all along
+        gate.touch()
+        wait_until(lambda: "Web console listening" in b.output(), timeout=30, message="the console never came up")
+        with urllib.request.urlopen(f"http://127.0.0.1:{console_port}/", timeout=10) as page:
+            assert page.status == 200
 
 
 def imported(broker: BrokerProcess) -> set[str]:
