@@ -33,7 +33,7 @@ def fetched_batches(run: ScenarioRun, symbol: str, partition: int = 0,
     `start` (default: the log start offset) to the high watermark, by unrecorded fetches."""
     position = earliest(run, symbol, partition) if start is None else start
     for _ in range(10_000):  # bounded: each round makes progress or returns
-        p = _fetch_one(run, symbol, partition, position)
+        p = fetch(run, symbol, {partition: position}, record=False).responses[0].partitions[0]
         if p.error_code.value != 0:
             raise AssertionError(f"{run.broker}: fetch at {position} of {symbol}: {p.error_code.name}")
         data = bytes(p.records or b"")
@@ -45,21 +45,6 @@ def fetched_batches(run: ScenarioRun, symbol: str, partition: int = 0,
             return
         position = following
     raise AssertionError(f"{run.broker}: reading {symbol} made no progress")
-
-
-def _fetch_one(run: ScenarioRun, symbol: str, partition: int, position: int) -> Any:
-    """One unrecorded Fetch of one partition. Kafka may drop the connection under it, and the
-    fetch is then sent again on a new one, as a consumer would: with the oracle's
-    log.segment.delete.delay.ms=0, Kafka closes a segment's file as soon as the cleaner or
-    retention replaces it, and an answer being sent from that file fails mid-frame (the race
-    KAFKA-19571 describes). asyncbroker closing a connection stays a failure."""
-    try:
-        return fetch(run, symbol, {partition: position}, record=False).responses[0].partitions[0]
-    except ConnectionError:
-        if run.broker != "kafka":
-            raise
-        run.reconnect()
-        return fetch(run, symbol, {partition: position}, record=False).responses[0].partitions[0]
 
 
 def read_all(run: ScenarioRun, symbol: str, partition: int = 0, start: int | None = None) -> list[Survivor]:

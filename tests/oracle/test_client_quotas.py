@@ -92,6 +92,7 @@ def test_client_quota_administration(brokers, version: int) -> None:  # type: ig
             ])
             alter(run, version, [([("user", run.topic("only-checked"))], [op(version, "producer_byte_rate", 1)])],
                   validate_only=True)
+            wait_for_the_metadata_image(run, version)
             for components, strict in [
                     ([], False), ([("user", EXACT, alice)], False), ([("user", EXACT, alice)], True),
                     ([("user", DEFAULT, None)], False), ([("user", ANY, None)], False), ([("client-id", ANY, None)], True),
@@ -114,6 +115,21 @@ def test_client_quota_administration(brokers, version: int) -> None:  # type: ig
                   + [([("ip", "127.0.0.7")], [op(version, "connection_creation_rate", remove=True)])], record=False)
 
     brokers.compare(scenario)
+
+
+def wait_for_the_metadata_image(run: ScenarioRun, version: int) -> None:
+    """On Kafka, wait until the broker's metadata image holds every quota alteration answered so
+    far: Kafka answers an alteration once its controller has committed it, and describes quotas
+    from the image, which can lag behind. A quota on a user of the run's own is set, seen, removed
+    and seen gone: the image applies the log in order, so the alterations before it are in too.
+    asyncbroker describes what it answered at once."""
+    if run.broker != "kafka":
+        return
+    barrier = run.topic("image-barrier")
+    alter(run, version, [([("user", barrier)], [op(version, "producer_byte_rate", 1)])], record=False)
+    run.wait_until(lambda: describe_raw(run, version, barrier), "the barrier quota in the metadata image")
+    alter(run, version, [([("user", barrier)], [op(version, "producer_byte_rate", remove=True)])], record=False)
+    run.wait_until(lambda: not describe_raw(run, version, barrier), "the barrier quota gone from the image")
 
 
 def describe_raw(run: ScenarioRun, version: int, user: str) -> Any:
