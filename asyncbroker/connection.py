@@ -99,6 +99,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._ctx = RequestContext(broker)
         self._reading_paused = False
         self._write_ready: asyncio.Future[None] | None = None
+        self._mute_ends: asyncio.Future[None] | None = None  # set while a throttle mutes the connection
         self._closing = False  # graceful: answer what is queued, then close
         self._closed = False
         self.last_active = self._loop.time()  # for connections.max.idle.ms
@@ -200,6 +201,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()
+        if self._mute_ends is not None and not self._mute_ends.done():
+            # Its answer is sent and nothing more will be read: a closing connection does not sit
+            # out a throttle (Kafka's shutdown closes muted channels too).
+            self._mute_ends.set_result(None)
         if self._worker_due:
             self._start_worker()  # closing: its requests are answered now, not in their turn
         worker = self._worker
@@ -370,7 +375,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if not self._reading_paused:
             self._transport.pause_reading()
-        await asyncio.sleep(throttle_ms / 1000)
+        mute_ends = self._mute_ends = self._loop.create_future()
+        timer = self._loop.call_later(throttle_ms / 1000, _set_done, mute_ends)
+        try:
+            await mute_ends  # the throttle time, or until a graceful close ends it
+        finally:
+            timer.cancel()
+            self._mute_ends = None
         if not self._reading_paused and not self._closed and not self._closing:
             self._transport.resume_reading()
 
@@ -498,6 +509,11 @@ def _sendfile_blocking(sock_fd: int, region: FileRegion, timeout_ms: int = 30_00
     finally:
         os.close(fd)
     return sent
+
+
+def _set_done(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _with_throttle_time(result: Any, api_key: int, version: int, throttle_ms: int) -> Any:

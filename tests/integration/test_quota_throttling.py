@@ -211,3 +211,30 @@ def test_a_connection_rate_quota_holds_an_address_back(tmp_path: Path) -> None:
             assert call(conn, 18, 3, client_software_name="t", client_software_version="1").error_code.value == 0
         finally:
             conn.close()
+
+
+def test_a_clean_stop_does_not_sit_out_a_throttle(tmp_path: Path) -> None:
+    """A throttled connection is muted for its throttle time (over 10 s here). A clean stop closes
+    it at once, as Kafka's shutdown closes muted channels, rather than waiting the throttle out
+    until the limit on answering in-flight requests (10 s) gives up on it with a warning."""
+    throttled_id, topic = f"slow-{uuid.uuid4().hex[:6]}", f"quota-{uuid.uuid4().hex[:6]}"
+    b = BrokerProcess(["num.partitions=1"], log_dir=tmp_path / "data")
+    try:
+        b.start()
+        configs(b, "--alter", "--add-config", "producer_byte_rate=512", "--entity-type", "clients",
+                "--entity-name", throttled_id)
+        slow = Connection(b.bootstrap, client_id=throttled_id)
+        try:
+            throttles: list[int] = []
+            for _ in range(8):  # 8 KB a time over 512 B/s: a throttle longer than that limit soon
+                throttles.append(throttle_ms(produce(slow, topic, 8000)))
+                if throttles[-1] > 10_500:
+                    break
+            assert throttles[-1] > 10_500, throttles  # muted for longer than the 10 s limit from now
+            assert b.stop(timeout=60) == 0, b.output()[-3000:]
+        finally:
+            slow.close()
+        assert "did not finish in time" not in b.output(), b.output()[-3000:]
+        assert "shut down completed" in b.output()
+    finally:
+        b.cleanup()
