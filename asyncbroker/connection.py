@@ -371,8 +371,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     async def _throttle(self, throttle_ms: int) -> None:
         """A client over its quota: the answer is already sent (with throttle_time_ms, KIP-219);
         the connection reads and serves nothing more for that long, as Kafka mutes the channel."""
-        if throttle_ms <= 0 or self._closed or self._transport is None:
-            return
+        if throttle_ms <= 0 or self._closed or self._closing or self._transport is None:
+            return  # a closing connection reads nothing more: there is nothing to mute
         if not self._reading_paused:
             self._transport.pause_reading()
         mute_ends = self._mute_ends = self._loop.create_future()
