@@ -201,10 +201,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()
-        if self._mute_ends is not None and not self._mute_ends.done():
+        if self._mute_ends is not None:
             # Its answer is sent and nothing more will be read: a closing connection does not sit
             # out a throttle (Kafka's shutdown closes muted channels too).
-            self._mute_ends.set_result(None)
+            _set_done(self._mute_ends)
         if self._worker_due:
             self._start_worker()  # closing: its requests are answered now, not in their turn
         worker = self._worker

@@ -1,13 +1,13 @@
 """Service benchmarks: asyncbroker beside Apache Kafka 4.4, in one sitting, with confluent-kafka.
 
-For each broker (asyncbroker as `make run` starts it, and a single-node KRaft Kafka 4.4 from the
-jars `make jvm` fetched): startup to the first Metadata answer (the median of five starts; for
-asyncbroker also with the web console, and beside what any asyncio broker on uvloop pays first:
-the interpreter and the imports of asyncio and uvloop), idle RSS, produce throughput of
-1,000,000 x 100 B (acks=1 and -1, 1 and 4 partitions), consume of the same from offset 0 (with
-fetch sizes and queue limits raised, and on 1 partition with the client's defaults too),
-20,000 x 10 KiB both ways, sequential acks=-1 produce round trips (p50/p99) from a raw socket
-and from confluent-kafka, and peak RSS. A bare uvloop echo server answering the same Produce frame
+For each broker (asyncbroker as `asyncbroker serve` starts it, and a single-node KRaft Kafka 4.4
+from the jars `make jvm` fetched): startup to the first Metadata answer (the median of five starts;
+for asyncbroker also with the web console, as `make run` starts it, and beside what any asyncio
+broker on uvloop pays first: the interpreter and the imports of asyncio and uvloop), idle RSS,
+produce throughput of 1,000,000 x 100 B (acks=1 and -1, 1 and 4 partitions), consume of the same
+from offset 0 (with fetch sizes and queue limits raised, and on 1 partition with the client's
+defaults too), 20,000 x 10 KiB both ways, sequential acks=-1 produce round trips (p50/p99) from a
+raw socket and from confluent-kafka, and peak RSS. A bare uvloop echo server answering the same Produce frame
 gives the loopback floor for the round trips: its round trips alternate with each broker's, in
 chunks of 100, with the client and the servers pinned to CPUs (see round_trips_beside_echo), so
 the floor and the broker are measured under the same conditions. Each figure is printed with
