@@ -74,7 +74,7 @@ from pipeline.segment_reader import (
     read_slice,
 )
 
-__all__ = ["KafkaLogDataSource", "KafkaLogReader", "SliceInputPartition", "ReadOptions"]
+__all__ = ["KafkaLogDataSource", "KafkaLogReader", "SliceInputPartition", "ReadOptions", "check_readable"]
 
 
 def _truthy(value: str | None, default: bool) -> bool:
@@ -226,6 +226,14 @@ class ReadOptions:
                                   next_base_offsets=[seg.end_offset + 1])
         return slices + plan_slices(part.segments, max_slice_bytes=self.max_slice_bytes, start_offset=start,
                                     end_offset=end)
+
+
+def check_readable(log_dirs: Sequence[str], options: Mapping[str, str]) -> None:
+    """Refuse, with the read's own message, what a read of `log_dirs` would only find out in a
+    Spark task: records to read in a remote tier that was not given. Jobs call it before Spark
+    (the CLI before its session starts, which takes seconds)."""
+    plan = ReadOptions({**options, "paths": json.dumps(list(log_dirs))})
+    plan.check_remote(plan.scan())
 
 
 class SliceInputPartition(InputPartition):

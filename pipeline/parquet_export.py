@@ -8,12 +8,11 @@ broker's settings, in `read_options`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
-from pipeline.kafka_log_source import ReadOptions
+from pipeline.kafka_log_source import check_readable
 
 __all__ = ["export_records", "EXPORT_FORMATS"]
 
@@ -36,9 +35,7 @@ def export_records(
     options = dict(read_options or {})
     if topics is not None:
         options["topics"] = ",".join(topics)
-    # Before Spark: records in a remote tier that was not given are a plain message, not a task failure.
-    plan = ReadOptions({**options, "paths": json.dumps(list(log_dirs))})
-    plan.check_remote(plan.scan())
+    check_readable(log_dirs, options)  # before Spark: a plain message, not a task failure
     reader = spark.read.format("kafka-log")
     for key, value in options.items():
         reader = reader.option(key, value)

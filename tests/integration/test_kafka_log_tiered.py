@@ -13,6 +13,7 @@ read the same way through its S3 settings.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -27,6 +28,7 @@ pyspark = pytest.importorskip("pyspark", reason="the [spark] extra is not instal
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from asyncbroker.cli import main as asyncbroker_main  # noqa: E402
 from asyncbroker.testing import BrokerProcess  # noqa: E402
 from asyncbroker.testing.s3_server import S3Server  # noqa: E402
 from wait_for import wait_until  # noqa: E402
@@ -275,23 +277,27 @@ def test_audit_shows_the_remote_segments(spark: Any, tiered: Tiered) -> None:
     assert any("not read" in f for f in only.findings)
 
 
-def test_the_cli_reads_the_remote_tier_from_the_brokers_config(tiered: Tiered, tmp_path: Path) -> None:
+def test_the_cli_reads_the_remote_tier_from_the_brokers_config(spark: Any, tiered: Tiered, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "server.properties"
     config.write_text(f"log.dirs={tiered.log_dir}\n"
                       f"remote.log.storage.system.enable=true\n"
                       f"remote.log.storage.manager.class.name={LOCAL_TIERED_STORAGE}\n"
                       f"rsm.config.dir={tiered.remote_dir}\n")
-    refused = subprocess.run([sys.executable, "-m", "asyncbroker", "audit", str(tiered.log_dir), "--topics", "tiered"],
-                             capture_output=True, text=True, timeout=120, check=False)
-    assert refused.returncode == 1
-    assert "tiered storage only" in refused.stderr and "--remote-storage or --broker-config" in refused.stderr
-    assert "Traceback" not in refused.stderr
+    # The refusal comes before Spark: with SPARK_HOME empty, starting a session would fail otherwise.
+    no_spark = {**os.environ, "SPARK_HOME": str(tmp_path / "no-spark")}
+    for command in (["audit"], ["export", "--out", str(tmp_path / "refused-out")]):
+        refused = subprocess.run([sys.executable, "-m", "asyncbroker", *command, str(tiered.log_dir), "--topics",
+                                  "tiered"], capture_output=True, text=True, timeout=120, check=False, env=no_spark)
+        assert refused.returncode == 1, (command, refused.stderr[-3000:])
+        assert "tiered storage only" in refused.stderr and "--remote-storage or --broker-config" in refused.stderr
+        assert "Traceback" not in refused.stderr
+    assert not (tmp_path / "refused-out").exists()
+    # The export runs in this process, on the module's Spark session (getOrCreate), not a JVM of its own.
     out = tmp_path / "cli-out"
-    result = subprocess.run([sys.executable, "-m", "asyncbroker", "export", "--broker-config", str(config),
-                             "--topics", "tiered", "--out", str(out), "--master", "local[1]"],
-                            capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"exported {RECORDS} records" in result.stdout
+    capsys.readouterr()
+    assert asyncbroker_main(["export", "--broker-config", str(config), "--topics", "tiered", "--out", str(out)]) == 0
+    assert f"exported {RECORDS} records" in capsys.readouterr().out
 
 
 class S3Tiered:
@@ -328,7 +334,8 @@ def s3_tiered(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) -> 
     s3_server.delete_bucket(bucket)
 
 
-def test_a_remote_tier_in_s3_reads_the_same(spark: Any, s3_tiered: S3Tiered, tmp_path: Path) -> None:
+def test_a_remote_tier_in_s3_reads_the_same(spark: Any, s3_tiered: S3Tiered, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     """The broker tiered to S3; the readers take its S3 settings (or the tier as a URI) and read the
     bucket through pyarrow's S3 filesystem."""
     from pipeline.remote_tier import remote_tier_from_settings
@@ -342,8 +349,8 @@ def test_a_remote_tier_in_s3_reads_the_same(spark: Any, s3_tiered: S3Tiered, tmp
     assert read(spark, s3_tiered.log_dir, "tiered", remoteStorage=tier.location).count() == TRIMMED
     config = tmp_path / "server.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in s3_tiered.settings.items()))
-    result = subprocess.run([sys.executable, "-m", "asyncbroker", "audit", str(s3_tiered.log_dir), "--topics",
-                             "tiered", "--broker-config", str(config), "--master", "local[1]"],
-                            capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"hold offsets 0 to {s3_tiered.local_start - 1} ({s3_tiered.local_start} records read" in result.stdout
+    capsys.readouterr()
+    assert asyncbroker_main(["audit", str(s3_tiered.log_dir), "--topics", "tiered",
+                             "--broker-config", str(config)]) == 0  # on the module's Spark session
+    audit = capsys.readouterr().out
+    assert f"hold offsets 0 to {s3_tiered.local_start - 1} ({s3_tiered.local_start} records read" in audit
