@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from jvm.kafka_jvm import DUMP_LOG_SEGMENTS, java_command
+from jvm.kafka_jvm import DUMP_LOG_SEGMENTS, java_command, shared_classes
 
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
 INDEX_SUFFIXES = (".index", ".timeindex")
@@ -177,11 +177,12 @@ def _run(files: Sequence[Path], options: list[str], compacted: Callable[[str], b
 def _dump(files: Sequence[Path], options: list[str], timeout: float) -> tuple[str, int]:
     """One JVM start: stdout and stderr in one stream, so a complaint follows the file it is about."""
     args = ["--files", ",".join(str(f) for f in files), *options]
-    result = subprocess.run(
-        java_command("tools", DUMP_LOG_SEGMENTS, args, heap="512m"), stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", timeout=timeout,
-        check=False,
-    )
+    with shared_classes("tools") as cds:
+        result = subprocess.run(
+            java_command("tools", DUMP_LOG_SEGMENTS, args, heap="512m", jvm_args=cds), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", timeout=timeout,
+            check=False,
+        )
     return result.stdout, result.returncode
 
 

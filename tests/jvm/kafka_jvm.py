@@ -18,6 +18,8 @@ session (tests/conftest.py) and shares it.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import shutil
 import socket
@@ -25,7 +27,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 JVM_DIR = Path(__file__).resolve().parent
@@ -64,13 +66,48 @@ def java_command(module: str, main: str, args: Sequence[str] = (), *, heap: str 
     ]
 
 
+# Class data sharing (AppCDS): the first tool run of a module's classpath archives the classes it
+# loaded, and later runs map that archive instead of reading and verifying the classes from the
+# jars: a tool's run takes ~0.45 s here instead of ~1.1 s. The archive's name is a digest of the
+# JVM and of every jar's path, size and mtime (which the JVM checks as well), so an archive of
+# other jars is never picked up. Runs to completion write it; a long-lived JVM (Kafka itself)
+# only maps one, since it would write its archive when the session ends.
+CDS_DIR = REPO / ".cache" / "cds"
+
+
+@contextlib.contextmanager
+def shared_classes(module: str, *, write: bool = True) -> Iterator[list[str]]:
+    """The JVM arguments that map the module's class-data archive, or, while there is none and
+    `write` is set, write one when the JVM exits; it is moved into place once the block ends."""
+    entries = [os.path.realpath(JAVA), *classpath(module).split(os.pathsep)]
+    stamp = "\n".join(f"{e} {st.st_size} {st.st_mtime_ns}" for e in entries for st in (os.stat(e),))
+    archive = CDS_DIR / f"{module}-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.jsa"
+    quiet = "-Xlog:cds*=off"  # a warning about an archive it cannot use would be in the tool's stdout
+    if archive.exists():
+        yield [f"-XX:SharedArchiveFile={archive}", quiet]
+        return
+    if not write:
+        yield []
+        return
+    CDS_DIR.mkdir(parents=True, exist_ok=True)
+    # Its own name until complete: another worker's JVM may be mapping or writing the final one.
+    partial = archive.with_name(f"{archive.stem}.{uuid.uuid4().hex}.partial.jsa")
+    try:
+        yield [f"-XX:ArchiveClassesAtExit={partial}", quiet]
+        if partial.exists():
+            os.replace(partial, archive)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 def run_tool(main: str, args: Sequence[str], *, module: str = "tools", timeout: float = 120.0,
              input: str | None = None, heap: str = "256m") -> subprocess.CompletedProcess[str]:
     """Run one of Kafka's command-line tools to completion and capture its output."""
-    return subprocess.run(
-        java_command(module, main, args, heap=heap), input=input, capture_output=True, text=True,
-        timeout=timeout, check=False, stdin=None if input is not None else subprocess.DEVNULL,
-    )
+    with shared_classes(module) as cds:
+        return subprocess.run(
+            java_command(module, main, args, heap=heap, jvm_args=cds), input=input, capture_output=True,
+            text=True, timeout=timeout, check=False, stdin=None if input is not None else subprocess.DEVNULL,
+        )
 
 
 def free_port() -> int:
@@ -232,10 +269,12 @@ class KafkaServer:
         props.write_text(self.properties())
         shutil.rmtree(self.log_dir, ignore_errors=True)
         self.cluster_id = _kafka_uuid()
-        fmt = subprocess.run(
-            java_command("kafka", STORAGE_TOOL, ["format", "-t", self.cluster_id, "-c", str(props)]),
-            capture_output=True, text=True, timeout=120, check=False,
-        )
+        with shared_classes("kafka") as cds:
+            fmt = subprocess.run(
+                java_command("kafka", STORAGE_TOOL, ["format", "-t", self.cluster_id, "-c", str(props)],
+                             jvm_args=cds),
+                capture_output=True, text=True, timeout=120, check=False,
+            )
         if fmt.returncode != 0:
             raise RuntimeError(f"StorageTool format failed ({fmt.returncode}):\n{fmt.stdout}\n{fmt.stderr}")
         self._output.write_bytes(b"")  # a restart appends; a fresh start (or a retry) begins empty
@@ -281,11 +320,12 @@ class KafkaServer:
     def _launch(self) -> "KafkaServer":
         props = self.dir / "server.properties"
         out = open(self._output, "ab")
-        self.process = subprocess.Popen(
-            java_command("kafka", KAFKA_MAIN, [str(props)], heap=self.heap,
-                         jvm_args=[f"-Dkafka.logs.dir={self.dir}"]),
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-        )
+        with shared_classes("kafka", write=False) as cds:
+            self.process = subprocess.Popen(
+                java_command("kafka", KAFKA_MAIN, [str(props)], heap=self.heap,
+                             jvm_args=[f"-Dkafka.logs.dir={self.dir}", *cds]),
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            )
         out.close()
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
