@@ -166,14 +166,16 @@ def median_of_starts(start: Callable[[], float]) -> float:
 
 
 def kafka_startup() -> float:
-    """Kafka from `java kafka.Kafka` to the first Metadata answer (the log dir is formatted before)."""
+    """Kafka from `java kafka.Kafka` to the first Metadata answer, as its scripts start it (without
+    the test suite's class-data archive); StorageTool formats the log dir before the clock starts."""
     from jvm.kafka_jvm import KafkaServer
 
-    server = KafkaServer()
+    server = KafkaServer(class_data_sharing=False)
     try:
         server.port, server.controller_port = free_port(), free_port()
+        server.format()
         started = time.monotonic()
-        server._start_once()
+        server._launch()
         return wait_for_metadata(server.port, started)
     finally:
         server.stop()

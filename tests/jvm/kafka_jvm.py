@@ -76,9 +76,13 @@ CDS_DIR = REPO / ".cache" / "cds"
 
 
 @contextlib.contextmanager
-def shared_classes(module: str, *, write: bool = True) -> Iterator[list[str]]:
+def shared_classes(module: str, *, use: bool = True, write: bool = True) -> Iterator[list[str]]:
     """The JVM arguments that map the module's class-data archive, or, while there is none and
-    `write` is set, write one when the JVM exits; it is moved into place once the block ends."""
+    `write` is set, write one when the JVM exits; it is moved into place once the block ends.
+    With `use` unset: none (the JVM as Kafka's scripts start it)."""
+    if not use:
+        yield []
+        return
     entries = [os.path.realpath(JAVA), *classpath(module).split(os.pathsep)]
     stamp = "\n".join(f"{e} {st.st_size} {st.st_mtime_ns}" for e in entries for st in (os.stat(e),))
     archive = CDS_DIR / f"{module}-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.jsa"
@@ -203,8 +207,10 @@ class KafkaServer:
 
     def __init__(self, settings: dict[str, str] | None = None, *, heap: str = "768m",
                  startup_timeout: float = 90.0, sasl_plain_users: dict[str, str] | None = None,
-                 tiered_storage: bool = False) -> None:
+                 tiered_storage: bool = False, class_data_sharing: bool = True) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="kafka-oracle-"))
+        # False: start as kafka-server-start.sh does, without the tests' class-data archive (bench/).
+        self.class_data_sharing = class_data_sharing
         # With tiered storage: the remote tier's directory (rsm.config.dir), inside self.dir.
         self.remote_dir: Path | None = self.dir / "remote-tier" if tiered_storage else None
         tiered = tiered_storage_settings(self.remote_dir) if self.remote_dir is not None else {}
@@ -265,11 +271,17 @@ class KafkaServer:
         raise RuntimeError("could not start Kafka on free loopback ports")
 
     def _start_once(self) -> "KafkaServer":
+        self.format()
+        self._output.write_bytes(b"")  # a restart appends; a fresh start (or a retry) begins empty
+        return self._launch()
+
+    def format(self) -> None:
+        """Write server.properties for the ports chosen and format a new log dir (StorageTool)."""
         props = self.dir / "server.properties"
         props.write_text(self.properties())
         shutil.rmtree(self.log_dir, ignore_errors=True)
         self.cluster_id = _kafka_uuid()
-        with shared_classes("kafka") as cds:
+        with shared_classes("kafka", use=self.class_data_sharing) as cds:
             fmt = subprocess.run(
                 java_command("kafka", STORAGE_TOOL, ["format", "-t", self.cluster_id, "-c", str(props)],
                              jvm_args=cds),
@@ -277,8 +289,6 @@ class KafkaServer:
             )
         if fmt.returncode != 0:
             raise RuntimeError(f"StorageTool format failed ({fmt.returncode}):\n{fmt.stdout}\n{fmt.stderr}")
-        self._output.write_bytes(b"")  # a restart appends; a fresh start (or a retry) begins empty
-        return self._launch()
 
     def start_unformatted(self, log_dir: Path) -> "KafkaServer":
         """Start on an existing log dir (not formatted here: a directory another tool made a
@@ -320,7 +330,7 @@ class KafkaServer:
     def _launch(self) -> "KafkaServer":
         props = self.dir / "server.properties"
         out = open(self._output, "ab")
-        with shared_classes("kafka", write=False) as cds:
+        with shared_classes("kafka", use=self.class_data_sharing, write=False) as cds:
             self.process = subprocess.Popen(
                 java_command("kafka", KAFKA_MAIN, [str(props)], heap=self.heap,
                              jvm_args=[f"-Dkafka.logs.dir={self.dir}", *cds]),
