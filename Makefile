@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 # The C extensions are compiled by pip install: editing one reinstalls.
-INSTALL_INPUTS := pyproject.toml setup.py wire/_record_walker.c cleaner/_offset_map.c
+INSTALL_INPUTS := pyproject.toml setup.py wire/_record_walker.c wire/_receive_buffer.c cleaner/_offset_map.c
 
 # Apache Kafka 4.4, its tools and our Java harness, fetched by Maven into the git-ignored
 # .cache/m2 (tests/jvm/pom.xml); each module's classpath lands in tests/jvm/<module>/target/.

@@ -9,7 +9,9 @@ owns the receive buffers, so it serves two callers:
   Small frames land in a reusable scratch buffer (many per recv); once a
   size prefix announces a frame larger than the scratch space, the rest of
   that frame is received straight into a buffer of exactly its size, which
-  becomes the frame without another copy.
+  becomes the frame without another copy. That buffer is not zero-filled
+  (`wire._receive_buffer`): every byte of it is received before the frame
+  is handed out.
 * `feed(data)` (tests, fuzzing, tools): copies the given bytes through the
   same two methods.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import struct
 
+from wire._receive_buffer import receive_buffer
 from wire.errors import FrameTooLargeError, FramingError, InvalidFrameError
 
 __all__ = [
@@ -124,7 +127,7 @@ class FrameReader:
                 continue
             if size > len(view) - 4:
                 # Large frame: receive the rest directly into its own buffer.
-                big = bytearray(size)
+                big = receive_buffer(size)  # not zero-filled: the rest is received into it
                 big[:available] = view[begin:end]
                 self._big, self._big_pos = big, available
                 start = end = 0

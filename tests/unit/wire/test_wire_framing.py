@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.static.primitive import i32Timedelta
 
+from wire._receive_buffer import receive_buffer
 from wire.errors import KafkaError
 from wire.framing import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -277,6 +278,33 @@ def test_large_frame_is_received_in_place() -> None:
     assert got == big
     assert reader.buffered == 0
     assert [bytes(f) for f in reader.feed(data[pos:])] == [b"next"]
+
+
+def test_receive_buffer_is_a_bytearray_of_the_size_asked() -> None:
+    assert [type(receive_buffer(n)) for n in (0, 1, 1 << 20)] == [bytearray] * 3
+    assert [len(receive_buffer(n)) for n in (0, 1, 1 << 20)] == [0, 1, 1 << 20]
+    with pytest.raises(ValueError, match=">= 0"):
+        receive_buffer(-1)
+
+
+def test_large_frames_show_only_their_own_bytes() -> None:
+    """A large frame's buffer is not zero-filled, and the allocator hands the memory of a freed
+    frame to the next one: each frame still holds exactly the bytes sent for it, whichever
+    sizes the socket reads come in, and a dropped partial frame shows in none."""
+    reader = FrameReader()
+    for round_, fill in enumerate((0xAA, 0x00, 0x55, 0x00)):
+        payload = bytes([fill]) * (300_000 - round_)  # shrinking: the same memory fits again
+        stream = frame(payload)
+        got: list[bytes | memoryview] = []
+        for i in range(0, len(stream), 7_777):
+            got += reader.feed(stream[i : i + 7_777])
+        assert len(got) == 1 and got[0] == payload and len(got[0]) == len(payload)
+        del got  # the frame's buffer goes back to the allocator
+    partial = FrameReader()
+    partial.feed(frame(b"\xee" * 200_000)[:150_000])
+    del partial  # a connection closed mid-frame
+    [last] = reader.feed(frame(bytes(250_000)))
+    assert last == bytes(250_000)
 
 
 # -- read-only frames reach kio's decoder ------------------------------------------

@@ -1,0 +1,3 @@
+"""Types of the C extension wire/_receive_buffer.c (large frames' receive buffers)."""
+
+def receive_buffer(size: int, /) -> bytearray: ...
