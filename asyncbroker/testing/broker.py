@@ -197,6 +197,10 @@ class BrokerProcess:
                     self._ready.set()
 
     def output(self) -> str:
+        """What the broker printed; once it has exited, all of it: its last lines may still be in
+        the pipe when the exit is seen, so the reader is given time to drain it to its end."""
+        if self.process is not None and self.process.poll() is not None and self._reader is not None:
+            self._reader.join(10)
         return "\n".join(self.log_lines)
 
     def stop(self, timeout: float = 30.0) -> int:
