@@ -14,12 +14,15 @@ import uuid
 from wire.errors import CorruptRecordError
 from wire.records import read_uvarint, write_uvarint
 
-__all__ = ["FRAME_VERSION", "FrameReader", "FrameWriter"]
+__all__ = ["FRAME_VERSION", "ApiMessageReader", "ApiMessageWriter"]
 
 FRAME_VERSION = 1
 
 
-class FrameReader:
+class ApiMessageReader:
+    """Reads one framed message's fields in order (not wire.framing.FrameReader, which splits the
+    size-prefixed request stream)."""
+
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.pos = 0
@@ -79,23 +82,25 @@ class FrameReader:
         return self.pos == len(self.data)
 
 
-class FrameWriter:
+class ApiMessageWriter:
+    """Writes one framed message's fields in order; each method returns the writer, to chain."""
+
     def __init__(self) -> None:
         self.out = bytearray()
 
-    def uvarint(self, value: int) -> "FrameWriter":
+    def uvarint(self, value: int) -> "ApiMessageWriter":
         write_uvarint(self.out, value)
         return self
 
-    def signed(self, value: int, size: int) -> "FrameWriter":
+    def signed(self, value: int, size: int) -> "ApiMessageWriter":
         self.out += value.to_bytes(size, "big", signed=True)
         return self
 
-    def uuid(self, value: uuid.UUID) -> "FrameWriter":
+    def uuid(self, value: uuid.UUID) -> "ApiMessageWriter":
         self.out += value.bytes
         return self
 
-    def compact_string(self, value: str | None) -> "FrameWriter":
+    def compact_string(self, value: str | None) -> "ApiMessageWriter":
         if value is None:
             return self.uvarint(0)
         data = value.encode("utf-8")
@@ -103,16 +108,16 @@ class FrameWriter:
         self.out += data
         return self
 
-    def compact_bytes(self, value: bytes) -> "FrameWriter":
+    def compact_bytes(self, value: bytes) -> "ApiMessageWriter":
         self.uvarint(len(value) + 1)
         self.out += value
         return self
 
-    def raw(self, value: bytes) -> "FrameWriter":
+    def raw(self, value: bytes) -> "ApiMessageWriter":
         self.out += value
         return self
 
-    def int32_array(self, values: list[int]) -> "FrameWriter":
+    def int32_array(self, values: list[int]) -> "ApiMessageWriter":
         self.uvarint(len(values) + 1)
         for v in values:
             self.signed(v, 4)
@@ -122,7 +127,7 @@ class FrameWriter:
         self.uvarint(0)
         return bytes(self.out)
 
-    def nullable_compact_bytes(self, value: bytes | None) -> "FrameWriter":
+    def nullable_compact_bytes(self, value: bytes | None) -> "ApiMessageWriter":
         if value is None:
             return self.uvarint(0)
         return self.compact_bytes(value)

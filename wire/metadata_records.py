@@ -23,7 +23,7 @@ import uuid
 import msgspec
 
 from wire.errors import CorruptRecordError
-from wire.api_message_frame import FRAME_VERSION, FrameReader, FrameWriter
+from wire.api_message_frame import FRAME_VERSION, ApiMessageReader, ApiMessageWriter
 
 __all__ = ["TOPIC_RECORD", "CONFIG_RECORD", "REMOVE_TOPIC_RECORD", "TopicRecord", "ConfigRecord",
            "RemoveTopicRecord", "OtherMetadataRecord", "MetadataRecord", "decode_metadata_record",
@@ -136,7 +136,7 @@ MetadataRecord = (TopicRecord | ConfigRecord | RemoveTopicRecord | AccessControl
 
 def decode_metadata_record(value: bytes) -> MetadataRecord:
     """One record value of the metadata log; CorruptRecordError when it does not parse."""
-    r = FrameReader(value)
+    r = ApiMessageReader(value)
     frame = r.uvarint()
     if frame != FRAME_VERSION:
         raise CorruptRecordError(f"unknown metadata record frame version {frame}")
@@ -174,7 +174,7 @@ def encode_metadata_record(record: TopicRecord | PartitionRecord | ConfigRecord 
                            | ProducerIdsRecord | AccessControlEntryRecord | UserScramCredentialRecord
                            | ClientQuotaRecord) -> bytes:
     """The framed value of one metadata record, as Kafka's MetadataRecordSerde writes it."""
-    w = FrameWriter().uvarint(FRAME_VERSION)
+    w = ApiMessageWriter().uvarint(FRAME_VERSION)
     if isinstance(record, TopicRecord):
         w.uvarint(TOPIC_RECORD).uvarint(0).compact_string(record.name).uuid(record.topic_id)
     elif isinstance(record, PartitionRecord):
@@ -210,9 +210,9 @@ def encode_metadata_record(record: TopicRecord | PartitionRecord | ConfigRecord 
 
 def encode_snapshot_header(last_contained_log_timestamp: int) -> bytes:
     """SnapshotHeaderRecord (version 0): the value of a snapshot's first control record."""
-    return FrameWriter().signed(0, 2).signed(last_contained_log_timestamp, 8).no_tagged_fields()
+    return ApiMessageWriter().signed(0, 2).signed(last_contained_log_timestamp, 8).no_tagged_fields()
 
 
 def encode_snapshot_footer() -> bytes:
     """SnapshotFooterRecord (version 0): the value of a snapshot's last control record."""
-    return FrameWriter().signed(0, 2).no_tagged_fields()
+    return ApiMessageWriter().signed(0, 2).no_tagged_fields()

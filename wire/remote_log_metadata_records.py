@@ -31,7 +31,7 @@ import uuid
 
 import msgspec
 
-from wire.api_message_frame import FRAME_VERSION, FrameReader, FrameWriter
+from wire.api_message_frame import FRAME_VERSION, ApiMessageReader, ApiMessageWriter
 from wire.errors import CorruptRecordError
 
 __all__ = ["RemoteLogSegmentState", "RemotePartitionDeleteState", "TopicIdPartition", "RemoteLogSegmentId",
@@ -102,18 +102,18 @@ class RemotePartitionDeleteMetadata(msgspec.Struct, frozen=True):
 RemoteLogMetadata = RemoteLogSegmentMetadata | RemoteLogSegmentMetadataUpdate | RemotePartitionDeleteMetadata
 
 
-def _write_tp(w: FrameWriter, tp: TopicIdPartition) -> None:
+def _write_tp(w: ApiMessageWriter, tp: TopicIdPartition) -> None:
     w.compact_string(tp.topic).uuid(tp.topic_id).signed(tp.partition, 4).uvarint(0)
 
 
-def _write_segment_id(w: FrameWriter, sid: RemoteLogSegmentId) -> None:
+def _write_segment_id(w: ApiMessageWriter, sid: RemoteLogSegmentId) -> None:
     _write_tp(w, sid.topic_id_partition)
     w.uuid(sid.id).uvarint(0)
 
 
 def encode_remote_log_metadata(record: RemoteLogMetadata) -> bytes:
     """The framed value Kafka's RemoteLogMetadataSerde writes for `record`."""
-    w = FrameWriter().uvarint(FRAME_VERSION)
+    w = ApiMessageWriter().uvarint(FRAME_VERSION)
     if isinstance(record, RemoteLogSegmentMetadata):
         w.uvarint(SEGMENT_METADATA).uvarint(0)
         _write_segment_id(w, record.segment_id)
@@ -139,13 +139,13 @@ def encode_remote_log_metadata(record: RemoteLogMetadata) -> bytes:
     return w.no_tagged_fields()
 
 
-def _read_tp(r: FrameReader) -> TopicIdPartition:
+def _read_tp(r: ApiMessageReader) -> TopicIdPartition:
     topic, topic_id, partition = r.string(), r.uuid(), r.int32()
     r.skip_tagged_fields()
     return TopicIdPartition(topic_id, topic, partition)
 
 
-def _read_segment_id(r: FrameReader) -> RemoteLogSegmentId:
+def _read_segment_id(r: ApiMessageReader) -> RemoteLogSegmentId:
     tp = _read_tp(r)
     sid = r.uuid()
     r.skip_tagged_fields()
@@ -161,7 +161,7 @@ def _segment_state(value: int) -> RemoteLogSegmentState:
 
 def decode_remote_log_metadata(value: bytes) -> RemoteLogMetadata:
     """One value of `__remote_log_metadata`; CorruptRecordError when it does not parse."""
-    r = FrameReader(value)
+    r = ApiMessageReader(value)
     frame = r.uvarint()
     if frame != FRAME_VERSION:
         raise CorruptRecordError(f"unknown remote log metadata frame version {frame}")
