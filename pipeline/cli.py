@@ -134,10 +134,10 @@ def audit_main(argv: Sequence[str] | None = None) -> int:
         cleaner = CleanerSettings(args.dedupe_buffer_size, args.cleaner_threads, args.load_factor)
         options = _read_options(args, parser)
         _check_log_dirs(args.log_dirs)
-        _check_readable(args.log_dirs, options, args.topics)
-        spark = build_session(args.master, "asyncbroker-audit")
-        report = run_audit(spark, args.log_dirs, topics=_topics(args.topics), defaults=defaults,
-                           cleaner=cleaner, now_ms=args.now_ms, read_options=options)
+        # The session starts only once run_audit's checks before Spark have passed.
+        report = run_audit(lambda: build_session(args.master, "asyncbroker-audit"), args.log_dirs,
+                           topics=_topics(args.topics), defaults=defaults, cleaner=cleaner, now_ms=args.now_ms,
+                           read_options=options)
     except (KafkaError, OSError, ValueError) as exc:
         print(f"audit failed: {exc}", file=sys.stderr)
         return 1
@@ -178,11 +178,10 @@ def export_main(argv: Sequence[str] | None = None) -> int:
     try:
         options = _read_options(args, parser)
         _check_log_dirs(args.log_dirs)
-        _check_readable(args.log_dirs, options, args.topics)
-        spark = build_session(args.master, "asyncbroker-export")
         if args.include_control:
             options["includeControl"] = "true"
-        count = export_records(spark, args.log_dirs, args.out, fmt=args.format, topics=_topics(args.topics),
+        count = export_records(lambda: build_session(args.master, "asyncbroker-export"), args.log_dirs, args.out,
+                               fmt=args.format, topics=_topics(args.topics),
                                mode="overwrite" if args.overwrite else "errorifexists", read_options=options)
     except (KafkaError, OSError, ValueError) as exc:
         print(f"export failed: {exc}", file=sys.stderr)
@@ -202,15 +201,6 @@ if __name__ == "__main__":  # pragma: no cover - `python -m pipeline.cli audit|e
         print("usage: python -m pipeline.cli {audit,export} ...", file=sys.stderr)
         sys.exit(2)
     sys.exit(commands[sys.argv[1]](sys.argv[2:]))
-
-
-def _check_readable(log_dirs: list[str], options: dict[str, str], topics: str | None) -> None:
-    """What the read would refuse (a remote tier not given), refused before the Spark session
-    starts: its JVM takes seconds to come up, only for the message to follow."""
-    from pipeline.kafka_log_source import check_readable
-
-    topic_list = _topics(topics)
-    check_readable(log_dirs, {**options, "topics": ",".join(topic_list)} if topic_list is not None else options)
 
 
 def _check_log_dirs(log_dirs: list[str]) -> None:

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
@@ -42,6 +42,7 @@ from pipeline.cleaner_position import CleanerSettings, PartitionPosition, cleane
 from pipeline.kafka_log_source import ReadOptions
 from pipeline.log_dir_scan import PartitionDir
 from pipeline.record_schema import KNOWN_COLUMNS
+from pipeline.session import SessionSource, session_of
 from storage.log_config import LogConfig
 
 __all__ = ["PartitionAudit", "RemoteTierAudit", "AuditReport", "run_audit", "KEY_VERSION_BUCKETS"]
@@ -265,7 +266,7 @@ def _remote_audit(part: PartitionDir, r: Mapping[str, Any], *, read: bool) -> Re
 
 
 def run_audit(
-    spark: SparkSession,
+    spark_source: SessionSource,
     log_dirs: Sequence[str],
     *,
     topics: Iterable[str] | None = None,
@@ -294,6 +295,7 @@ def run_audit(
                          remote_storage=plan.remote_storage.describe() if plan.remote_storage is not None else None)
     if not positions:
         return report
+    spark = session_of(spark_source)
 
     def read_start(t: str, p: int) -> int:
         """Where the records read start: the log start, or the local log start reading local only."""

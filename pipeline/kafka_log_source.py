@@ -230,8 +230,7 @@ class ReadOptions:
 
 def check_readable(log_dirs: Sequence[str], options: Mapping[str, str]) -> None:
     """Refuse, with the read's own message, what a read of `log_dirs` would only find out in a
-    Spark task: records to read in a remote tier that was not given. Jobs call it before Spark
-    (the CLI before its session starts, which takes seconds)."""
+    Spark task: records to read in a remote tier that was not given. Jobs call it before Spark."""
     plan = ReadOptions({**options, "paths": json.dumps(list(log_dirs))})
     plan.check_remote(plan.scan())
 

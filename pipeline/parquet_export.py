@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from pyspark.sql import SparkSession
-
 from pipeline.kafka_log_source import check_readable
+from pipeline.session import SessionSource, session_of
 
 __all__ = ["export_records", "EXPORT_FORMATS"]
 
@@ -20,7 +19,7 @@ EXPORT_FORMATS = ("parquet", "orc", "json")
 
 
 def export_records(
-    spark: SparkSession,
+    spark_source: SessionSource,
     log_dirs: Sequence[str],
     out: str,
     *,
@@ -36,6 +35,7 @@ def export_records(
     if topics is not None:
         options["topics"] = ",".join(topics)
     check_readable(log_dirs, options)  # before Spark: a plain message, not a task failure
+    spark = session_of(spark_source)
     reader = spark.read.format("kafka-log")
     for key, value in options.items():
         reader = reader.option(key, value)

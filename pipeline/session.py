@@ -14,14 +14,24 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-__all__ = ["KAFKA_CONNECTOR", "KAFKA_CONNECTOR_JARS_ENV", "build_session", "kafka_connector_conf",
-           "register_sources"]
+__all__ = ["KAFKA_CONNECTOR", "KAFKA_CONNECTOR_JARS_ENV", "SessionSource", "build_session",
+           "kafka_connector_conf", "register_sources", "session_of"]
 
 KAFKA_CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 KAFKA_CONNECTOR_JARS_ENV = "SPARK_KAFKA_CONNECTOR_JARS"
+
+
+SessionSource = SparkSession | Callable[[], SparkSession]
+"""A session, or how to start one: a job given the latter starts it only once its checks before
+Spark have passed (the CLI's JVM takes seconds to come up, only for a refusal to follow)."""
+
+
+def session_of(source: SessionSource) -> SparkSession:
+    return source if isinstance(source, SparkSession) else source()
 
 
 def kafka_connector_conf() -> dict[str, str]:
