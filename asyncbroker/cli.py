@@ -167,7 +167,7 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigException as exc:
         print(f"asyncbroker: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
-    from asyncbroker.server import configure_logging
+    from asyncbroker.server import configure_logging, retain_receive_buffers
 
     args.scram_users = []
     if args.add_scram:  # SCRAM (hashlib, json) loads only for a broker that uses it
@@ -185,6 +185,7 @@ def serve(args: argparse.Namespace) -> int:
             log.info("%s is accepted for compatibility with Kafka's server.properties; it has no effect here", name)
     import uvloop
 
+    retain_receive_buffers()
     return uvloop.run(_serve(config, args))
 
 

@@ -1,6 +1,6 @@
 """The broker process: uvloop, the listeners, signal handling, orderly shutdown.
 
-Entry points (the CLI's `serve` calls `run`):
+Entry points (the CLI's `serve` starts a KafkaServer as `run` does, beside its console and metrics):
 
     run(config) -> int        blocking; installs uvloop; returns the exit code
     KafkaServer(config)       `await start()` / `await stop()` inside a running loop
@@ -30,10 +30,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from storage.config_def import parse_host_counts
+from wire import framing
 
 from asyncbroker.broker import Broker
 from asyncbroker.config import Endpoint, KafkaConfig
-from asyncbroker.connection import KafkaConnection
+from asyncbroker.connection import READ_AHEAD_BYTES, KafkaConnection
 from asyncbroker.connection_quotas import ConnectionQuotas
 from asyncbroker.request_channel import RequestChannel
 
@@ -310,10 +311,18 @@ def configure_logging(level: str = "INFO") -> None:
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), format=LOG_FORMAT, stream=sys.stderr)
 
 
+def retain_receive_buffers() -> None:
+    """For the broker's own process (not one that embeds a broker): freed receive buffers of
+    large requests stay with malloc for the next ones, up to twice a connection's read-ahead."""
+    if not framing.retain_receive_buffers(READ_AHEAD_BYTES):
+        log.debug("The C library does not say how much freed memory to keep; receive buffers are its choice")
+
+
 def run(config: KafkaConfig) -> int:
     """Blocking entry point: run the broker on uvloop until a signal stops it."""
     import uvloop
 
+    retain_receive_buffers()
     return uvloop.run(serve(config))
 
 

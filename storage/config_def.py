@@ -402,7 +402,8 @@ _BROKER_KEYS = [
             AtLeast(0), dynamic=True),
     _broker("max.connections.per.ip.overrides", S, "", "Per-address exceptions to max.connections.per.ip, as "
             "host:count,host:count.", HostCounts(), dynamic=True),
-    _broker("queued.max.requests", I, 500, "Pipelined requests read ahead per connection before reading pauses.", AtLeast(1)),
+    _broker("queued.max.requests", I, 500, "Accepted for compatibility; there is no broker-wide request queue: "
+            "each connection reads ahead at most 32 requests or 4 MiB of them, then pauses.", AtLeast(1), inert=True),
     # -- topics
     _broker("num.partitions", I, 1, "Partitions of a topic created without an explicit count.", AtLeast(1)),
     _broker("default.replication.factor", I, 1, "Replication factor of topics created without one; a single node supports only 1.", Between(1, 1)),

@@ -253,6 +253,9 @@ class Log:
         nonblocking=True is the event loop's fast path: rather than wait for the lock,
         roll a segment, write the leader-epoch checkpoint or fsync, it raises
         AppendWouldBlock with the log unchanged, and the caller appends from a thread.
+        Writable `records` are the caller's to give: a blocking append assigns offsets in
+        them, the nonblocking one in a copy (the caller appends the same records again
+        after AppendWouldBlock, and those must still read as the producer sent them).
         """
         if not self._lock.acquire(blocking=not nonblocking):
             raise AppendWouldBlock("the log is locked")
@@ -264,7 +267,8 @@ class Log:
             now = self.clock.milliseconds()
             result = self._validator.validate_and_assign_offsets(records, self.log_end_offset, now, leader_epoch,
                                                                  from_client=origin == "client",
-                                                                 topic_partition=self.topic_partition)
+                                                                 topic_partition=self.topic_partition,
+                                                                 in_place=not nonblocking)
             data = result.records
             if len(data) > self.config.segment_size:
                 raise RecordBatchTooLargeError(
@@ -292,7 +296,7 @@ class Log:
                                  result.shallow_offset_of_max_timestamp)
             first_epoch = batches[0][0].partition_leader_epoch
             if nonblocking and self._append_would_sync(info, first_epoch, batches[0][0].base_offset):
-                # Checked before the first mutation: validation only patched the caller's buffer.
+                # Checked before the first mutation: validation only patched a copy of the records.
                 raise AppendWouldBlock("the append would write a checkpoint or fsync")
             segment = self._maybe_roll(len(data), info, now, nonblocking=nonblocking)
             if first_epoch >= 0:  # all batches of an append carry the leader's epoch
@@ -325,7 +329,8 @@ class Log:
             return True
         return leader_epoch >= 0 and self.leader_epoch_cache.is_new_epoch(leader_epoch, base_offset)
 
-    def _track_transactions(self, batches: list[tuple[BatchHeader, int]], data: bytearray, segment: LogSegment) -> None:
+    def _track_transactions(self, batches: list[tuple[BatchHeader, int]], data: bytearray | memoryview,
+                            segment: LogSegment) -> None:
         psm = self.producer_state_manager
         for header, pos in batches:
             if not header.is_transactional:

@@ -49,7 +49,7 @@ _MIN_LONG, _MAX_LONG = -(2**63), 2**63 - 1
 
 
 class ValidationResult(msgspec.Struct):
-    records: bytearray
+    records: bytearray | memoryview
     batches: list[tuple[BatchHeader, int]]  # headers after offset assignment, positions in `records`
     first_offset: int
     last_offset: int
@@ -91,12 +91,22 @@ class LogValidator:
 
     def validate_and_assign_offsets(self, records: bytes | bytearray | memoryview, offset_counter: int,
                                     now_ms: int, partition_leader_epoch: int, *,
-                                    from_client: bool = True, topic_partition: object = "?") -> ValidationResult:
+                                    from_client: bool = True, topic_partition: object = "?",
+                                    in_place: bool = False) -> ValidationResult:
         """Kafka's UnifiedLog.analyzeAndValidateRecords + LogValidator, in their order, with
-        their errors; `topic_partition` names the partition in error messages as Kafka does."""
+        their errors; `topic_partition` names the partition in error messages as Kafka does.
+
+        Offsets, epochs and timestamps are written into a copy of `records`, or with `in_place`
+        into `records` itself when it is writable: for a caller that hands its buffer over and
+        does not validate the same records again (a megabyte's copy saved per producer batch).
+        """
         config = self.config
         tp = topic_partition
-        buf = records if isinstance(records, bytearray) else bytearray(records)
+        buf: bytearray | memoryview
+        if in_place and (isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly)):
+            buf = records
+        else:
+            buf = bytearray(records)
         batches: list[tuple[BatchHeader, int]] = [(bp.header, bp.position) for bp in iter_batch_headers(buf, strict=True)]
         if not batches:
             raise CorruptRecordError("produce request carries no record batch")
@@ -190,7 +200,7 @@ class LogValidator:
             raise InvalidRecordError(f"Invalid sequence number {header.base_sequence} in record batch with producerId "
                                      f"{header.producer_id} in topic partition {tp}")
 
-    def _validate_records(self, buf: bytearray, pos: int, header: BatchHeader, now_ms: int, tp: object) -> None:
+    def _validate_records(self, buf: bytearray | memoryview, pos: int, header: BatchHeader, now_ms: int, tp: object) -> None:
         """Kafka's per-record rules (keys on compacted topics, timestamp bounds and type), each
         rejected record listed with its index in the batch.
 
@@ -242,7 +252,7 @@ class LogValidator:
         return (f"DefaultRecord(offset={offset}, timestamp={ts}, key={max(key_length, 0)} bytes, "
                 f"value={max(value_length, 0)} bytes)")
 
-    def _recompress(self, buf: bytearray, batches: list[tuple[BatchHeader, int]],
+    def _recompress(self, buf: bytearray | memoryview, batches: list[tuple[BatchHeader, int]],
                     codec: CompressionType) -> tuple[bytearray, list[tuple[BatchHeader, int]]]:
         """Rewrite batches whose codec differs from the topic's compression.type."""
         from wire.records import read_batch_header

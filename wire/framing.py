@@ -17,6 +17,8 @@ owns the receive buffers, so it serves two callers:
 
 Every frame handed out is read-only (`bytes`, or a read-only memoryview of
 a large frame's own buffer): kio's native decoder rejects writable buffers.
+A large frame's buffer belongs to that frame alone, so its consumer may
+patch it rather than copy it (`patchable`), as a Produce's append does.
 
 Memory is bounded: apart from the fixed scratch buffer, at most one partial
 frame is held (<= max_size + 4 bytes), and a bad size prefix is a typed
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import struct
 
-from wire._receive_buffer import receive_buffer
+from wire._receive_buffer import receive_buffer, retain_freed_buffers
 from wire.errors import FrameTooLargeError, FramingError, InvalidFrameError
 
 __all__ = [
@@ -36,6 +38,8 @@ __all__ = [
     "SCRATCH_SIZE",
     "FrameReader",
     "frame",
+    "patchable",
+    "retain_receive_buffers",
     "size_prefix",
     "FramingError",
     "InvalidFrameError",
@@ -160,6 +164,23 @@ class FrameReader:
                 f"frame of {size} bytes exceeds socket.request.max.bytes ({self.max_size})"
             )
         return self._error
+
+
+def patchable(frame: bytes | bytearray | memoryview) -> bytes | bytearray | memoryview:
+    """A writable view of a large frame's own buffer, or the frame itself (a small frame is
+    `bytes`, copied out of the shared scratch). For a consumer that changes the bytes once and
+    reads them no more, as a Produce's append assigns offsets in the records."""
+    if isinstance(frame, memoryview) and isinstance(frame.obj, bytearray) and frame.nbytes == len(frame.obj):
+        return memoryview(frame.obj)
+    return frame
+
+
+def retain_receive_buffers(read_ahead: int) -> bool:
+    """Process-wide: have malloc serve large frames' buffers of up to `read_ahead` bytes from its
+    heap, and keep up to twice that freed for the next ones instead of returning it to the kernel
+    (which zero-fills the pages again on the next request). For a process that bounds what each
+    connection reads ahead, as the broker does. False where the C library has no such setting."""
+    return retain_freed_buffers(read_ahead, 2 * read_ahead)
 
 
 def size_prefix(size: int) -> bytes:

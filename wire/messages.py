@@ -25,6 +25,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from wire.errors import ErrorCode, RequestDecodeError, UnsupportedApiError
+from wire.framing import patchable
 from wire.headers import RequestHeader
 from wire.produce_request import VERSIONS as PRODUCE_VERSIONS, decode_produce_request
 from wire.request_bounds import check_request_bounds
@@ -200,12 +201,14 @@ def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview,
     """Decode the request body that follows the header in `frame`.
 
     A Produce comes back as wire.produce_request.ProduceRequest, its records
-    slices of the frame, untouched; every other API as kio's dataclass.
+    slices of the frame, untouched (writable slices of a large frame's own
+    buffer, wire.framing.patchable: the append assigns offsets in them rather
+    than in a copy); every other API as kio's dataclass.
     UnsupportedApiError for an API/version kio lacks; RequestDecodeError
     (INVALID_REQUEST: Kafka closes the connection) for a malformed body.
     """
     if header.api_key == ApiKey.PRODUCE and header.api_version in PRODUCE_VERSIONS:
-        return decode_produce_request(header.api_version, frame, body_offset)
+        return decode_produce_request(header.api_version, patchable(frame), body_offset)
     cls = request_class(header.api_key, header.api_version)
     check_request_bounds(cls, frame, body_offset)  # before kio: it allocates from declared sizes
     try:

@@ -13,10 +13,11 @@ from kio.schema.list_offsets.v7 import request as lo7
 from kio.schema.metadata.v12 import request as meta12
 from kio.schema.produce.v9 import request as produce9
 
+from asyncbroker.connection import READ_AHEAD_BYTES
 from raw_client import RawClient
 from wire.headers import encode_request_header
 from wire.messages import encode_request
-from wire.records import Record, build_batch
+from wire.records import Record, build_batch, decode_records, iter_batch_headers, validate_batch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -53,6 +54,48 @@ def test_mixed_pipelined_requests_answer_in_order(asyncbroker_bootstrap: str, to
     assert offsets == list(range(20))
     assert b"v" in responses[22].responses[0].partitions[0].records
     assert responses[23].topics[0].partitions[0].offset == 20
+
+
+def test_pipelined_megabyte_produces_land_in_order_as_sent(asyncbroker_bootstrap: str, topic_name: str) -> None:
+    """A producer pipelining 1 MB batches, far more than a connection reads ahead: reading pauses
+    and resumes, every batch is answered in order, and each is stored with its offsets assigned
+    in the request's own buffer (a large frame is patched, not copied) and a valid CRC."""
+    count, records_per_batch = 24, 100
+    values = [bytes([n]) * 10_000 for n in range(count)]
+    requests = []
+    for n in range(count):
+        batch = build_batch([Record(offset=i, timestamp=int(time.time() * 1000), key=b"k%d" % i, value=values[n],
+                                    headers=[]) for i in range(records_per_batch)])
+        requests.append(produce9.ProduceRequest(
+            transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=30),
+            topic_data=(produce9.TopicProduceData(name=topic_name, partition_data=(
+                produce9.PartitionProduceData(index=0, records=batch),)),),
+        ))
+    with RawClient(asyncbroker_bootstrap) as c:
+        c.create_topic(topic_name)
+        wire_bytes = bytearray()
+        for i, req in enumerate(requests):
+            body = encode_request_header(req.__api_key__, req.__version__, 2000 + i, "pipeline") + encode_request(req)
+            wire_bytes += struct.pack(">i", len(body)) + body
+        assert len(wire_bytes) > 5 * READ_AHEAD_BYTES
+        c.send_raw(bytes(wire_bytes))  # everything before reading an answer
+        answers = [c.recv_response(r.__api_key__, r.__version__, 2000 + i).responses[0].partition_responses[0]
+                   for i, r in enumerate(requests)]
+        assert [(a.error_code, a.base_offset) for a in answers] == [(0, n * records_per_batch) for n in range(count)]
+        stored = []
+        offset = 0
+        while offset < count * records_per_batch:
+            fetched = c.request(fetch12.FetchRequest(
+                max_wait=datetime.timedelta(milliseconds=500), min_bytes=1, max_bytes=4 << 20, isolation_level=0,
+                session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="",
+                topics=(fetch12.FetchTopic(topic=topic_name, partitions=(
+                    fetch12.FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=4 << 20),)),),
+            )).responses[0].partitions[0].records
+            for bp in iter_batch_headers(fetched):
+                validate_batch(fetched, bp.position)  # the CRC the broker wrote over the patched header
+                stored.append((bp.header.base_offset, bytes(decode_records(fetched, bp.position)[0].value)))
+                offset = bp.header.base_offset + bp.header.last_offset_delta + 1
+    assert stored == [(n * records_per_batch, values[n]) for n in range(count)]
 
 
 def test_a_burst_of_connections_each_answered_after_its_eof(asyncbroker_bootstrap: str) -> None:

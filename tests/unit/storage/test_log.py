@@ -565,6 +565,37 @@ def test_nonblocking_append_is_the_same_append(make_log) -> None:
     assert _offsets(log.read_bytes(0, 10_000)) == [0, 1, 2, 3, 4]
 
 
+def test_a_blocking_append_assigns_offsets_in_writable_records(make_log) -> None:
+    """A writable buffer is handed over: the blocking append writes offsets into it rather than
+    into a copy. Read-only records are copied, and stay as the producer sent them."""
+    log = make_log()
+    log.append_as_leader(batch(2))
+    sent = batch(3)
+    owned = bytearray(sent)
+    log.append_as_leader(memoryview(owned))
+    assert owned != sent and [bp.header.base_offset for bp in iter_batch_headers(owned)] == [2]
+    assert log.read_bytes(2, 10_000) == bytes(owned)
+    read_only = memoryview(bytearray(sent)).toreadonly()
+    log.append_as_leader(read_only)
+    assert read_only == sent
+    assert _offsets(log.read_bytes(0, 10_000)) == list(range(8))
+
+
+def test_a_refused_nonblocking_append_leaves_writable_records_as_sent(make_log) -> None:
+    """After AppendWouldBlock the caller appends the same records from a thread: the fast path
+    validated a copy, so they still carry base offset 0 and the retry is accepted."""
+    log = make_log(LogConfig(flush_messages=3))
+    log.append_as_leader(batch(2))
+    sent = batch(1)
+    owned = bytearray(sent)
+    with pytest.raises(AppendWouldBlock):
+        log.append_as_leader(memoryview(owned), nonblocking=True)  # the third message: an fsync
+    assert owned == sent
+    info = log.append_as_leader(memoryview(owned))
+    assert (info.first_offset, info.last_offset) == (2, 2)
+    assert _offsets(log.read_bytes(0, 10_000)) == [0, 1, 2]
+
+
 def test_nonblocking_append_refuses_a_new_leader_epoch_checkpoint(make_log) -> None:
     log = make_log()
     before = _state(log)

@@ -8,6 +8,8 @@ import datetime
 import importlib
 import random
 import struct
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -25,6 +27,7 @@ from wire.framing import (
     FramingError,
     InvalidFrameError,
     frame,
+    patchable,
     size_prefix,
 )
 from wire.headers import encode_request_header, parse_request_header
@@ -305,6 +308,64 @@ def test_large_frames_show_only_their_own_bytes() -> None:
     del partial  # a connection closed mid-frame
     [last] = reader.feed(frame(bytes(250_000)))
     assert last == bytes(250_000)
+
+
+def test_only_a_large_frame_is_patchable_and_in_its_own_buffer() -> None:
+    """A large frame's buffer is its own: patchable gives a writable view of that memory, so a
+    change shows through the frame itself. A small frame is bytes (a copy out of the scratch
+    space the next frames reuse) and comes back as it is."""
+    big, small = bytes(range(256)) * 400, b"small"
+    [large_frame, small_frame] = FrameReader().feed(frame(big) + frame(small))
+    view = patchable(large_frame)
+    assert isinstance(view, memoryview) and not view.readonly and view.obj is large_frame.obj
+    view[:4] = b"\xff\xff\xff\xff"
+    assert bytes(large_frame[:4]) == b"\xff\xff\xff\xff" and large_frame[4:] == big[4:]
+    assert patchable(small_frame) is small_frame and isinstance(small_frame, bytes)
+    # A view of part of a buffer is not the frame's own: it stays as it is.
+    shared = memoryview(bytearray(big)).toreadonly()[10:]
+    assert patchable(shared) is shared
+
+
+@pytest.mark.parametrize("value_size", [100, 1000])  # frame below / above the scratch buffer
+def test_produce_records_of_a_large_frame_are_writable_slices_of_it(value_size: int) -> None:
+    batch = build_batch([Record(i, 1000 + i, None, bytes([i % 256]) * value_size) for i in range(200)])
+    [f] = FrameReader().feed(frame(_produce_frame(9, batch)))
+    header, offset = parse_request_header(f)
+    records = decode_request(header, f, offset).topic_data[0].partition_data[0].records
+    assert bytes(records) == batch
+    if isinstance(f, bytes):
+        assert value_size == 100 and isinstance(records, bytes)
+    else:
+        assert value_size == 1000 and isinstance(records, memoryview) and not records.readonly
+        assert records.obj is f.obj  # a slice of the frame's buffer, not a copy
+
+
+def test_retained_receive_buffers_stop_the_page_faults() -> None:
+    """Four 1 MiB buffers live at once, freed, again and again (a producer's pipelined batches):
+    glibc's default hands the freed heap back each round and page-faults it in again the next;
+    with retain_receive_buffers the same pages serve every round. In a fresh process, since the
+    setting is process-wide."""
+    script = (
+        "import resource, sys\n"
+        "from wire.framing import retain_receive_buffers\n"
+        "from wire._receive_buffer import receive_buffer\n"
+        "if sys.argv[1] == 'retain':\n"
+        "    assert retain_receive_buffers(4 << 20)\n"
+        "def round_():\n"
+        "    bufs = [receive_buffer(1 << 20) for _ in range(4)]\n"
+        "    for b in bufs:\n"
+        "        b[::4096] = bytes(256)\n"
+        "for _ in range(3):\n"
+        "    round_()\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+        "for _ in range(20):\n"
+        "    round_()\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
+    )
+    faults = {mode: int(subprocess.run([sys.executable, "-c", script, mode], check=True, capture_output=True,
+                                       text=True, timeout=60).stdout) for mode in ("default", "retain")}
+    assert faults["default"] >= 20 * 256  # at least a megabyte's pages each round
+    assert faults["retain"] < 256  # not one round's worth
 
 
 # -- read-only frames reach kio's decoder ------------------------------------------
