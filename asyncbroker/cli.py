@@ -117,7 +117,7 @@ async def _serve(config: KafkaConfig, args: argparse.Namespace) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    server = KafkaServer(config, scram_users=args.scram_users)
+    server = KafkaServer(config, scram_users=args.scram_users, owns_process=True)
     metrics_server: asyncio.Server | None = None
     monitor: Any = None
     console: Any = None
@@ -167,7 +167,7 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigException as exc:
         print(f"asyncbroker: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
-    from asyncbroker.server import configure_logging, retain_receive_buffers
+    from asyncbroker.server import configure_logging
 
     args.scram_users = []
     if args.add_scram:  # SCRAM (hashlib, json) loads only for a broker that uses it
@@ -185,7 +185,6 @@ def serve(args: argparse.Namespace) -> int:
             log.info("%s is accepted for compatibility with Kafka's server.properties; it has no effect here", name)
     import uvloop
 
-    retain_receive_buffers()
     return uvloop.run(_serve(config, args))
 
 

@@ -52,7 +52,7 @@ MAX_QUEUED_FRAMES = 32
 # or this many bytes of them. Reading ahead hides a round trip for small requests; a producer
 # that pipelines 1 MB batches gains nothing from a deeper queue (the connection serves one
 # request at a time), and its buffers, bounded here, fit in what malloc keeps for reuse
-# (asyncbroker.server.retain_receive_buffers). A larger frame is still read whole.
+# (KafkaServer(owns_process=True)). A larger frame is still read whole.
 READ_AHEAD_BYTES = 4 * 1024 * 1024
 # Below this size a file region is read into memory rather than sendfile'd:
 # one syscall either way, and a write() keeps the transport's buffering simple.

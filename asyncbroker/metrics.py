@@ -363,6 +363,11 @@ class BrokerMetrics:
         return MetricsSnapshot(dict(self._requests), {k: list(v) for k, v in self._times.items()},
                                dict(self._messages_in), self._bytes_in, self._bytes_out)
 
+    @property
+    def received_bytes(self) -> int:
+        """Bytes received from clients since the process started."""
+        return self._bytes_in
+
     def bytes_in(self, n: int) -> None:
         self._bytes_in += n
 

@@ -36,6 +36,7 @@ from asyncbroker.broker import Broker
 from asyncbroker.config import Endpoint, KafkaConfig
 from asyncbroker.connection import READ_AHEAD_BYTES, KafkaConnection
 from asyncbroker.connection_quotas import ConnectionQuotas
+from asyncbroker.metrics import METRICS
 from asyncbroker.request_channel import RequestChannel
 
 if TYPE_CHECKING:
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
     from asyncbroker.scram_credentials import ScramCredential
 
 log = logging.getLogger("asyncbroker.server")
+
+RELEASE_BUFFERS_AFTER_S = 5.0
+"""A broker that owns its process and received less than a connection's read-ahead in this long
+hands the freed receive buffers malloc keeps for it back to the kernel."""
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 
@@ -57,8 +62,11 @@ class KafkaServer:
     answers with that listener's address."""
 
     def __init__(self, config: KafkaConfig, *,
-                 scram_users: Sequence[tuple[str, str, ScramCredential]] = ()) -> None:
+                 scram_users: Sequence[tuple[str, str, ScramCredential]] = (), owns_process: bool = False) -> None:
         self.config = config
+        # The broker is its process's only tenant (the CLI, `python -m asyncbroker.server`), so
+        # it sets process-wide things: how much freed memory malloc keeps for receive buffers.
+        self.owns_process = owns_process
         # (user, mechanism, credential) to add before serving (`serve --add-scram`).
         self.scram_users = list(scram_users)
         self.broker: Broker | None = None
@@ -73,6 +81,7 @@ class KafkaServer:
         self.bound_host: str = ""
         self.bound_port: int = 0
         self._reaper: asyncio.Task[None] | None = None
+        self._buffer_releaser: asyncio.Task[None] | None = None
         self._token_validators: list[JwksTokenValidator] = []
 
     async def start(self) -> Broker:
@@ -85,6 +94,8 @@ class KafkaServer:
         for e, _ in listeners:
             self._check_sasl(e)
         self.quotas = quotas = ConnectionQuotas(*self._quota_limits())
+        if self.owns_process and not framing.retain_receive_buffers(READ_AHEAD_BYTES):
+            log.debug("The C library does not say how much freed memory to keep; receive buffers are its choice")
         broker = Broker(self.config)
         self.broker = broker
         await broker.startup()
@@ -115,6 +126,8 @@ class KafkaServer:
             log.info("Awaiting socket connections on %s:%d.", host, port)
         self.bound_host, self.bound_port = next(iter(self.bound.values()))
         self._reaper = loop.create_task(self._close_idle_connections())
+        if self.owns_process:
+            self._buffer_releaser = loop.create_task(self._release_buffers_when_idle())
         # Everything loaded so far (modules, schemas, logs) lives for the whole run:
         # keep it out of the cyclic GC's scans so collections stay short (p99 latency).
         gc.freeze()
@@ -187,11 +200,24 @@ class KafkaServer:
             for conn in list(self._connections):
                 conn.close_if_idle(now, max_idle_s)
 
+    async def _release_buffers_when_idle(self) -> None:
+        """Once less than a connection's read-ahead has arrived in RELEASE_BUFFERS_AFTER_S, the
+        freed receive buffers malloc keeps go back to the kernel: a broker idle after a load
+        returns to its idle memory, and one under load keeps reusing them."""
+        received = METRICS.received_bytes
+        while True:
+            await asyncio.sleep(RELEASE_BUFFERS_AFTER_S)
+            now = METRICS.received_bytes
+            if now - received < READ_AHEAD_BYTES:
+                framing.release_receive_buffers()
+            received = now
+
     async def stop(self) -> None:
         """Stop accepting, answer in-flight requests, then shut storage down cleanly."""
         log.info("[KafkaServer id=%d] shutting down", self.config.node_id)
-        if self._reaper is not None:
-            self._reaper.cancel()
+        for task in (self._reaper, self._buffer_releaser):
+            if task is not None:
+                task.cancel()
         for validator in self._token_validators:
             validator.stop()
         for task in self._acceptors:
@@ -279,7 +305,7 @@ class Acceptor:
 
 async def serve(config: KafkaConfig) -> int:
     """Run until SIGTERM/SIGINT; return the process exit code."""
-    server = KafkaServer(config)
+    server = KafkaServer(config, owns_process=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -311,18 +337,10 @@ def configure_logging(level: str = "INFO") -> None:
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), format=LOG_FORMAT, stream=sys.stderr)
 
 
-def retain_receive_buffers() -> None:
-    """For the broker's own process (not one that embeds a broker): freed receive buffers of
-    large requests stay with malloc for the next ones, up to twice a connection's read-ahead."""
-    if not framing.retain_receive_buffers(READ_AHEAD_BYTES):
-        log.debug("The C library does not say how much freed memory to keep; receive buffers are its choice")
-
-
 def run(config: KafkaConfig) -> int:
     """Blocking entry point: run the broker on uvloop until a signal stops it."""
     import uvloop
 
-    retain_receive_buffers()
     return uvloop.run(serve(config))
 
 

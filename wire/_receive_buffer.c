@@ -11,7 +11,7 @@ heap once it has freed one such block, but hands the heap's freed top back to th
 twice that size; as a producer's pipelined 1 MB requests come and go, the heap grows and shrinks,
 and every regrowth page-faults and zero-fills (in the kernel) the pages again. Bounded by the
 connection's read-ahead, the blocks in use fit under a fixed retention, and the same pages serve
-request after request. */
+request after request. release_freed_buffers hands what is kept back once the load is over. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -47,12 +47,22 @@ static PyObject *retain_freed_buffers(PyObject *self, PyObject *args) {
     Py_RETURN_FALSE;
 }
 
+static PyObject *release_freed_buffers(PyObject *self, PyObject *unused) {
+#ifdef __GLIBC__
+    if (malloc_trim(0))
+        Py_RETURN_TRUE;
+#endif
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
     {"receive_buffer", receive_buffer, METH_O, "A bytearray of `size` bytes whose contents are not set."},
     {"retain_freed_buffers", retain_freed_buffers, METH_VARARGS,
      "Have malloc serve blocks up to `largest` bytes from its heap and keep up to `keep` bytes of it "
      "freed rather than return them to the kernel (process-wide); False where the C library has no "
      "such setting."},
+    {"release_freed_buffers", release_freed_buffers, METH_NOARGS,
+     "Return the freed memory malloc keeps to the kernel; True if any was returned."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import struct
 
-from wire._receive_buffer import receive_buffer, retain_freed_buffers
+from wire._receive_buffer import receive_buffer, release_freed_buffers, retain_freed_buffers
 from wire.errors import FrameTooLargeError, FramingError, InvalidFrameError
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "FrameReader",
     "frame",
     "patchable",
+    "release_receive_buffers",
     "retain_receive_buffers",
     "size_prefix",
     "FramingError",
@@ -181,6 +182,12 @@ def retain_receive_buffers(read_ahead: int) -> bool:
     (which zero-fills the pages again on the next request). For a process that bounds what each
     connection reads ahead, as the broker does. False where the C library has no such setting."""
     return retain_freed_buffers(read_ahead, 2 * read_ahead)
+
+
+def release_receive_buffers() -> bool:
+    """Hand the freed memory malloc keeps (retain_receive_buffers) back to the kernel, for a
+    process whose load is over; True if any was returned."""
+    return release_freed_buffers()
 
 
 def size_prefix(size: int) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import struct
 import time
+from pathlib import Path
 
 import pytest
 from kio.schema.api_versions.v3 import request as av3
@@ -14,6 +15,8 @@ from kio.schema.metadata.v12 import request as meta12
 from kio.schema.produce.v9 import request as produce9
 
 from asyncbroker.connection import READ_AHEAD_BYTES
+from asyncbroker.server import RELEASE_BUFFERS_AFTER_S
+from asyncbroker.testing import BrokerProcess
 from raw_client import RawClient
 from wire.headers import encode_request_header
 from wire.messages import encode_request
@@ -56,23 +59,25 @@ def test_mixed_pipelined_requests_answer_in_order(asyncbroker_bootstrap: str, to
     assert responses[23].topics[0].partitions[0].offset == 20
 
 
-def test_pipelined_megabyte_produces_land_in_order_as_sent(asyncbroker_bootstrap: str, topic_name: str) -> None:
-    """A producer pipelining 1 MB batches, far more than a connection reads ahead: reading pauses
-    and resumes, every batch is answered in order, and each is stored with its offsets assigned
-    in the request's own buffer (a large frame is patched, not copied) and a valid CRC."""
-    count, records_per_batch = 24, 100
-    values = [bytes([n]) * 10_000 for n in range(count)]
+MEGABYTE_BATCHES, RECORDS_PER_BATCH = 24, 100
+
+
+def _pipeline_megabyte_produces(bootstrap: str, topic: str) -> list[bytes]:
+    """MEGABYTE_BATCHES Produce requests of a ~1 MB batch each, sent on one connection before
+    reading an answer, as a producer pipelines them; asserts the answers (in order, offsets
+    consecutive) and returns each batch's value."""
+    values = [bytes([n]) * 10_000 for n in range(MEGABYTE_BATCHES)]
     requests = []
-    for n in range(count):
+    for n in range(MEGABYTE_BATCHES):
         batch = build_batch([Record(offset=i, timestamp=int(time.time() * 1000), key=b"k%d" % i, value=values[n],
-                                    headers=[]) for i in range(records_per_batch)])
+                                    headers=[]) for i in range(RECORDS_PER_BATCH)])
         requests.append(produce9.ProduceRequest(
             transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=30),
-            topic_data=(produce9.TopicProduceData(name=topic_name, partition_data=(
+            topic_data=(produce9.TopicProduceData(name=topic, partition_data=(
                 produce9.PartitionProduceData(index=0, records=batch),)),),
         ))
-    with RawClient(asyncbroker_bootstrap) as c:
-        c.create_topic(topic_name)
+    with RawClient(bootstrap) as c:
+        c.create_topic(topic)
         wire_bytes = bytearray()
         for i, req in enumerate(requests):
             body = encode_request_header(req.__api_key__, req.__version__, 2000 + i, "pipeline") + encode_request(req)
@@ -81,10 +86,20 @@ def test_pipelined_megabyte_produces_land_in_order_as_sent(asyncbroker_bootstrap
         c.send_raw(bytes(wire_bytes))  # everything before reading an answer
         answers = [c.recv_response(r.__api_key__, r.__version__, 2000 + i).responses[0].partition_responses[0]
                    for i, r in enumerate(requests)]
-        assert [(a.error_code, a.base_offset) for a in answers] == [(0, n * records_per_batch) for n in range(count)]
-        stored = []
-        offset = 0
-        while offset < count * records_per_batch:
+    assert [(a.error_code, a.base_offset) for a in answers] == [
+        (0, n * RECORDS_PER_BATCH) for n in range(MEGABYTE_BATCHES)]
+    return values
+
+
+def test_pipelined_megabyte_produces_land_in_order_as_sent(asyncbroker_bootstrap: str, topic_name: str) -> None:
+    """A producer pipelining 1 MB batches, far more than a connection reads ahead: reading pauses
+    and resumes, every batch is answered in order, and each is stored with its offsets assigned
+    in the request's own buffer (a large frame is patched, not copied) and a valid CRC."""
+    values = _pipeline_megabyte_produces(asyncbroker_bootstrap, topic_name)
+    stored = []
+    offset = 0
+    with RawClient(asyncbroker_bootstrap) as c:
+        while offset < MEGABYTE_BATCHES * RECORDS_PER_BATCH:
             fetched = c.request(fetch12.FetchRequest(
                 max_wait=datetime.timedelta(milliseconds=500), min_bytes=1, max_bytes=4 << 20, isolation_level=0,
                 session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="",
@@ -95,7 +110,27 @@ def test_pipelined_megabyte_produces_land_in_order_as_sent(asyncbroker_bootstrap
                 validate_batch(fetched, bp.position)  # the CRC the broker wrote over the patched header
                 stored.append((bp.header.base_offset, bytes(decode_records(fetched, bp.position)[0].value)))
                 offset = bp.header.base_offset + bp.header.last_offset_delta + 1
-    assert stored == [(n * records_per_batch, values[n]) for n in range(count)]
+    assert stored == [(n * RECORDS_PER_BATCH, values[n]) for n in range(MEGABYTE_BATCHES)]
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
+def test_an_idle_broker_returns_the_receive_buffers_it_kept(tmp_path: Path) -> None:
+    """After a burst of 1 MB requests the broker's process keeps their freed buffers for the next
+    ones (its RSS stays up); once no such load has arrived for RELEASE_BUFFERS_AFTER_S, it hands
+    them back to the kernel."""
+    with BrokerProcess(log_dir=tmp_path) as broker:
+        assert broker.process is not None
+        pid = broker.process.pid
+        _pipeline_megabyte_produces(broker.bootstrap, "burst")
+        kept = _rss_mb(pid)
+        deadline = time.monotonic() + 3 * RELEASE_BUFFERS_AFTER_S + 10
+        while _rss_mb(pid) > kept - 4 and time.monotonic() < deadline:
+            time.sleep(0.2)  # polling the broker's RSS, bounded by the deadline
+        assert _rss_mb(pid) <= kept - 4, f"RSS {_rss_mb(pid):.1f} MB, {kept:.1f} MB right after the burst"
 
 
 def test_a_burst_of_connections_each_answered_after_its_eof(asyncbroker_bootstrap: str) -> None:
