@@ -7,7 +7,8 @@ broker on uvloop pays first: the interpreter and the imports of asyncio and uvlo
 produce throughput of 1,000,000 x 100 B (acks=1 and -1, 1 and 4 partitions), consume of the same
 from offset 0 (with fetch sizes and queue limits raised, and on 1 partition with the client's
 defaults too), 20,000 x 10 KiB both ways, sequential acks=-1 produce round trips (p50/p99) from a
-raw socket and from confluent-kafka, and peak RSS. A bare uvloop echo server answering the same Produce frame
+raw socket and from confluent-kafka, idle RSS again after those loads, and peak RSS. A bare uvloop
+echo server answering the same Produce frame
 gives the loopback floor for the round trips: its round trips alternate with each broker's, in
 chunks of 100, with the client and the servers pinned to CPUs (see round_trips_beside_echo), so
 the floor and the broker are measured under the same conditions. Each figure is printed with
@@ -43,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from asyncbroker.testing import BrokerProcess  # noqa: E402
+from asyncbroker.server import RELEASE_BUFFERS_AFTER_S  # noqa: E402
 from asyncbroker.testing.broker import serve_command  # noqa: E402
 
 SCALE = float(os.environ.get("BENCH_SCALE", "1"))
@@ -590,6 +592,11 @@ def measure(kind: str, report: Report, echo: tuple[int, int]) -> None:
                            fmt="{:.3f}")
                 report.add(kind, "acks=-1 produce p99, confluent-kafka", p99, "ms", "", higher_is_better=False,
                            fmt="{:.3f}")
+                # Idle again after those loads, the same while for both brokers: asyncbroker hands
+                # the receive buffers malloc kept for it back after RELEASE_BUFFERS_AFTER_S quiet.
+                time.sleep(2 * RELEASE_BUFFERS_AFTER_S + 1)
+                report.add(kind, "RSS idle after the runs above", rss_kib(pid) / 1024, "MB", "<= 30",
+                           higher_is_better=False, fmt="{:.1f}")
             peak_kib = max(peak_kib, rss_kib(pid, "VmHWM"))
     report.add(kind, "RSS peak", peak_kib / 1024, "MB", "<= 150", higher_is_better=False, fmt="{:.1f}")
 
