@@ -8,10 +8,10 @@ produce throughput of 1,000,000 x 100 B (acks=1 and -1, 1 and 4 partitions), con
 from offset 0 (with fetch sizes and queue limits raised, and on 1 partition with the client's
 defaults too), 20,000 x 10 KiB both ways, sequential acks=-1 produce round trips (p50/p99) from a
 raw socket and from confluent-kafka, idle RSS again after those loads, and peak RSS. A bare uvloop
-echo server answering the same Produce frame
-gives the loopback floor for the round trips: its round trips alternate with each broker's, in
-chunks of 100, with the client and the servers pinned to CPUs (see round_trips_beside_echo), so
-the floor and the broker are measured under the same conditions. Each figure is printed with
+echo server answering the same Produce frame gives the loopback floor for the round trips: its
+round trips alternate with each broker's, in chunks of 100, with the client and the servers
+pinned to CPUs (see round_trips_beside_echo), so the floor and the broker are measured under the
+same conditions. Each figure is printed with
 Kafka's beside it and the ratio; RESULT lines feed `python -m bench`. The targets live here,
 never in tests.
 

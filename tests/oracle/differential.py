@@ -504,9 +504,16 @@ class ScenarioRun:
         return conn
 
     def reconnect(self) -> None:
-        """Replace the run's own connection with a new one, after the broker closed it."""
-        self.conn.close()
-        self.conn = self.connect()
+        """Replace the run's current connection with a new one of the same kind, after the broker
+        closed it: inside `as_user`, one authenticated as that user again (and kept for that
+        user's later blocks), not a plain one, which would be the listener's own principal."""
+        old = self.conn
+        old.close()
+        user = next((u for u, c in self._user_connections.items() if c is old), None)
+        if user is None:
+            self.conn = self.connect()
+        else:
+            self.conn = self._user_connections[user] = self.connect_as(user)
 
     def connect_as(self, user: str, client_id: str = "oracle") -> Connection:
         """A connection to the SASL listener, authenticated as User:<user>."""

@@ -285,6 +285,26 @@ def test_a_principal_with_no_acl(secured: SecuredBrokers) -> None:
     secured.compare(scenario)
 
 
+def test_a_connection_replaced_inside_as_user_is_that_users_again(secured: SecuredBrokers) -> None:
+    """The harness itself: when a run replaces its connection inside `as_user` (as its retry of a
+    Fetch that Kafka dropped does), the new one is authenticated as the same user, not the plain
+    listener's super user, and later blocks for that user use it."""
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "t")
+        create_acls(run, [allow(TOPIC, run.topic("t"), DESCRIBE)])
+        with run.as_user("alice"):
+            before = metadata_topics(run, ["t"], topic_ops=True, label="Metadata v12 as alice")
+            run.reconnect()
+            replaced = run.conn
+            after = metadata_topics(run, ["t"], topic_ops=True, label="Metadata v12 as alice, reconnected")
+        assert after.topics[0].topic_authorized_operations == before.topics[0].topic_authorized_operations
+        assert run.conn is not replaced
+        with run.as_user("alice") as again:
+            assert again is replaced
+
+    secured.compare(scenario)
+
+
 def test_describing_every_scram_user_without_acls(secured: SecuredBrokers) -> None:
     """alice asks for every SCRAM user (users=null) with no ACL: Kafka 4.4 never answers
     (KD-209); asyncbroker refuses, as it refuses named users. On a connection of its own,
