@@ -3,8 +3,12 @@
 Kafka shares one Throttler between all CleanerThreads; our workers are processes, so
 the period start and the bytes observed in the period live in shared memory guarded
 by one multiprocessing lock (created by the pool, handed to each worker at start-up).
-The worker that closes a check interval over budget sleeps while holding the lock,
-which stalls the other workers too: the cap is on the sum, as in Kafka.
+The worker that closes a check interval over budget pauses, and so does every other worker
+that comes to throttle before the pause ends: the cap is on the sum, as in Kafka, where the
+other CleanerThreads wait on the throttler's lock while one sleeps holding it. Here the pause
+ends at a time kept in the shared memory, and nobody sleeps holding the lock: a worker killed
+in its pause (SIGKILL, the OOM killer) would leave a process-shared lock held for good, and its
+replacement, the other workers and a rate change by the broker would wait on it forever.
 """
 from __future__ import annotations
 
@@ -19,13 +23,13 @@ UNLIMITED = 1.7976931348623157e308
 
 class ThrottleState:
     """The shared part: [period start in monotonic ns, bytes observed in the period, desired
-    rate] + a lock. The rate is shared too, so the broker can change
+    rate, end of the pause in force in monotonic ns] + a lock (never held across a sleep). The rate is shared too, so the broker can change
     log.cleaner.io.max.bytes.per.second while workers run (it is dynamically reconfigurable
     in Kafka). Picklable into worker processes when built with a multiprocessing context.
     """
 
     def __init__(self, ctx: Any | None = None, rate: float = UNLIMITED) -> None:
-        initial = [float(time.monotonic_ns()), 0.0, float(rate)]
+        initial = [float(time.monotonic_ns()), 0.0, float(rate), 0.0]
         if ctx is None:
             self.values: Any = initial
             self.lock: Any = threading.Lock()
@@ -60,22 +64,30 @@ class Throttler:
 
     def maybe_throttle(self, observed: float) -> None:
         """Account `observed` bytes; once a check interval has passed over the desired rate,
-        sleep long enough to bring the interval's average down to it."""
+        pause long enough to bring the interval's average down to it. During a pause another
+        worker started, wait for its end."""
         if self.unlimited:
             return
         values = self.state.values
+        pause_ns = 0
         with self.state.lock:
             values[1] += observed
             now = self._now()
-            elapsed_ns = now - values[0]
-            desired = values[2]
-            if elapsed_ns > self.check_interval_ns and values[1] > 0:
-                rate = values[1] * 1e9 / elapsed_ns
-                if rate > desired:
-                    elapsed_ms = elapsed_ns // 1_000_000
-                    sleep_ms = round(values[1] / (desired / 1000.0) - elapsed_ms)
-                    if sleep_ms > 0:
-                        self._sleep(sleep_ms / 1000.0)
-                        self.total_sleep_ms += sleep_ms
-                values[0] = float(self._now())
-                values[1] = 0.0
+            if values[3] > now:
+                pause_ns = int(values[3]) - now
+            else:
+                elapsed_ns = now - values[0]
+                desired = values[2]
+                if elapsed_ns > self.check_interval_ns and values[1] > 0:
+                    rate = values[1] * 1e9 / elapsed_ns
+                    if rate > desired:
+                        elapsed_ms = elapsed_ns // 1_000_000
+                        sleep_ms = round(values[1] / (desired / 1000.0) - elapsed_ms)
+                        if sleep_ms > 0:
+                            pause_ns = sleep_ms * 1_000_000
+                            self.total_sleep_ms += sleep_ms
+                    values[3] = float(now + pause_ns)
+                    values[0] = float(now + pause_ns)  # the next period starts when the pause ends
+                    values[1] = 0.0
+        if pause_ns > 0:
+            self._sleep(pause_ns / 1e9)  # outside the lock: see the module docstring

@@ -52,6 +52,66 @@ def test_throttle_state_is_shared_between_throttlers():
     assert len(t.slept) == 1
 
 
+def test_a_pause_holds_no_lock_and_the_other_workers_wait_out_its_end():
+    """The throttler that closes an interval over budget pauses with the lock free; another
+    throttler that comes before the pause ends waits for the rest of it, as Kafka's other
+    CleanerThreads wait on its lock."""
+    t = FakeTime()
+    state = ThrottleState()
+    state.values[0] = 0.0
+    pauses: list[tuple[float, bool]] = []
+
+    def pause_without_time_passing(secs: float) -> None:
+        free = state.lock.acquire(blocking=False)
+        if free:
+            state.lock.release()
+        pauses.append((secs, free))
+
+    a = Throttler(1000.0, 100, state=state, nanoseconds=t.now, sleep=pause_without_time_passing)
+    b = Throttler(1000.0, 100, state=state, nanoseconds=t.now, sleep=t.sleep)
+    t.ns = 200_000_000
+    a.maybe_throttle(1000)  # 5000 B/s: a pauses 0.8 s, until 1.0 s
+    assert pauses == [(pytest.approx(0.8), True)]
+    t.ns = 500_000_000
+    b.maybe_throttle(10)  # within a's pause: b waits for its end
+    assert t.slept == [pytest.approx(0.5)] and b.total_sleep_ms == 0
+    t.ns += 200_000_000
+    b.maybe_throttle(10)  # the new period began at 1.0 s: 20 B over 0.2 s, under the rate
+    assert len(t.slept) == 1
+
+
+def _pause_forever(state: ThrottleState) -> None:
+    Throttler(1.0, 1, state=state).maybe_throttle(10**9)  # 10^9 bytes at 1 B/s: a pause of years
+
+
+def test_a_worker_killed_in_its_pause_leaves_the_shared_lock_free():
+    """A worker process SIGKILLed while it pauses: its replacement, the other workers and the
+    broker's rate changes take the lock at once (it was held across the sleep, for good)."""
+    import multiprocessing
+    import os
+    import signal
+    import time
+
+    ctx = multiprocessing.get_context("spawn")
+    state = ThrottleState(ctx, 1.0)
+    worker = ctx.Process(target=_pause_forever, args=(state,))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 60
+        while state.values[3] <= time.monotonic_ns() and time.monotonic() < deadline:
+            time.sleep(0.01)  # polling for the worker's pause, bounded by the deadline
+        assert state.values[3] > time.monotonic_ns(), "the worker never paused"
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.join(10)
+        assert state.lock.acquire(timeout=5)
+        state.lock.release()
+        state.set_rate(2000.0)
+        assert state.values[2] == 2000.0
+    finally:
+        if worker.is_alive():
+            worker.kill()
+
+
 def test_unlimited_by_default():
     assert Throttler(DOUBLE_MAX).unlimited
 
