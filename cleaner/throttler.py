@@ -23,9 +23,10 @@ UNLIMITED = 1.7976931348623157e308
 
 class ThrottleState:
     """The shared part: [period start in monotonic ns, bytes observed in the period, desired
-    rate, end of the pause in force in monotonic ns] + a lock (never held across a sleep). The rate is shared too, so the broker can change
-    log.cleaner.io.max.bytes.per.second while workers run (it is dynamically reconfigurable
-    in Kafka). Picklable into worker processes when built with a multiprocessing context.
+    rate, end of the pause in force in monotonic ns] + a lock (never held across a sleep). The
+    rate is shared too, so the broker can change log.cleaner.io.max.bytes.per.second while
+    workers run (it is dynamically reconfigurable in Kafka). Picklable into worker processes
+    when built with a multiprocessing context.
     """
 
     def __init__(self, ctx: Any | None = None, rate: float = UNLIMITED) -> None:
