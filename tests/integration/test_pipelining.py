@@ -107,7 +107,7 @@ def test_pipelined_megabyte_produces_land_in_order_as_sent(asyncbroker_bootstrap
                     fetch12.FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=4 << 20),)),),
             )).responses[0].partitions[0].records
             for bp in iter_batch_headers(fetched):
-                validate_batch(fetched, bp.position)  # the CRC the broker wrote over the patched header
+                validate_batch(fetched, bp.position)  # the producer's CRC holds: offsets and epoch lie outside it
                 stored.append((bp.header.base_offset, bytes(decode_records(fetched, bp.position)[0].value)))
                 offset = bp.header.base_offset + bp.header.last_offset_delta + 1
     assert stored == [(n * RECORDS_PER_BATCH, values[n]) for n in range(MEGABYTE_BATCHES)]
