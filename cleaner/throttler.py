@@ -5,10 +5,11 @@ the period start and the bytes observed in the period live in shared memory guar
 by one multiprocessing lock (created by the pool, handed to each worker at start-up).
 The worker that closes a check interval over budget pauses, and so does every other worker
 that comes to throttle before the pause ends: the cap is on the sum, as in Kafka, where the
-other CleanerThreads wait on the throttler's lock while one sleeps holding it. Here the pause
-ends at a time kept in the shared memory, and nobody sleeps holding the lock: a worker killed
-in its pause (SIGKILL, the OOM killer) would leave a process-shared lock held for good, and its
-replacement, the other workers and a rate change by the broker would wait on it forever.
+other CleanerThreads wait on the throttler's lock while one sleeps holding it. Here the period
+that follows a pause starts when the pause ends, so a period start still ahead is the pause in
+force, and nobody sleeps holding the lock: a worker killed in its pause (SIGKILL, the OOM
+killer) would leave a process-shared lock held for good, and its replacement, the other
+workers and a rate change by the broker would wait on it forever.
 """
 from __future__ import annotations
 
@@ -23,14 +24,14 @@ UNLIMITED = 1.7976931348623157e308
 
 class ThrottleState:
     """The shared part: [period start in monotonic ns, bytes observed in the period, desired
-    rate, end of the pause in force in monotonic ns] + a lock (never held across a sleep). The
+    rate] + a lock (never held across a sleep). A period start ahead of now is a pause. The
     rate is shared too, so the broker can change log.cleaner.io.max.bytes.per.second while
     workers run (it is dynamically reconfigurable in Kafka). Picklable into worker processes
     when built with a multiprocessing context.
     """
 
     def __init__(self, ctx: Any | None = None, rate: float = UNLIMITED) -> None:
-        initial = [float(time.monotonic_ns()), 0.0, float(rate), 0.0]
+        initial = [float(time.monotonic_ns()), 0.0, float(rate)]
         if ctx is None:
             self.values: Any = initial
             self.lock: Any = threading.Lock()
@@ -74,8 +75,8 @@ class Throttler:
         with self.state.lock:
             values[1] += observed
             now = self._now()
-            if values[3] > now:
-                pause_ns = int(values[3]) - now
+            if values[0] > now:  # another worker's pause: its period starts when the pause ends
+                pause_ns = int(values[0]) - now
             else:
                 elapsed_ns = now - values[0]
                 desired = values[2]
@@ -87,7 +88,6 @@ class Throttler:
                         if sleep_ms > 0:
                             pause_ns = sleep_ms * 1_000_000
                             self.total_sleep_ms += sleep_ms
-                    values[3] = float(now + pause_ns)
                     values[0] = float(now + pause_ns)  # the next period starts when the pause ends
                     values[1] = 0.0
         if pause_ns > 0:

@@ -98,9 +98,9 @@ def test_a_worker_killed_in_its_pause_leaves_the_shared_lock_free():
     worker.start()
     try:
         deadline = time.monotonic() + 60
-        while state.values[3] <= time.monotonic_ns() and time.monotonic() < deadline:
+        while state.values[0] <= time.monotonic_ns() and time.monotonic() < deadline:
             time.sleep(0.01)  # polling for the worker's pause, bounded by the deadline
-        assert state.values[3] > time.monotonic_ns(), "the worker never paused"
+        assert state.values[0] > time.monotonic_ns(), "the worker never paused"
         os.kill(worker.pid, signal.SIGKILL)
         worker.join(10)
         assert state.lock.acquire(timeout=5)
