@@ -201,15 +201,17 @@ class KafkaServer:
                 conn.close_if_idle(now, max_idle_s)
 
     async def _release_buffers_when_idle(self) -> None:
-        """Once less than a connection's read-ahead has arrived in RELEASE_BUFFERS_AFTER_S, the
-        freed receive buffers malloc keeps go back to the kernel: a broker idle after a load
-        returns to its idle memory, and one under load keeps reusing them."""
-        received = METRICS.received_bytes
+        """Once less than a connection's read-ahead has arrived in RELEASE_BUFFERS_AFTER_S, after
+        at least that much since the last release, the freed receive buffers malloc keeps go back
+        to the kernel: a broker idle after a load returns to its idle memory, one under load keeps
+        reusing them, and one that stays idle is not trimmed again and again."""
+        received = released = METRICS.received_bytes
         while True:
             await asyncio.sleep(RELEASE_BUFFERS_AFTER_S)
             now = METRICS.received_bytes
-            if now - received < READ_AHEAD_BYTES:
+            if now - received < READ_AHEAD_BYTES and now - released >= READ_AHEAD_BYTES:
                 framing.release_receive_buffers()
+                released = now
             received = now
 
     async def stop(self) -> None:
