@@ -7,8 +7,10 @@ Our on-disk format is Kafka's, so both cleaners can clean the very same files:
    partition with SUPERSEDED (default 50%) of them overwritten later, produced by
    confluent-kafka with 16-byte keys. The broker stops cleanly.
 2. The log dir is copied. `asyncbroker migrate --to-kafka` hands the copy to Kafka 4.4, which
-   starts on it with one cleaner thread and Kafka's defaults otherwise; asyncbroker starts on
-   the original with one cleaner worker.
+   starts on it with one cleaner thread and Kafka's defaults otherwise, run as
+   kafka-server-start.sh runs it (C2 and G1: with the test suite's quick-start JVM options, C1
+   only, its cleaner ran at half this speed); asyncbroker starts on the original with one
+   cleaner worker.
 3. Each broker's "N MB of log processed in S seconds (R MB/sec)" line (the same multi-line
    message in both, Kafka's LogCleaner.recordStats) is read per partition. The better of a
    topic's two partitions is reported for each (the first clean pays for warm-up: the JVM's
@@ -121,7 +123,7 @@ def main() -> int:
         if migrated.returncode != 0:
             raise RuntimeError(f"migrate --to-kafka failed: {migrated.stderr}")
 
-        kafka = KafkaServer({"log.cleaner.threads": "1", "log.cleaner.backoff.ms": "200"}, heap="1g")
+        kafka = KafkaServer({"log.cleaner.threads": "1", "log.cleaner.backoff.ms": "200"}, heap="1g", as_scripts=True)
         try:
             kafka.start_unformatted(kafka_dir)
             theirs = report("Kafka 4.4", summaries(kafka.output))

@@ -399,7 +399,7 @@ def run_load_kafka(connections: int, partitions: int, seconds: float) -> LoadRes
     from jvm.kafka_jvm import KafkaServer
 
     _raise_fd_limit(connections)
-    with KafkaServer({"num.partitions": "1"}, heap="1g") as kafka:
+    with KafkaServer({"num.partitions": "1"}, heap="1g", as_scripts=True) as kafka:
         assert kafka.process is not None
         target = Target("kafka", "127.0.0.1", kafka.port, kafka.process.pid)
         return asyncio.run(run_load_async(target, connections, partitions, seconds))

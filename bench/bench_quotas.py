@@ -118,7 +118,7 @@ def main() -> int:
         sys.path.insert(0, str(ROOT / "tests"))
         from jvm.kafka_jvm import KafkaServer
 
-        with KafkaServer() as server:
+        with KafkaServer(heap="1g", as_scripts=True) as server:
             kafka = measure(server.bootstrap)
     mib = 1024 * 1024
     for name, figures in (("asyncbroker", ours), ("Kafka 4.4", kafka)):

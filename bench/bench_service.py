@@ -1,13 +1,16 @@
 """Service benchmarks: asyncbroker beside Apache Kafka 4.4, in one sitting, with confluent-kafka.
 
 For each broker (asyncbroker as `asyncbroker serve` starts it, and a single-node KRaft Kafka 4.4
-from the jars `make jvm` fetched): startup to the first Metadata answer (the median of five starts;
-for asyncbroker also with the web console, as `make run` starts it, and beside what any asyncio
-broker on uvloop pays first: the interpreter and the imports of asyncio and uvloop), idle RSS,
-produce throughput of 1,000,000 x 100 B (acks=1 and -1, 1 and 4 partitions), consume of the same
-from offset 0 (with fetch sizes and queue limits raised, and on 1 partition with the client's
-defaults too), 20,000 x 10 KiB both ways, sequential acks=-1 produce round trips (p50/p99) from a
-raw socket and from confluent-kafka, idle RSS again after those loads, and peak RSS. A bare uvloop
+from the jars `make jvm` fetched, run as kafka-server-start.sh runs it: see KafkaServer's
+`as_scripts`): startup to the first Metadata answer (the median of five starts; for asyncbroker
+also with the web console, as `make run` starts it, and beside what any asyncio broker on uvloop
+pays first: the interpreter and the imports of asyncio and uvloop), idle RSS, produce throughput
+of 1,000,000 x 100 B (acks=1 and -1, 1 and 4 partitions), consume of the same from offset 0 (with
+fetch sizes and queue limits raised, and on 1 partition with the client's defaults too), the
+same on 1 partition through Kafka's own perf tools (the Java client: 5,000,000 x 100 B produced
+with acks=1 and -1, and consumed with the consumer's defaults), 20,000 x 10 KiB both ways,
+sequential acks=-1 produce round trips (p50/p99) from a raw socket and from confluent-kafka, idle
+RSS again after those loads, and peak RSS. A bare uvloop
 echo server answering the same Produce frame gives the loopback floor for the round trips: its
 round trips alternate with each broker's, in chunks of 100, with the client and the servers
 pinned to CPUs (see round_trips_beside_echo), so the floor and the broker are measured under the
@@ -22,6 +25,7 @@ never in tests.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -150,7 +154,7 @@ def kafka(partitions: int, settings: dict[str, str] | None = None) -> Iterator[R
     with KafkaServer({"num.partitions": str(partitions), "log.cleaner.backoff.ms": "15000",
                       "log.retention.check.interval.ms": "300000",
                       "group.consumer.assignment.interval.ms": "1000", **(settings or {})},
-                     heap="1g") as server:
+                     heap="1g", as_scripts=True) as server:
         assert server.process is not None
         yield Running(server.bootstrap, server.process.pid)
 
@@ -168,11 +172,12 @@ def median_of_starts(start: Callable[[], float]) -> float:
 
 
 def kafka_startup() -> float:
-    """Kafka from `java kafka.Kafka` to the first Metadata answer, as its scripts start it (without
-    the test suite's class-data archive); StorageTool formats the log dir before the clock starts."""
+    """Kafka from `java kafka.Kafka` to the first Metadata answer, as kafka-server-start.sh starts it
+    (its JVM options and 1 GiB heap, without the suite's class-data archive and quick-start
+    options); StorageTool formats the log dir before the clock starts."""
     from jvm.kafka_jvm import KafkaServer
 
-    server = KafkaServer(class_data_sharing=False)
+    server = KafkaServer(heap="1g", as_scripts=True)
     try:
         server.port, server.controller_port = free_port(), free_port()
         server.format()
@@ -337,6 +342,60 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, *, tuned: b
     if got < count:
         raise RuntimeError(f"consumed {got} of {count}")
     return count / elapsed
+
+
+# -- Kafka's own perf tools: the Java client ------------------------------------------
+
+JAVA_COUNT = int(5_000_000 * SCALE)
+"""100 B records per run of Kafka's perf tools (each run is a JVM of its own, JIT warm-up
+included, so runs are longer than the Python client's)."""
+PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
+CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
+_RECORDS_SENT = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
+
+
+def kafka_perf_tool(main: str, args: list[str]) -> str:
+    """Run one of Kafka's perf tools as kafka-producer-perf-test.sh and kafka-consumer-perf-test.sh
+    run them (the scripts' JVM options, a 512 MiB heap); what it printed."""
+    from jvm.kafka_jvm import java_command
+
+    done = subprocess.run(java_command("tools", main, args, heap="512m", as_scripts=True),
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise RuntimeError(f"{main} exited with {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def java_produce(bootstrap: str, topic: str, count: int, acks: str) -> float:
+    """Records per second of kafka-producer-perf-test: `count` 100 B records as fast as it can send
+    them, batched as the Python producer batches (linger.ms=5, batch.size=1000000). The topic is
+    made first, as `produce` makes its own, so its creation is not in the timed run."""
+    produce(bootstrap, topic, 1, 100, acks)
+    out = kafka_perf_tool(PRODUCER_PERFORMANCE, [
+        "--topic", topic, "--num-records", str(count), "--record-size", "100", "--throughput", "-1",
+        "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}", "linger.ms=5", "batch.size=1000000",
+    ])
+    summaries = _RECORDS_SENT.findall(out)
+    if not summaries or int(summaries[-1][0]) != count:
+        raise RuntimeError(f"no summary of {count} records in ProducerPerformance's output:\n{out[-2000:]}")
+    return float(summaries[-1][1])  # the last line is the whole run's
+
+
+def java_consume(bootstrap: str, topic: str, count: int, group: str) -> tuple[float, float]:
+    """(records per second while fetching, milliseconds the group join took) of
+    kafka-consumer-perf-test reading `count` records of `topic` from its start in a new group,
+    with the Java consumer's defaults. Its fetch rate leaves the join out, as the tool does."""
+    out = kafka_perf_tool(CONSUMER_PERFORMANCE, [
+        "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(count), "--group", group,
+    ])
+    lines = [line for line in out.splitlines() if line.strip()]
+    if len(lines) < 2:
+        raise RuntimeError(f"no summary in ConsumerPerformance's output:\n{out[-2000:]}")
+    # A header line of names, then one line of values.
+    row = dict(zip((name.strip() for name in lines[-2].split(",")), (value.strip() for value in lines[-1].split(","))))
+    if int(row["data.consumed.in.nMsg"]) < count:
+        raise RuntimeError(f"ConsumerPerformance read {row['data.consumed.in.nMsg']} of {count} records")
+    return float(row["fetch.nMsg.sec"]), float(row["rebalance.time.ms"])
 
 
 def client_latency(bootstrap: str, topic: str, count: int) -> tuple[float, float]:
@@ -525,6 +584,34 @@ class Report:
                 print(f"RESULT Kafka 4.4 {row.name} | {cell(theirs)} | {row.unit} |", flush=True)
 
 
+BOTH_BROKERS = {"group.initial.rebalance.delay.ms": "0"}
+"""Settings both brokers run with, beside their defaults: the Kafka oracle's (tests/jvm) 0 ms
+initial rebalance delay, so that a consumer group's join is not 3 s of a consume run."""
+
+
+def java_rows(kind: str, report: Report, bs: str, pid: int) -> None:
+    """100 B produce and consume on one partition through Kafka's own perf tools, the reference
+    (Java) client, with the consumer's defaults: beside the Python client's rows, which client
+    sets the rate shows. (The broker's CPU share here counts each tool's JVM start as well.)"""
+    for acks in ("1", "-1"):
+        topic = f"java-acks{acks.replace('-', 'm')}"
+        rate, share, cpu_s = median_of_runs(pid, lambda run: java_produce(bs, f"{topic}-{run}", JAVA_COUNT, acks))
+        report.add(kind, f"produce 100 B acks={acks} p=1, Kafka's Java producer", rate, "msgs/s",
+                   ">= Kafka, >= 1.8 M", higher_is_better=True,
+                   note=f"broker CPU {share:.0%}, {cpu_s / JAVA_COUNT * 1e6:.2f} us/msg")
+    joins: list[float] = []
+
+    def consume_java(run: int) -> float:
+        rate, join_ms = java_consume(bs, "java-acks1-0", JAVA_COUNT, f"java-{run}")
+        joins.append(join_ms)
+        return rate
+
+    rate, share, cpu_s = median_of_runs(pid, consume_java)
+    report.add(kind, "consume 100 B p=1, Kafka's Java consumer, its defaults", rate, "msgs/s", ">= Kafka, >= 1 M",
+               higher_is_better=True, note=f"broker CPU {share:.0%}, {cpu_s / JAVA_COUNT * 1e6:.2f} us/msg, "
+                                          f"group join {statistics.median(joins):.0f} ms")
+
+
 def measure(kind: str, report: Report, echo: tuple[int, int]) -> None:
     broker = KINDS[kind]
     print(f"--- {broker.name}", flush=True)
@@ -541,7 +628,7 @@ def measure(kind: str, report: Report, echo: tuple[int, int]) -> None:
                    fmt="{:.3f}")
     peak_kib = 0
     for partitions in (1, 4):
-        with broker.start(partitions) as running:
+        with broker.start(partitions, BOTH_BROKERS) as running:
             bs, pid = running.bootstrap, running.pid
             if partitions == 1:
                 time.sleep(1.0)  # let startup allocations settle before sampling idle memory
@@ -563,6 +650,8 @@ def measure(kind: str, report: Report, echo: tuple[int, int]) -> None:
                     pid, partial(consume_run, bs, "small-acks1", partitions, SMALL_COUNT, tuned=tuned))
                 report.add(kind, name, rate, "msgs/s", target, higher_is_better=True,
                            note=f"broker CPU {share:.0%}, {cpu_s / SMALL_COUNT * 1e6:.2f} us/msg")
+            if partitions == 1:
+                java_rows(kind, report, bs, pid)
             if partitions == 1:
                 rate, share, _ = median_of_runs(pid, partial(produce_run, bs, "large", LARGE_COUNT, 10 * 1024, "1"))
                 report.add(kind, "produce 10 KiB acks=1", rate * 10 * 1024 / 1e6, "MB/s", ">= Kafka, >= 900",

@@ -122,7 +122,7 @@ def kafka() -> Iterator[TieredBroker]:
     with KafkaServer({"num.partitions": "1", "log.cleaner.backoff.ms": "15000",
                       "log.retention.check.interval.ms": TASK_INTERVAL_MS,
                       "group.consumer.assignment.interval.ms": "1000"},
-                     heap="1g", tiered_storage=True) as server:
+                     heap="1g", tiered_storage=True, as_scripts=True) as server:
         assert server.process is not None
         yield TieredBroker(server.bootstrap, server.process.pid, server.log_dir)
 

@@ -57,10 +57,24 @@ def classpath(module: str) -> str:
     return os.pathsep.join([str(p) for p in own] + entries)
 
 
+QUICK_START_OPTS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+"""The suite's JVMs: C1 only and the serial collector start a test's Kafka or a short tool run
+sooner, at the cost of the code C2 would compile for a long run."""
+
+SCRIPT_PERFORMANCE_OPTS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                           "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                           "-XX:MaxInlineLevel=15")
+"""kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS: how Kafka's own scripts run the broker and
+its tools, and so how bench/ measures them (`as_scripts`)."""
+
+
 def java_command(module: str, main: str, args: Sequence[str] = (), *, heap: str = "256m",
-                 jvm_args: Sequence[str] = ()) -> list[str]:
+                 jvm_args: Sequence[str] = (), as_scripts: bool = False) -> list[str]:
+    """The java command line for `main` on the module's classpath: with the suite's quick-start
+    options, or with `as_scripts` the options Kafka's scripts use (a benchmark's)."""
+    options = SCRIPT_PERFORMANCE_OPTS if as_scripts else QUICK_START_OPTS
     return [
-        JAVA, f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+        JAVA, f"-Xmx{heap}", *options, "-Xshare:auto",
         f"-Dlog4j2.configurationFile={LOG4J_CONFIG}", "-Djava.awt.headless=true",
         *jvm_args, "-cp", classpath(module), main, *args,
     ]
@@ -207,10 +221,12 @@ class KafkaServer:
 
     def __init__(self, settings: dict[str, str] | None = None, *, heap: str = "768m",
                  startup_timeout: float = 90.0, sasl_plain_users: dict[str, str] | None = None,
-                 tiered_storage: bool = False, class_data_sharing: bool = True) -> None:
+                 tiered_storage: bool = False, as_scripts: bool = False) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="kafka-oracle-"))
-        # False: start as kafka-server-start.sh does, without the tests' class-data archive (bench/).
-        self.class_data_sharing = class_data_sharing
+        # True (bench/): run Kafka as kafka-server-start.sh does: its JVM options, a heap fixed at
+        # `heap` (its -Xms equal to -Xmx), GC logging to a file (its -loggc), and without the
+        # suite's class-data archive or quick-start options. The suite's log4j configuration stays.
+        self.as_scripts = as_scripts
         # With tiered storage: the remote tier's directory (rsm.config.dir), inside self.dir.
         self.remote_dir: Path | None = self.dir / "remote-tier" if tiered_storage else None
         tiered = tiered_storage_settings(self.remote_dir) if self.remote_dir is not None else {}
@@ -281,7 +297,7 @@ class KafkaServer:
         props.write_text(self.properties())
         shutil.rmtree(self.log_dir, ignore_errors=True)
         self.cluster_id = _kafka_uuid()
-        with shared_classes("kafka", use=self.class_data_sharing) as cds:
+        with shared_classes("kafka", use=not self.as_scripts) as cds:
             fmt = subprocess.run(
                 java_command("kafka", STORAGE_TOOL, ["format", "-t", self.cluster_id, "-c", str(props)],
                              jvm_args=cds),
@@ -330,10 +346,12 @@ class KafkaServer:
     def _launch(self) -> "KafkaServer":
         props = self.dir / "server.properties"
         out = open(self._output, "ab")
-        with shared_classes("kafka", use=self.class_data_sharing, write=False) as cds:
+        scripts = [f"-Xms{self.heap}", f"-Xlog:gc*:file={self.dir / 'kafkaServer-gc.log'}:time,tags:filecount=10,"
+                   "filesize=100M"] if self.as_scripts else []
+        with shared_classes("kafka", use=not self.as_scripts, write=False) as cds:
             self.process = subprocess.Popen(
-                java_command("kafka", KAFKA_MAIN, [str(props)], heap=self.heap,
-                             jvm_args=[f"-Dkafka.logs.dir={self.dir}", *cds]),
+                java_command("kafka", KAFKA_MAIN, [str(props)], heap=self.heap, as_scripts=self.as_scripts,
+                             jvm_args=[f"-Dkafka.logs.dir={self.dir}", *scripts, *cds]),
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             )
         out.close()
