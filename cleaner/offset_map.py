@@ -13,6 +13,7 @@ A slot is empty when all its 24 bytes are zero.
 from __future__ import annotations
 
 import ctypes
+import mmap
 
 from cleaner import _offset_map as _native
 from cleaner.errors import OffsetMapFullError
@@ -28,8 +29,24 @@ md5 = _native.md5
 """The key hash (MD5 digest bytes), computed in C with the probing (cleaner/_offset_map.c)."""
 
 
+def _table_memory(size: int) -> mmap.mmap:
+    """`size` zeroed bytes for the table, private and anonymous, in huge pages where the
+    kernel offers them: every probe lands on a random slot of a table larger than the
+    caches, and with 4 KiB pages most probes also missed the TLB (pass 1 and 2 spent about
+    a tenth less time probing in 2 MiB pages). Without transparent huge pages the advice
+    is refused or ignored, and the table is in ordinary pages."""
+    memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)  # Linux only
+    if advice is not None:
+        try:
+            memory.madvise(advice)
+        except OSError:  # EINVAL: a kernel built without transparent huge pages
+            pass
+    return memory
+
+
 class SkimpyOffsetMap:
-    """Open-addressing hash table over one bytearray of `memory // 24` slots.
+    """Open-addressing hash table over one buffer of `memory // 24` slots.
 
     Not thread-safe: each cleaner worker process owns one and clears it per log.
     """
@@ -43,7 +60,7 @@ class SkimpyOffsetMap:
             raise ValueError(f"offset map memory {memory} is below one {BYTES_PER_ENTRY}-byte slot")
         self.memory = memory
         self.slots = slots
-        self._buf = bytearray(slots * BYTES_PER_ENTRY)
+        self._buf = _table_memory(slots * BYTES_PER_ENTRY)
         self._entries = 0
         self.lookups = 0
         self.probes = 0

@@ -370,11 +370,27 @@ done:
 /* -- record_layouts -------------------------------------------------------------------- */
 
 static PyObject *build_layout(const uint8_t *d, const record_t *r, void *ctx) {
-    PyObject *key = bytes_or_none(d, r->key_pos, r->key_len);
-    if (key == NULL)
+    /* Filled directly, not through Py_BuildValue: this runs once per record of every batch
+     * the cleaner reads, and parsing a format string each time was a tenth of its time. */
+    PyObject *t = PyTuple_New(6);
+    if (t == NULL)
         return NULL;
-    return Py_BuildValue("(nnnLNO)", r->start, r->end, r->body, (long long)r->off_delta, key,
-                         r->val_len < 0 ? Py_True : Py_False);
+    PyObject *items[6] = {
+        PyLong_FromSsize_t(r->start), PyLong_FromSsize_t(r->end), PyLong_FromSsize_t(r->body),
+        new_int64(r->off_delta), bytes_or_none(d, r->key_pos, r->key_len),
+        Py_NewRef(r->val_len < 0 ? Py_True : Py_False),
+    };
+    for (int k = 0; k < 6; k++) {
+        if (items[k] == NULL) {
+            for (int j = 0; j < 6; j++)
+                Py_XDECREF(items[j]);
+            Py_DECREF(t);
+            return NULL;
+        }
+    }
+    for (int k = 0; k < 6; k++)
+        PyTuple_SET_ITEM(t, k, items[k]);
+    return t;
 }
 
 static PyObject *record_layouts(PyObject *self, PyObject *args) {

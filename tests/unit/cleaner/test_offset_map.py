@@ -1,8 +1,10 @@
 """SkimpyOffsetMap: Kafka's fixed-memory key-hash -> offset table."""
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -72,7 +74,7 @@ def test_clear_resets_everything():
     m.put(b"a", 1)
     m.clear()
     assert (m.size, m.latest_offset, m.get(b"a")) == (0, -1, -1)
-    assert not any(m._buf)
+    assert not any(bytes(m._buf))
 
 
 def test_batched_put_and_get_match_single_operations():
@@ -83,7 +85,7 @@ def test_batched_put_and_get_match_single_operations():
     assert a.put_keys(keys, offsets, 10**9) == 2000
     for k, o in zip(keys, offsets):
         b.put(k, o)
-    assert a._buf == b._buf and a.size == b.size == 300 and a.latest_offset == b.latest_offset == 1999
+    assert bytes(a._buf) == bytes(b._buf) and a.size == b.size == 300 and a.latest_offset == b.latest_offset == 1999
     assert a.get_keys(keys[:400] + [b"nope"]) == [b.get(k) for k in keys[:400]] + [-1]
 
 
@@ -135,3 +137,54 @@ def test_keys_must_be_bytes() -> None:
     with pytest.raises(TypeError):
         m.put_keys(["text"], [1], 8)  # type: ignore[list-item]
     assert m.size == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=st.lists(st.binary(max_size=80), min_size=1, max_size=120, unique=True),
+       slots=st.integers(130, 200))
+def test_keys_put_and_got_in_one_call_land_where_kafkas_probes_put_them(keys: list[bytes], slots: int) -> None:
+    # One call takes keys a chunk at a time and hashes the short ones (< 56 bytes: one MD5
+    # block) several at once: lengths up to 80 mix them with two-block keys, and up to 120
+    # keys span chunks and leave lanes unfilled at a chunk's end.
+    m = SkimpyOffsetMap(24 * slots)
+    model = bytearray(24 * slots)
+    for i, key in enumerate(keys):
+        digest = hashlib.md5(key).digest()
+        attempt = 0
+        while True:
+            pos = _kafka_position_of(digest, attempt, slots)
+            if model[pos:pos + 16] == digest or not any(model[pos:pos + 24]):
+                break
+            attempt += 1
+        model[pos:pos + 16] = digest
+        model[pos + 16:pos + 24] = struct.pack(">q", i)
+    assert m.put_keys(keys, list(range(len(keys))), 10**9) == len(keys)
+    assert bytes(m._buf) == bytes(model)
+    assert m.get_keys(keys + [b"absent" * 20]) == list(range(len(keys))) + [-1]
+
+
+def test_the_table_is_anonymous_memory_advised_into_huge_pages() -> None:
+    m = SkimpyOffsetMap(64 * 1024 * 1024)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(m._buf))
+    mapping = _smaps_entry(address)
+    assert mapping["path"] == ""  # anonymous, private: not a file, not shared memory
+    assert mapping["perms"].endswith("p")
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    offered = thp.exists() and "[never]" not in thp.read_text()
+    # With transparent huge pages on ("always" or "madvise"), the mapping is eligible for them.
+    assert mapping["THPeligible"] == ("1" if offered else "0")
+
+
+def _smaps_entry(address: int) -> dict[str, str]:
+    """The /proc/self/smaps entry of the mapping holding `address`: its path, perms and fields."""
+    entry: dict[str, str] | None = None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+            start, end = (int(x, 16) for x in head[0].split("-"))
+            entry = {"path": " ".join(head[5:]), "perms": head[1]} if start <= address < end else None
+        elif entry is not None and head[0].endswith(":"):
+            entry[head[0][:-1]] = head[1] if len(head) > 1 else ""
+            if head[0] == "VmFlags:":
+                return entry
+    raise AssertionError(f"no mapping holds {address:#x}")
