@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import resource
 import signal
 import socket
 import ssl
@@ -52,6 +53,26 @@ hands the freed receive buffers malloc keeps for it back to the kernel."""
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 
 
+def raise_open_files_limit() -> tuple[int, int] | None:
+    """Raise the process's soft limit on open files (RLIMIT_NOFILE) to its hard limit, as the
+    JVM does for Kafka (HotSpot's MaxFDLimit, on by default).
+
+    Each partition keeps its active segment's files open and each client a socket, while
+    shells and service managers often start programs with a soft limit of 1024 under a far
+    higher hard one. Left there, a few hundred partitions took the log dir offline with
+    EMFILE where Kafka, started the same way, carries on. Returns (before, after), or None
+    when the soft limit already was the hard one or the kernel refused to raise it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard:
+        return None
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as exc:  # e.g. an unlimited hard limit the kernel will not grant
+        log.warning("Could not raise the open files limit (RLIMIT_NOFILE) from %d to %d: %s", soft, hard, exc)
+        return None
+    return soft, hard
+
+
 class KafkaServer:
     """One broker: storage + listeners. Start and stop inside a running event loop.
 
@@ -65,7 +86,8 @@ class KafkaServer:
                  scram_users: Sequence[tuple[str, str, ScramCredential]] = (), owns_process: bool = False) -> None:
         self.config = config
         # The broker is its process's only tenant (the CLI, `python -m asyncbroker.server`), so
-        # it sets process-wide things: how much freed memory malloc keeps for receive buffers.
+        # it sets process-wide things: how much freed memory malloc keeps for receive buffers,
+        # and the open files limit.
         self.owns_process = owns_process
         # (user, mechanism, credential) to add before serving (`serve --add-scram`).
         self.scram_users = list(scram_users)
@@ -96,6 +118,8 @@ class KafkaServer:
         self.quotas = quotas = ConnectionQuotas(*self._quota_limits())
         if self.owns_process and not framing.retain_receive_buffers(READ_AHEAD_BYTES):
             log.debug("The C library does not say how much freed memory to keep; receive buffers are its choice")
+        if self.owns_process and (raised := raise_open_files_limit()) is not None:
+            log.info("Raised the open files limit (RLIMIT_NOFILE) from %d to %d, its hard limit", *raised)
         broker = Broker(self.config)
         self.broker = broker
         await broker.startup()
