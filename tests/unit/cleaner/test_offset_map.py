@@ -116,9 +116,16 @@ def _kafka_position_of(digest: bytes, attempt: int, slots: int) -> int:
        slots=st.integers(40, 60))
 def test_slots_follow_kafkas_probe_sequence_under_collisions(keys: list[bytes], slots: int) -> None:
     m = SkimpyOffsetMap(24 * slots)
-    model = bytearray(24 * slots)
     for i, key in enumerate(keys):
         m.put(key, i)
+    assert bytes(m._buf) == _kafka_table(keys, slots)
+    assert [m.get(k) for k in keys] == list(range(len(keys)))
+
+
+def _kafka_table(keys: list[bytes], slots: int) -> bytes:
+    """The table Kafka's SkimpyOffsetMap holds after putting keys[i] -> i in order (a model)."""
+    model = bytearray(24 * slots)
+    for i, key in enumerate(keys):
         digest = hashlib.md5(key).digest()
         attempt = 0
         while True:
@@ -128,8 +135,7 @@ def test_slots_follow_kafkas_probe_sequence_under_collisions(keys: list[bytes], 
             attempt += 1
         model[pos:pos + 16] = digest
         model[pos + 16:pos + 24] = struct.pack(">q", i)
-    assert bytes(m._buf) == bytes(model)
-    assert [m.get(k) for k in keys] == list(range(len(keys)))
+    return bytes(model)
 
 
 def test_keys_must_be_bytes() -> None:
@@ -147,19 +153,8 @@ def test_keys_put_and_got_in_one_call_land_where_kafkas_probes_put_them(keys: li
     # block) several at once: lengths up to 80 mix them with two-block keys, and up to 120
     # keys span chunks and leave lanes unfilled at a chunk's end.
     m = SkimpyOffsetMap(24 * slots)
-    model = bytearray(24 * slots)
-    for i, key in enumerate(keys):
-        digest = hashlib.md5(key).digest()
-        attempt = 0
-        while True:
-            pos = _kafka_position_of(digest, attempt, slots)
-            if model[pos:pos + 16] == digest or not any(model[pos:pos + 24]):
-                break
-            attempt += 1
-        model[pos:pos + 16] = digest
-        model[pos + 16:pos + 24] = struct.pack(">q", i)
     assert m.put_keys(keys, list(range(len(keys))), 10**9) == len(keys)
-    assert bytes(m._buf) == bytes(model)
+    assert bytes(m._buf) == _kafka_table(keys, slots)
     assert m.get_keys(keys + [b"absent" * 20]) == list(range(len(keys))) + [-1]
 
 
