@@ -371,25 +371,24 @@ done:
 
 static PyObject *build_layout(const uint8_t *d, const record_t *r, void *ctx) {
     /* Filled directly, not through Py_BuildValue: this runs once per record of every batch
-     * the cleaner reads, and parsing a format string each time was a tenth of its time. */
+     * the cleaner reads, and parsing a format string each time was a tenth of its time. A
+     * tuple left part-filled by an error frees the items it holds (the others are NULL). */
     PyObject *t = PyTuple_New(6);
     if (t == NULL)
         return NULL;
-    PyObject *items[6] = {
-        PyLong_FromSsize_t(r->start), PyLong_FromSsize_t(r->end), PyLong_FromSsize_t(r->body),
-        new_int64(r->off_delta), bytes_or_none(d, r->key_pos, r->key_len),
-        Py_NewRef(r->val_len < 0 ? Py_True : Py_False),
-    };
-    for (int k = 0; k < 6; k++) {
-        if (items[k] == NULL) {
-            for (int j = 0; j < 6; j++)
-                Py_XDECREF(items[j]);
-            Py_DECREF(t);
-            return NULL;
-        }
-    }
+    PyObject *items[6];
+    items[0] = PyLong_FromSsize_t(r->start);
+    items[1] = items[0] ? PyLong_FromSsize_t(r->end) : NULL;
+    items[2] = items[1] ? PyLong_FromSsize_t(r->body) : NULL;
+    items[3] = items[2] ? new_int64(r->off_delta) : NULL;
+    items[4] = items[3] ? bytes_or_none(d, r->key_pos, r->key_len) : NULL;
+    items[5] = items[4] ? Py_NewRef(r->val_len < 0 ? Py_True : Py_False) : NULL;
     for (int k = 0; k < 6; k++)
         PyTuple_SET_ITEM(t, k, items[k]);
+    if (items[5] == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
     return t;
 }
 
