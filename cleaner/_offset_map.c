@@ -1,5 +1,5 @@
 /* cleaner._offset_map: the SkimpyOffsetMap's hot loops (MD5 of each key, open-addressing
- * probe) in C. The table itself stays a Python bytearray owned by SkimpyOffsetMap; these
+ * probe) in C. The table itself is a buffer SkimpyOffsetMap owns (an anonymous mapping); these
  * functions only read and write its slots, so its layout is the Python class's contract:
  *
  *   slot i = bytes [24 i, 24 i + 24): MD5(key) (16 bytes) then the offset (int64, big-endian);
