@@ -357,10 +357,9 @@ _RECORDS_SENT = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
 def kafka_perf_tool(main: str, args: list[str]) -> str:
     """Run one of Kafka's perf tools as kafka-producer-perf-test.sh and kafka-consumer-perf-test.sh
     run them (the scripts' JVM options, a 512 MiB heap); what it printed."""
-    from jvm.kafka_jvm import java_command
+    from jvm.kafka_jvm import run_tool
 
-    done = subprocess.run(java_command("tools", main, args, heap="512m", as_scripts=True),
-                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    done = run_tool(main, args, heap="512m", timeout=600, as_scripts=True)
     if done.returncode != 0:
         raise RuntimeError(f"{main} exited with {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return done.stdout

@@ -119,12 +119,14 @@ def shared_classes(module: str, *, use: bool = True, write: bool = True) -> Iter
 
 
 def run_tool(main: str, args: Sequence[str], *, module: str = "tools", timeout: float = 120.0,
-             input: str | None = None, heap: str = "256m") -> subprocess.CompletedProcess[str]:
-    """Run one of Kafka's command-line tools to completion and capture its output."""
-    with shared_classes(module) as cds:
+             input: str | None = None, heap: str = "256m", as_scripts: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run one of Kafka's command-line tools to completion and capture its output; with
+    `as_scripts`, with its script's JVM options and no class-data archive (a benchmark's)."""
+    with shared_classes(module, use=not as_scripts) as cds:
         return subprocess.run(
-            java_command(module, main, args, heap=heap, jvm_args=cds), input=input, capture_output=True,
-            text=True, timeout=timeout, check=False, stdin=None if input is not None else subprocess.DEVNULL,
+            java_command(module, main, args, heap=heap, jvm_args=cds, as_scripts=as_scripts), input=input,
+            capture_output=True, text=True, timeout=timeout, check=False,
+            stdin=None if input is not None else subprocess.DEVNULL,
         )
 
 
