@@ -160,26 +160,25 @@ def test_keys_put_and_got_in_one_call_land_where_kafkas_probes_put_them(keys: li
 
 def test_the_table_is_anonymous_memory_advised_into_huge_pages() -> None:
     m = SkimpyOffsetMap(64 * 1024 * 1024)
-    address = ctypes.addressof(ctypes.c_char.from_buffer(m._buf))
-    mapping = _smaps_entry(address)
-    assert mapping["path"] == ""  # anonymous, private: not a file, not shared memory
-    assert mapping["perms"].endswith("p")
+    mapping = _mapping_of(ctypes.addressof(ctypes.c_char.from_buffer(m._buf)))
+    assert mapping["path"] == "" and mapping["perms"].endswith("p")  # anonymous, private: no file, not shared
+    assert "hg" in mapping["VmFlags"].split()  # madvise(MADV_HUGEPAGE)
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     offered = thp.exists() and "[never]" not in thp.read_text()
     # With transparent huge pages on ("always" or "madvise"), the mapping is eligible for them.
     assert mapping["THPeligible"] == ("1" if offered else "0")
 
 
-def _smaps_entry(address: int) -> dict[str, str]:
-    """The /proc/self/smaps entry of the mapping holding `address`: its path, perms and fields."""
+def _mapping_of(address: int) -> dict[str, str]:
+    """The /proc/self/smaps entry of the mapping holding `address`: its perms, path and fields."""
     entry: dict[str, str] | None = None
     for line in Path("/proc/self/smaps").read_text().splitlines():
         head = line.split()
-        if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+        if not head[0].endswith(":"):  # a mapping's first line: start-end perms offset dev inode [path]
             start, end = (int(x, 16) for x in head[0].split("-"))
-            entry = {"path": " ".join(head[5:]), "perms": head[1]} if start <= address < end else None
-        elif entry is not None and head[0].endswith(":"):
-            entry[head[0][:-1]] = head[1] if len(head) > 1 else ""
+            entry = {"perms": head[1], "path": " ".join(head[5:])} if start <= address < end else None
+        elif entry is not None:
+            entry[head[0][:-1]] = " ".join(head[1:])
             if head[0] == "VmFlags:":
                 return entry
     raise AssertionError(f"no mapping holds {address:#x}")
