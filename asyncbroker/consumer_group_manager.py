@@ -10,7 +10,9 @@ member that will be back). Each heartbeat, under the group's lock:
 2. applies the member's new subscription; when what the group must assign changed, bumps the
    group epoch;
 3. recomputes the target assignment when the group epoch is ahead of it and
-   the group's assignment interval has passed since the last one;
+   the group's assignment interval has passed since the last one (KIP-1263's batching).
+   Nothing computes it in between: as in Kafka 4.4, the first heartbeat after the interval
+   does, and a group with nobody heartbeating stays Assigning;
 4. moves the member towards its target (consumer_group.reconcile);
 5. writes what changed to `__consumer_offsets` (coordinator_records.py) and only then
    applies it in memory and answers, so a restart replays exactly what members were told.
@@ -400,10 +402,6 @@ class ConsumerGroupManager:
         if target_epoch != group.assignment_epoch or replaced is not None:
             group.target = dict(target)
             group.assignment_epoch, group.assignment_timestamp = target_epoch, assignment_timestamp
-        if group.group_epoch > group.assignment_epoch:
-            # Too soon after the last one: computed once the interval has passed, as Kafka's
-            # background assignment does; members pick it up at their next heartbeat.
-            self._assign_later(group, group.assignment_timestamp + interval - now)
         if is_new:
             log.info("[GroupId %s] Member %s joins the consumer group using the %s protocol.", group_id, member_id,
                      "consumer" if updated.classic is None else "classic")
@@ -1023,9 +1021,6 @@ class ConsumerGroupManager:
         if bump:
             group.group_epoch = epoch
             log.info("[GroupId %s] Bumped group epoch to %d.", group_id, epoch)
-            interval = self._assignment_interval(group_id)
-            if self._now() - group.assignment_timestamp < interval:
-                self._assign_later(group, group.assignment_timestamp + interval - self._now())
 
     # ================================================================ assignment
 
@@ -1086,30 +1081,6 @@ class ConsumerGroupManager:
                    for mid, assignment in target.items() if group.target.get(mid) != assignment]
         records.append(self._target_metadata_record(group.group_id, epoch, now))
         return target, records
-
-    def _assign_later(self, group: ConsumerGroup, delay_ms: int) -> None:
-        key = ("consumer-assignment", group.group_id, "")
-        if key in self.timer:
-            return
-        group_id = group.group_id
-
-        async def assign_now() -> None:
-            async with self._lock(group_id):
-                current = self.groups.get(group_id)
-                if current is None or current.group_epoch <= current.assignment_epoch:
-                    return
-                now = self._now()
-                topics = self._subscribed_topics(current.members.values(), current.resolved_regexes)
-                target, records = self._new_target(current, current.members, topics, current.group_epoch, now)
-                try:
-                    await self.offsets_topic.append(self.offsets_topic.partition_for(group_id), records)
-                except Exception:  # noqa: BLE001 - the next heartbeat computes it instead
-                    log.exception("[GroupId %s] Could not store the target assignment", group_id)
-                    return
-                current.target, current.assignment_epoch, current.assignment_timestamp = (
-                    dict(target), current.group_epoch, now)
-
-        self.timer.schedule(key, max(0, delay_ms), lambda: self._spawn(assign_now()))
 
     def _compute_target(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
                         topics: dict[str, tuple[uuid.UUID, int]]) -> dict[str, Assignment]:

@@ -108,23 +108,42 @@ def test_sigkill_while_a_member_must_revoke() -> None:
             assert fetched(c, "m-a", done.member_epoch) == 42
 
 
-def test_a_deferred_assignment_is_computed_without_a_heartbeat() -> None:
-    """group.consumer.assignment.interval.ms (1 s by default): a change right after an
-    assignment leaves the group Assigning; once the interval has passed the broker computes
-    the target by itself (Kafka's background assignment), before any member heartbeats again."""
+def test_sigkill_with_a_deferred_assignment() -> None:
+    """group.consumer.assignment.interval.ms (1 s by default): a member joining right after an
+    assignment leaves the group Assigning, its target deferred. Killed then, the broker comes
+    back Assigning at the same epochs; the first heartbeat after the interval computes the
+    target (as in Kafka 4.4, nothing computes it without a heartbeat) and answers with it."""
     from wait_for import wait_until
 
     with BrokerProcess([]) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic(TOPIC, 4, 1)])[TOPIC].result(30)
         with RawClient(broker.bootstrap) as c:
-            heartbeat(c, "m-a", 0, [], join=True)
-            heartbeat(c, "m-b", 0, [], join=True)
-            state, group_epoch, assignment_epoch, _ = describe(c)
-            assert (state, group_epoch, assignment_epoch) == ("Assigning", 3, 2)
-            wait_until(lambda: describe(c)[:3] == ("Reconciling", 3, 3), timeout=10,
-                       message="the target assignment computed after the interval")
-            assert {m: target for m, (_, _, target) in describe(c)[3].items()} == {"m-a": [0, 1], "m-b": [2, 3]}
+            a = heartbeat(c, "m-a", 0, [], join=True)
+            b = heartbeat(c, "m-b", 0, [], join=True)
+            before = describe(c)
+        assert before[:3] == ("Assigning", 3, 2)
+        assert {m: target for m, (_, _, target) in before[3].items()} == {"m-a": [0, 1, 2, 3], "m-b": []}
+
+        broker.restart(kill=True)
+
+        with RawClient(broker.bootstrap) as c:
+            assert describe(c) == before
+
+            def told_to_revoke() -> Any:
+                answer = heartbeat(c, "m-a", a.member_epoch)
+                return answer if answer.assignment is not None else None  # None: nothing new
+
+            told = wait_until(told_to_revoke, timeout=10, message="a heartbeat after the interval computing the target")
+            assert sorted(p for _, ps in owned(told) for p in ps) == [0, 1]  # keep 0-1, give up 2-3
+            state, group_epoch, assignment_epoch, members = describe(c)
+            assert (state, group_epoch, assignment_epoch) == ("Reconciling", 3, 3)
+            assert {m: target for m, (_, _, target) in members.items()} == {"m-a": [0, 1], "m-b": [2, 3]}
+            done = heartbeat(c, "m-a", told.member_epoch, owned(told))
+            got = heartbeat(c, "m-b", b.member_epoch)
+            assert sorted(p for _, ps in owned(got) for p in ps) == [2, 3]
+            assert describe(c)[:3] == ("Stable", 3, 3)
+            assert done.member_epoch == got.member_epoch == 3
 
 
 def test_sigkill_with_a_classic_member_in_the_group() -> None:

@@ -14,6 +14,7 @@ timing. Member ids are the scenario's own (v1), or aliased where the broker make
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -47,8 +48,8 @@ def owned_of(answer: Any) -> list[tuple[Any, list[int]]]:
     return [(tp.topic_id, list(tp.partitions)) for tp in answer.assignment.topic_partitions]
 
 
-def describe(run: ScenarioRun, label: str, *groups: str) -> Any:
-    return run.call(DESCRIBE, 1, _label=label, group_ids=[run.group(g) for g in groups],
+def describe(run: ScenarioRun, label: str, *groups: str, _record: bool = True) -> Any:
+    return run.call(DESCRIBE, 1, _label=label, _record=_record, group_ids=[run.group(g) for g in groups],
                     include_authorized_operations=False)
 
 
@@ -447,3 +448,38 @@ def topics_change_under_a_group(run: ScenarioRun) -> None:
 
 def test_topics_change_under_a_group(brokers) -> None:  # type: ignore[no-untyped-def]
     brokers.compare(topics_change_under_a_group)
+
+
+def assignment_interval(run: ScenarioRun) -> None:
+    """KIP-1263's batching at a group's own consumer.assignment.interval.ms (the oracle's brokers
+    assign at once): a new group's first member is assigned in its join; a member joining
+    within the interval waits; once the interval has passed nothing computes the target until
+    a member heartbeats (no background run), and that heartbeat's answer carries it."""
+    from admin_steps import incremental_alter_configs
+    from test_group_configs import GROUP, SET, name, wait_for_group_config
+
+    interval_s = 0.5
+    topics(run)
+    incremental_alter_configs(run, [(GROUP, name(run, "g"), [("consumer.assignment.interval.ms", SET,
+                                                               str(int(interval_s * 1000)))])],
+                              label="a 500 ms assignment interval")
+    wait_for_group_config(run, "g", "consumer.assignment.interval.ms", str(int(interval_s * 1000)))
+    a = join(run, "a joins a new group: assigned at once", "m-a", ["t1"])
+    assigned_at = time.monotonic()
+    b = join(run, "b joins within the interval", "m-b", ["t1"])
+    describe(run, "group epoch ahead of the assignment epoch", "g")
+    # What is checked here is that nothing happens for a while: the wait is the interval, twice.
+    run.wait_until(lambda: time.monotonic() >= assigned_at + 2 * interval_s, "twice the interval")
+    describe(run, "after the interval, before any heartbeat: still assigning", "g")
+    a2 = hb(run, "a's heartbeat computes the target: revoke", "m-a", a.member_epoch)
+    describe(run, "target computed", "g")
+    hb(run, "b waits for a's revocation", "m-b", b.member_epoch)
+    hb(run, "a has revoked", "m-a", a2.member_epoch, owned=owned_of(a2))
+    hb(run, "b gets the released partitions", "m-b", b.member_epoch)
+    describe(run, "stable", "g")
+    hb(run, "a leaves", "m-a", -1)
+    hb(run, "b leaves", "m-b", -1)
+
+
+def test_assignment_interval(brokers) -> None:  # type: ignore[no-untyped-def]
+    brokers.compare(assignment_interval)
