@@ -299,7 +299,8 @@ class Log:
                 # Checked before the first mutation: validation only patched a copy of the records.
                 raise AppendWouldBlock("the append would write a checkpoint or fsync")
             segment = self._maybe_roll(len(data), info, now, nonblocking=nonblocking)
-            if first_epoch >= 0:  # all batches of an append carry the leader's epoch
+            if first_epoch >= 0 and not nonblocking:  # all batches of an append carry the leader's epoch
+                # (a nonblocking append has checked already that its epoch is not a new one)
                 self.leader_epoch_cache.assign(first_epoch, batches[0][0].base_offset)
             if fault_injection.hit("append.torn"):
                 segment.log.append(memoryview(data)[: max(1, len(data) // 2)])

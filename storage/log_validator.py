@@ -33,6 +33,7 @@ from wire.records import (
     decode_columns,
     decode_records,
     iter_batch_headers,
+    read_batch_header,
     validate_batch,
 )
 
@@ -88,6 +89,12 @@ def _record_validation_error(errors: list[RecordError], any_timestamp_error: boo
 class LogValidator:
     def __init__(self, config: LogConfig) -> None:
         self.config = config
+        # What every append reads from the topic's config, derived once per config (a config
+        # change makes a new validator): the produce path's per-batch cost is these lookups.
+        self._target_codec = _TOPIC_CODECS.get(config.compression_type)  # None = keep the producer's codec
+        self._log_append = config.log_append_time
+        self._max_message_bytes = config.max_message_bytes
+        self._compact = config.compact
 
     def validate_and_assign_offsets(self, records: bytes | bytearray | memoryview, offset_counter: int,
                                     now_ms: int, partition_leader_epoch: int, *,
@@ -107,11 +114,17 @@ class LogValidator:
             buf = records
         else:
             buf = bytearray(records)
-        batches: list[tuple[BatchHeader, int]] = [(bp.header, bp.position) for bp in iter_batch_headers(buf, strict=True)]
+        batches: list[tuple[BatchHeader, int]]
+        first = read_batch_header(buf, 0) if len(buf) else None
+        if first is not None and first.batch_length + LOG_OVERHEAD == len(buf):
+            batches = [(first, 0)]  # a client's one batch per partition (Produce v3+): no walk
+        else:
+            batches = [(bp.header, bp.position) for bp in iter_batch_headers(buf, strict=True)]
         if not batches:
             raise CorruptRecordError("produce request carries no record batch")
-        target_codec = _TOPIC_CODECS.get(config.compression_type)  # None = keep the producer's codec
-        log_append = config.log_append_time
+        target_codec = self._target_codec
+        log_append = self._log_append
+        max_message_bytes = self._max_message_bytes
         needs_recompression = False
 
         for header, pos in batches:
@@ -120,9 +133,9 @@ class LogValidator:
                 raise InvalidRecordError(f"The baseOffset of the record batch in the append to {tp} should be 0, "
                                          f"but it is {header.base_offset}")
             size = header.batch_length + LOG_OVERHEAD
-            if size > config.max_message_bytes:
+            if size > max_message_bytes:
                 raise RecordTooLargeError(f"The record batch size in the append to {tp} is {size} bytes which "
-                                          f"exceeds the maximum configured value of {config.max_message_bytes}.")
+                                          f"exceeds the maximum configured value of {max_message_bytes}.")
             if not from_client:
                 validate_batch(buf, pos, from_client=False)
                 continue
@@ -211,10 +224,10 @@ class LogValidator:
         per-batch cost requires.
         """
         config = self.config
-        create_time = not config.log_append_time
+        create_time = not self._log_append
         claims_log_append = bool(header.attributes & TIMESTAMP_TYPE_MASK)
         before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
-        check_keys = config.compact
+        check_keys = self._compact
         check_timestamps = create_time and (now_ms - before > NO_TIMESTAMP or header.max_timestamp - now_ms > after)
         check_type = not create_time and claims_log_append
         if not (check_keys or check_timestamps or check_type):
@@ -255,8 +268,6 @@ class LogValidator:
     def _recompress(self, buf: bytearray | memoryview, batches: list[tuple[BatchHeader, int]],
                     codec: CompressionType) -> tuple[bytearray, list[tuple[BatchHeader, int]]]:
         """Rewrite batches whose codec differs from the topic's compression.type."""
-        from wire.records import read_batch_header
-
         out = bytearray()
         new_batches: list[tuple[BatchHeader, int]] = []
         for header, pos in batches:
