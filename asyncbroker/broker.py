@@ -314,7 +314,7 @@ class Broker:
         from asyncbroker.replica_manager import ReplicaManager
 
         self.replica_manager = ReplicaManager(
-            get_log=self.get_log, hosts_topic=lambda name: self.topics.get(name) is not None,
+            get_log=self.log_manager.get_log, hosts_topic=self.topics.exists,
             fetch_waiters=self.fetch_waiters, run_blocking=self.run_blocking, cleaner=lambda: self.cleaner,
             checkpoint_log_start_offsets=self.log_jobs.checkpoint_log_start_offsets_now,
             clock_ms=self.clock.milliseconds, transaction_coordinator=lambda: self.transaction_coordinator,

@@ -371,7 +371,8 @@ def _append(a: _Append, *, nonblocking: bool) -> None:
     r.base_offset = info.first_offset
     r.log_append_time = info.log_append_time
     r.log_start_offset = info.log_start_offset
-    r.record_errors = list(info.record_errors or [])
+    if info.record_errors:
+        r.record_errors = list(info.record_errors)
     a.appended_bytes = info.valid_bytes
     a.appended_records = info.num_messages
 
@@ -541,7 +542,8 @@ class ReplicaManager:
         """
         results: dict[TopicPartition, PartitionResult] = {}
         logs: dict[TopicPartition, Any] = {}
-        for tp in entries:
+        to_append: dict[TopicPartition, Buffer] = {}
+        for tp, records in entries.items():
             r = results[tp] = PartitionResult(tp.partition)
             if acks not in (0, 1, -1):
                 r.fail(InvalidRequiredAcksError(f"Invalid required acks: {acks}"))
@@ -554,7 +556,7 @@ class ReplicaManager:
                 r.fail(UnknownTopicOrPartitionError("This server does not host this topic-partition."))
                 continue
             logs[tp] = log_
-        to_append = {tp: entries[tp] for tp in logs}
+            to_append[tp] = records
         if transactional_id is not None and to_append and self._verification_enabled():
             for tp, refused in (await _verify_transaction(self._transaction_coordinator(), logs, produce_version,
                                                           transactional_id, to_append)).items():

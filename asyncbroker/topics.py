@@ -171,6 +171,9 @@ class TopicManager:
     def get(self, name: str) -> TopicMetadata | None:
         return self._topics.get(name)
 
+    def exists(self, name: str) -> bool:
+        return name in self._topics
+
     def all(self) -> list[TopicMetadata]:
         return list(self._topics.values())
 
