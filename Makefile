@@ -27,7 +27,7 @@ NODE_HEADERS := $(shell dirname "$$(dirname "$$(readlink -f "$$(command -v node)
 # are compiled again.
 BYTECODE := $(PY) -m compileall -q asyncbroker storage wire cleaner pipeline
 
-.PHONY: run test bench torture kcat jdk jvm node browser clean
+.PHONY: run test bench torture kcat ss jdk jvm node browser clean
 
 # apt-get install of the packages named, as root or through sudo. `make test` runs its installs
 # side by side, and two apt-get runs at once fail on dpkg's lock: flock makes them take turns.
@@ -53,6 +53,11 @@ $(TEST_STAMP): $(INSTALL_INPUTS) | $(PY)
 kcat:
 	@command -v kcat >/dev/null 2>&1 || { \
 	  $(call apt_install,kcat); }
+
+# iproute2's ss: the socket tests read the broker's accepted sockets as the kernel keeps them.
+ss:
+	@command -v ss >/dev/null 2>&1 || { \
+	  $(call apt_install,iproute2); }
 
 # Java 17 and Maven are on the machine; install them where they are not.
 jdk:
@@ -115,7 +120,7 @@ TEST_WORKERS ?= 2
 # The installs run side by side (pip and Maven mostly download; librdkafka, for the Node.js
 # client, compiles), then the suite.
 test:
-	@$(MAKE) --no-print-directory -j4 $(TEST_STAMP) kcat jvm node browser
+	@$(MAKE) --no-print-directory -j4 $(TEST_STAMP) kcat ss jvm node browser
 	@$(BYTECODE)
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --check-session-log-dirs
 

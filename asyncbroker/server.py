@@ -139,9 +139,10 @@ class KafkaServer:
         for endpoint, context in listeners:
             name = endpoint.listener_name
             log.info("Created data-plane acceptor and processors for endpoint : ListenerName(%s)", name)
-            sock = _listen(endpoint.host or "0.0.0.0", endpoint.port)
+            sock = _listen(endpoint.host or "0.0.0.0", endpoint.port, self.config.socket_receive_buffer_bytes)
             self._sockets.append(sock)
-            acceptor = Acceptor(name, sock, context, quotas, self._connection_factory(broker, name))
+            acceptor = Acceptor(name, sock, context, quotas, self._connection_factory(broker, name),
+                                send_buffer_bytes=self.config.socket_send_buffer_bytes)
             self._acceptors.append(loop.create_task(acceptor.run(), name=f"acceptor-{name}"))
             host, port = sock.getsockname()[:2]
             self.bound[name] = (host, port)
@@ -268,14 +269,36 @@ class KafkaServer:
         log.info("[KafkaServer id=%d] shut down completed", self.config.node_id)
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    """A non-blocking listening socket (SO_REUSEADDR, backlog 1024) on host:port."""
+USE_DEFAULT_BUFFER_SIZE = -1
+"""socket.send.buffer.bytes / socket.receive.buffer.bytes: leave the buffer to the OS."""
+
+
+def _listen(host: str, port: int, receive_buffer_bytes: int = USE_DEFAULT_BUFFER_SIZE) -> socket.socket:
+    """A non-blocking listening socket (SO_REUSEADDR, backlog 1024) on host:port.
+
+    socket.receive.buffer.bytes is SO_RCVBUF of the listening socket, set before it binds, as
+    Kafka's SocketServer sets it: accepted sockets inherit it, and the TCP window scale each
+    connection agrees on follows from it."""
     # An ASCII host goes to getaddrinfo as bytes: a str is always run through the "idna" codec,
     # whose import (stringprep, unicodedata) is half a MB of a broker's idle memory.
     name: str | bytes = host.encode("ascii") if host.isascii() else host
     family = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-    sock = socket.create_server((host, port), family=family, backlog=1024)
-    sock.setblocking(False)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # as socket.create_server
+        if receive_buffer_bytes != USE_DEFAULT_BUFFER_SIZE:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_bytes)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise OSError(exc.errno, f"{exc.strerror} (while attempting to bind on address {(host, port)!r})") from None
+        sock.listen(1024)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
     return sock
 
 
@@ -286,12 +309,14 @@ class Acceptor:
     slot (until ssl handshake times out) but never the acceptor."""
 
     def __init__(self, listener_name: str, sock: socket.socket, context: ssl.SSLContext | None,
-                 quotas: ConnectionQuotas, protocol: Callable[[str], KafkaConnection]) -> None:
+                 quotas: ConnectionQuotas, protocol: Callable[[str], KafkaConnection], *,
+                 send_buffer_bytes: int = USE_DEFAULT_BUFFER_SIZE) -> None:
         self.listener_name = listener_name
         self.sock = sock
         self.context = context
         self.quotas = quotas
         self.protocol = protocol
+        self.send_buffer_bytes = send_buffer_bytes  # socket.send.buffer.bytes
         self._starting: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
@@ -320,7 +345,11 @@ class Acceptor:
     async def _start(self, conn: socket.socket, ip: str) -> None:
         loop = asyncio.get_running_loop()
         try:
+            # Kafka's SocketServer: no Nagle, TCP keepalive, and SO_SNDBUF from socket.send.buffer.bytes.
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if self.send_buffer_bytes != USE_DEFAULT_BUFFER_SIZE:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
             await loop.connect_accepted_socket(lambda: self.protocol(ip), conn, ssl=self.context)
         except (OSError, ssl.SSLError, asyncio.TimeoutError) as exc:
             # The connection never started (a failed TLS handshake): its slot is free again.
