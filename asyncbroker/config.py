@@ -190,6 +190,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     num_io_threads: int = broker_default("num.io.threads")
     socket_send_buffer_bytes: int = broker_default("socket.send.buffer.bytes")
     socket_receive_buffer_bytes: int = broker_default("socket.receive.buffer.bytes")
+    socket_listen_backlog_size: int = broker_default("socket.listen.backlog.size")
     socket_request_max_bytes: int = broker_default("socket.request.max.bytes")
     connections_max_idle_ms: int = broker_default("connections.max.idle.ms")
     queued_max_requests: int = broker_default("queued.max.requests")

@@ -139,7 +139,8 @@ class KafkaServer:
         for endpoint, context in listeners:
             name = endpoint.listener_name
             log.info("Created data-plane acceptor and processors for endpoint : ListenerName(%s)", name)
-            sock = _listen(endpoint.host or "0.0.0.0", endpoint.port, self.config.socket_receive_buffer_bytes)
+            sock = _listen(endpoint.host or "0.0.0.0", endpoint.port, self.config.socket_receive_buffer_bytes,
+                           self.config.socket_listen_backlog_size)
             self._sockets.append(sock)
             acceptor = Acceptor(name, sock, context, quotas, self._connection_factory(broker, name),
                                 send_buffer_bytes=self.config.socket_send_buffer_bytes)
@@ -273,8 +274,9 @@ USE_DEFAULT_BUFFER_SIZE = -1
 """socket.send.buffer.bytes / socket.receive.buffer.bytes: leave the buffer to the OS."""
 
 
-def _listen(host: str, port: int, receive_buffer_bytes: int = USE_DEFAULT_BUFFER_SIZE) -> socket.socket:
-    """A non-blocking listening socket (SO_REUSEADDR, backlog 1024) on host:port.
+def _listen(host: str, port: int, receive_buffer_bytes: int = USE_DEFAULT_BUFFER_SIZE,
+            backlog: int = 50) -> socket.socket:
+    """A non-blocking listening socket (SO_REUSEADDR, socket.listen.backlog.size) on host:port.
 
     socket.receive.buffer.bytes is SO_RCVBUF of the listening socket, set before it binds, as
     Kafka's SocketServer sets it: accepted sockets inherit it, and the TCP window scale each
@@ -294,7 +296,7 @@ def _listen(host: str, port: int, receive_buffer_bytes: int = USE_DEFAULT_BUFFER
             sock.bind((host, port))
         except OSError as exc:
             raise OSError(exc.errno, f"{exc.strerror} (while attempting to bind on address {(host, port)!r})") from None
-        sock.listen(1024)
+        sock.listen(backlog)
         sock.setblocking(False)
     except BaseException:
         sock.close()

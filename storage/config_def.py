@@ -332,6 +332,8 @@ _BROKER_KEYS = [
     _broker("num.io.threads", I, 8, "Threads of the pool that runs blocking disk work (appends, reads, fsync).", AtLeast(1), dynamic=True),
     _broker("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF for client sockets; -1 keeps the OS default.", AtLeast(-1)),
     _broker("socket.receive.buffer.bytes", I, 102400, "SO_RCVBUF for client sockets; -1 keeps the OS default.", AtLeast(-1)),
+    _broker("socket.listen.backlog.size", I, 50, "The most pending connections a listening socket queues "
+            "(the kernel's somaxconn caps it).", AtLeast(1)),
     _broker("socket.request.max.bytes", I, 104857600, "The largest request frame accepted; larger frames close the connection.", AtLeast(1)),
     _broker("connections.max.idle.ms", L, 600000, "Idle connections are closed after this many milliseconds."),
     # -- SASL, for SASL_PLAINTEXT and SASL_SSL listeners (asyncbroker.sasl_authenticator); each

@@ -1,6 +1,7 @@
-"""The kernel's view of a broker's accepted TCP sockets, read with `ss` (iproute2) from outside
-the broker's process: their buffer sizes and whether TCP keepalive is on. Kafka's settings
-(socket.send.buffer.bytes, socket.receive.buffer.bytes, SO_KEEPALIVE) show only there."""
+"""The kernel's view of a broker's TCP sockets, read with `ss` (iproute2) from outside the
+broker's process: the accepted sockets' buffer sizes and whether TCP keepalive is on, the
+listening socket's backlog. Kafka's settings (socket.send.buffer.bytes,
+socket.receive.buffer.bytes, SO_KEEPALIVE, socket.listen.backlog.size) show only there."""
 
 from __future__ import annotations
 
@@ -28,6 +29,15 @@ def accepted_sockets(port: int, peer_port: int | None = None) -> list[SocketStat
     out = subprocess.run(["ss", "-H", "-t", "-n", "-m", "-o", "state", "established", match],
                          capture_output=True, text=True, timeout=10, check=True).stdout
     return [SocketStats(int(m["rb"]), int(m["tb"]), m["kind"] == "keepalive") for m in _SOCKET.finditer(out)]
+
+
+def listen_backlog(bootstrap: str) -> int:
+    """The backlog of the socket listening at `bootstrap` (ss shows it as a listener's Send-Q)."""
+    port = int(bootstrap.rsplit(":", 1)[1])
+    out = subprocess.run(["ss", "-H", "-l", "-t", "-n", f"( sport = :{port} )"],
+                         capture_output=True, text=True, timeout=10, check=True).stdout
+    (line,) = out.splitlines()
+    return int(line.split()[2])  # State Recv-Q Send-Q Local Peer
 
 
 def served_connection(bootstrap: str) -> socket.socket:
