@@ -193,6 +193,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     socket_listen_backlog_size: int = broker_default("socket.listen.backlog.size")
     socket_request_max_bytes: int = broker_default("socket.request.max.bytes")
     connections_max_idle_ms: int = broker_default("connections.max.idle.ms")
+    connection_failed_authentication_delay_ms: int = broker_default("connection.failed.authentication.delay.ms")
     queued_max_requests: int = broker_default("queued.max.requests")
     max_connections: int = broker_default("max.connections")
     max_connections_per_ip: int = broker_default("max.connections.per.ip")

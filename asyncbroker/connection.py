@@ -322,7 +322,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     async def _serve_one(self, frame: Any) -> None:
         session = self._ctx.session
         if session.sasl is not None and session.sasl.raw_tokens and not session.authenticated:
-            self._raw_sasl_token(bytes(frame))
+            if not self._raw_sasl_token(bytes(frame)):
+                await self._failed_authentication_delay()
+                self._abort()
             return
         try:
             header, body_offset = parse_request_header(frame)
@@ -402,6 +404,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._closed:
             _release_files(result)
             return
+        if session.close_after_response:
+            await self._failed_authentication_delay()
         resp_header = encode_response_header(
             header.correlation_id, response_header_version(header.api_key, header.api_version)
         )
@@ -438,9 +442,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self._reading_paused and not self._closed and not self._closing:
             self._transport.resume_reading()
 
-    def _raw_sasl_token(self, token: bytes) -> None:
-        """A SASL token after a SaslHandshake v0: answered with the bare next token; a failed
-        authentication just closes (there is no answer to carry an error)."""
+    def _raw_sasl_token(self, token: bytes) -> bool:
+        """A SASL token after a SaslHandshake v0: answered with the bare next token. False for a
+        failed authentication, which the caller closes (there is no answer to carry an error)."""
         from asyncbroker.sasl_authenticator import AuthenticationFailed
 
         session = self._ctx.session
@@ -448,13 +452,25 @@ class KafkaConnection(asyncio.BufferedProtocol):
             answer, principal = session.sasl.authenticate(token)
         except AuthenticationFailed as exc:
             log.info("Failed authentication with %s (%s)", self._peer, exc)
-            self._abort()
-            return
+            return False
         if principal is not None:
             session.principal, session.authenticated = principal, True
             self._frames.max_size = self._broker.socket_request_max_bytes
         if self._transport is not None and not self._closed:
             self._transport.write(_SIZE.pack(len(answer)) + answer)
+        return True
+
+    async def _failed_authentication_delay(self) -> None:
+        """connection.failed.authentication.delay.ms: as Kafka does, a failed authentication is
+        answered and its connection closed only after this delay, and nothing more is read
+        meanwhile, which slows a client that guesses credentials."""
+        delay_ms = self._broker.config.connection_failed_authentication_delay_ms
+        if delay_ms <= 0 or self._transport is None or self._closed or self._closing:
+            return  # (a broker shutting down closes at once, as Kafka's does)
+        if not self._reading_paused:
+            self._reading_paused = True
+            self._transport.pause_reading()
+        await asyncio.sleep(delay_ms / 1000)
 
     def _write_frame(self, resp_header: bytes, parts: list[Any], size: int) -> None:
         transport = self._transport

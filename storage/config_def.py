@@ -336,6 +336,8 @@ _BROKER_KEYS = [
             "(the kernel's somaxconn caps it).", AtLeast(1)),
     _broker("socket.request.max.bytes", I, 104857600, "The largest request frame accepted; larger frames close the connection.", AtLeast(1)),
     _broker("connections.max.idle.ms", L, 600000, "Idle connections are closed after this many milliseconds."),
+    _broker("connection.failed.authentication.delay.ms", I, 100, "A failed authentication is answered, and its "
+            "connection closed, this many milliseconds late (keep it below connections.max.idle.ms).", AtLeast(0)),
     # -- SASL, for SASL_PLAINTEXT and SASL_SSL listeners (asyncbroker.sasl_authenticator); each
     # listener's JAAS config is the pattern key listener.name.<listener>.<mechanism>.sasl.jaas.config
     _broker("sasl.enabled.mechanisms", LS, ["GSSAPI"], "SASL mechanisms SASL listeners offer: PLAIN, SCRAM-SHA-256, "

@@ -377,3 +377,43 @@ def test_java_client_hears_the_authentication_failure(broker: BrokerProcess, tls
     assert "SaslAuthenticationException" in output, output[-3000:]
     assert SCRAM_FAILED.format("SCRAM-SHA-256") in output, output[-3000:]
     assert broker.returncode is None
+
+
+def _failed_plain_authentication(port: int, handshake_version: int) -> tuple[float, bytes]:
+    """A wrong PLAIN password (a SaslAuthenticate v2, or a bare token after SaslHandshake v0):
+    the seconds from sending it to the broker's answer, and that answer (b"" when it only closes)."""
+    def frame(body: bytes) -> bytes:
+        return struct.pack(">i", len(body)) + body
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(frame(struct.pack(">hhih", 17, handshake_version, 1, 1) + b"t" + struct.pack(">h", 5) + b"PLAIN"))
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        assert struct.unpack_from(">ih", s.recv(size, socket.MSG_WAITALL)) == (1, 0)
+        token = b"\x00alice\x00wrong"
+        sent = time.monotonic()
+        if handshake_version == 0:
+            s.sendall(frame(token))
+        else:  # SaslAuthenticate v2: auth_bytes as compact bytes, no tagged fields
+            s.sendall(frame(struct.pack(">hhih", 36, 2, 2, 1) + b"t" + b"\x00" + bytes([len(token) + 1]) + token + b"\x00"))
+        answer = s.recv(65536)
+        waited = time.monotonic() - sent
+        while answer and (more := s.recv(65536)):  # then the connection closes
+            answer += more
+        return waited, answer
+
+
+@pytest.mark.parametrize("handshake_version", [0, 1], ids=["bare-token", "sasl-authenticate"])
+def test_a_failed_authentication_is_answered_after_the_configured_delay(tls: TlsFiles, handshake_version: int) -> None:
+    """connection.failed.authentication.delay.ms (Kafka's 100 ms by default; tests/oracle's
+    test_authorizer compares the default with Kafka): the answer to a failed authentication,
+    or the close of a bare-token one, comes no sooner than the delay; the broker serves on."""
+    with BrokerProcess([*broker_overrides(tls), "connection.failed.authentication.delay.ms=600"]) as b:
+        waited, answer = _failed_plain_authentication(b.listener_ports["SASL_PLAINTEXT"], handshake_version)
+        assert waited >= 0.6
+        if handshake_version == 0:
+            assert answer == b""  # a bare token's failure has no answer: the connection closes
+        else:
+            # correlation id, the header's empty tagged fields, SASL_AUTHENTICATION_FAILED
+            assert struct.unpack_from(">iibh", answer)[1:] == (2, 0, 58)
+        assert round_trip({"bootstrap.servers": b.bootstrap_for("PLAINTEXT")}, fresh_topic(),
+                          [b"still serving"]) == [b"still serving"]

@@ -6,10 +6,15 @@ with PLAIN users alice and bob, who get only what ACLs give them.
 The ACL APIs themselves (each resource type, invalid bindings, every filter kind), a
 principal with no ACL against every API it could call, ACLs that grant and deny (prefixes,
 wildcards, hosts, implied operations, DENY over ALLOW) and the transaction APIs under ACLs.
+And, on the same SASL listener, how a failed authentication is answered: late, by
+connection.failed.authentication.delay.ms, then closed.
 """
 
 from __future__ import annotations
 
+import socket
+import struct
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -32,7 +37,7 @@ from admin_steps import (
 )
 from asyncbroker.testing import BrokerProcess
 from data_steps import delete_records, fetch_topics, list_offsets_topics, offset_for_leader_epoch, produce_topics
-from differential import ScenarioRun, batch, compare, entity, request_class_name
+from differential import Connection, ScenarioRun, batch, compare, entity, request_class_name
 from jvm.kafka_jvm import ASYNCBROKER_ORACLE_OVERRIDES, KafkaServer
 from steps import create_topic, produce
 
@@ -457,3 +462,47 @@ def test_share_group_offsets_under_acls(secured: SecuredBrokers) -> None:
         describe_offsets(run, "what is left, seen by the super user", {"g": None})
 
     secured.compare(scenario)
+
+
+# -- failed authentication ------------------------------------------------------------------------
+
+FAILED_AUTHENTICATION_DELAY_S = 0.1  # connection.failed.authentication.delay.ms, Kafka's default
+
+
+def _failed_authentications(sasl_bootstrap: str) -> list[tuple[str, int | None, bool, bool]]:
+    """Each way to fail authenticating: (what, the answer's error code or None when there is
+    none, whether the answer or close took at least the delay, whether the connection then closed)."""
+    def closed(sock: socket.socket) -> bool:
+        sock.settimeout(10)
+        return sock.recv(1) == b""
+
+    out: list[tuple[str, int | None, bool, bool]] = []
+    c = Connection(sasl_bootstrap)
+    sent = time.monotonic()
+    answer = c.receive(17, 1, c.send(entity(17, 1, "SaslHandshakeRequest", mechanism="NOPE")))
+    out.append(("unsupported mechanism", answer.error_code, time.monotonic() - sent >= FAILED_AUTHENTICATION_DELAY_S,
+                closed(c.sock)))
+    c.close()
+    c = Connection(sasl_bootstrap)
+    c.receive(17, 1, c.send(entity(17, 1, "SaslHandshakeRequest", mechanism="PLAIN")))
+    sent = time.monotonic()
+    answer = c.receive(36, 2, c.send(entity(36, 2, "SaslAuthenticateRequest", auth_bytes=b"\0alice\0wrong")))
+    out.append(("wrong password", answer.error_code, time.monotonic() - sent >= FAILED_AUTHENTICATION_DELAY_S,
+                closed(c.sock)))
+    c.close()
+    c = Connection(sasl_bootstrap)
+    c.receive(17, 0, c.send(entity(17, 0, "SaslHandshakeRequest", mechanism="PLAIN")))
+    token = b"\0alice\0wrong"
+    sent = time.monotonic()
+    c.sock.sendall(struct.pack(">i", len(token)) + token)  # after a v0 handshake: a bare token
+    out.append(("wrong password, bare token", None, closed(c.sock) and time.monotonic() - sent >= FAILED_AUTHENTICATION_DELAY_S,
+                True))
+    c.close()
+    return out
+
+
+def test_a_failed_authentication_is_answered_late_then_closed(secured: SecuredBrokers) -> None:
+    kafka = _failed_authentications(secured.kafka.sasl_bootstrap)
+    assert kafka == [("unsupported mechanism", 33, True, True), ("wrong password", 58, True, True),
+                     ("wrong password, bare token", None, True, True)]
+    assert _failed_authentications(secured.ours.bootstrap_for("SASL_PLAINTEXT")) == kafka
