@@ -47,8 +47,8 @@ def served_connection(bootstrap: str) -> socket.socket:
     sock = socket.create_connection((host.strip("[]"), int(port)), timeout=10)
     header = struct.pack(">hhih", 18, 0, 1, 4) + b"test"  # ApiVersions v0, client id "test"
     sock.sendall(struct.pack(">i", len(header)) + header)
-    (size,) = struct.unpack(">i", _read(sock, 4))
-    _read(sock, size)
+    (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
+    sock.recv(size, socket.MSG_WAITALL)
     return sock
 
 
@@ -58,12 +58,3 @@ def accepted_socket_of(bootstrap: str) -> SocketStats:
         (found,) = accepted_sockets(int(bootstrap.rsplit(":", 1)[1]), sock.getsockname()[1])
         return found
 
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        data += chunk
-    return data
