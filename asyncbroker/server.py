@@ -274,8 +274,7 @@ USE_DEFAULT_BUFFER_SIZE = -1
 """socket.send.buffer.bytes / socket.receive.buffer.bytes: leave the buffer to the OS."""
 
 
-def _listen(host: str, port: int, receive_buffer_bytes: int = USE_DEFAULT_BUFFER_SIZE,
-            backlog: int = 50) -> socket.socket:
+def _listen(host: str, port: int, receive_buffer_bytes: int, backlog: int) -> socket.socket:
     """A non-blocking listening socket (SO_REUSEADDR, socket.listen.backlog.size) on host:port.
 
     socket.receive.buffer.bytes is SO_RCVBUF of the listening socket, set before it binds, as
@@ -312,7 +311,7 @@ class Acceptor:
 
     def __init__(self, listener_name: str, sock: socket.socket, context: ssl.SSLContext | None,
                  quotas: ConnectionQuotas, protocol: Callable[[str], KafkaConnection], *,
-                 send_buffer_bytes: int = USE_DEFAULT_BUFFER_SIZE) -> None:
+                 send_buffer_bytes: int) -> None:
         self.listener_name = listener_name
         self.sock = sock
         self.context = context

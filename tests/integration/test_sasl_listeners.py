@@ -382,19 +382,15 @@ def test_java_client_hears_the_authentication_failure(broker: BrokerProcess, tls
 def _failed_plain_authentication(port: int, handshake_version: int) -> tuple[float, bytes]:
     """A wrong PLAIN password (a SaslAuthenticate v2, or a bare token after SaslHandshake v0):
     the seconds from sending it to the broker's answer, and that answer (b"" when it only closes)."""
-    def frame(body: bytes) -> bytes:
-        return struct.pack(">i", len(body)) + body
-
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(frame(struct.pack(">hhih", 17, handshake_version, 1, 1) + b"t" + struct.pack(">h", 5) + b"PLAIN"))
-        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-        assert struct.unpack_from(">ih", s.recv(size, socket.MSG_WAITALL)) == (1, 0)
+        s.sendall(_frame(struct.pack(">hhih", 17, handshake_version, 1, 1) + b"t" + struct.pack(">h", 5) + b"PLAIN"))
+        assert struct.unpack_from(">ih", _read_frame(s)) == (1, 0)
         token = b"\x00alice\x00wrong"
         sent = time.monotonic()
         if handshake_version == 0:
-            s.sendall(frame(token))
+            s.sendall(_frame(token))
         else:  # SaslAuthenticate v2: auth_bytes as compact bytes, no tagged fields
-            s.sendall(frame(struct.pack(">hhih", 36, 2, 2, 1) + b"t" + b"\x00" + bytes([len(token) + 1]) + token + b"\x00"))
+            s.sendall(_frame(struct.pack(">hhih", 36, 2, 2, 1) + b"t" + b"\x00" + bytes([len(token) + 1]) + token + b"\x00"))
         answer = s.recv(65536)
         waited = time.monotonic() - sent
         while answer and (more := s.recv(65536)):  # then the connection closes
