@@ -164,7 +164,10 @@ def note_remote_tier(run: ScenarioRun, root: Path, symbol: str, partitions: tupl
 
 
 def remote_starts(root: Path, run: ScenarioRun, symbol: str, partition: int = 0) -> list[int]:
-    return [s for s, files in remote_segments(root, run, symbol, partition).items() if "log" in files]
+    """Start offsets of the segments with any file left in the remote tier. A deletion removes a
+    segment's files one by one, its .log first (in both brokers' storage managers): waiting for
+    the .log alone let note_remote_tier catch a deleted segment's indexes still there."""
+    return list(remote_segments(root, run, symbol, partition))
 
 
 # -- recorded reads ------------------------------------------------------------------------------
