@@ -470,7 +470,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()
-        await asyncio.sleep(delay_ms / 1000)
+        # The whole delay, never less: the loop's timers keep whole milliseconds, and one set for
+        # 100 ms fired after 99.6.
+        deadline = time.monotonic() + delay_ms / 1000
+        while (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(left)
 
     def _write_frame(self, resp_header: bytes, parts: list[Any], size: int) -> None:
         transport = self._transport
