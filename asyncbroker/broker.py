@@ -41,6 +41,7 @@ from wire.errors import TopicExistsError
 
 from asyncbroker.adjustable_clock import AdjustableClock
 from asyncbroker.config import KafkaConfig
+from asyncbroker.fetch_session import FetchManager
 from asyncbroker.fetch_waiters import FetchWaiters
 from asyncbroker.handlers import HandlerRegistry
 from asyncbroker.log_jobs import LogJobs
@@ -91,6 +92,7 @@ class Broker:
         self.use_sendfile = True
         self.handlers = HandlerRegistry.discover()
         self.fetch_waiters = FetchWaiters()
+        self.fetch_manager = FetchManager(config.max_incremental_fetch_session_cache_slots, self.clock.milliseconds)
         # listener name -> (host, port) clients that came in on it are told (Metadata).
         # The first one's is the broker's address outside a connection (logs, tests).
         self.advertised: dict[str, tuple[str, int]] = {

@@ -237,6 +237,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     message_max_bytes: int = broker_default("message.max.bytes")
     max_decompressed_message_bytes: int = broker_default("max.decompressed.message.bytes")
     fetch_max_bytes: int = broker_default("fetch.max.bytes")
+    max_incremental_fetch_session_cache_slots: int = broker_default("max.incremental.fetch.session.cache.slots")
     min_insync_replicas: int = broker_default("min.insync.replicas")
     unclean_leader_election_enable: bool = broker_default("unclean.leader.election.enable")
     compression_type: str = broker_default("compression.type")

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from cleaner.log_cleaner import LogCleaner
     from storage.log_manager import LogManager
 
+    from asyncbroker.fetch_session import FetchManager
     from asyncbroker.topics import TopicManager
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ class ScrapedBroker(Protocol):
     def topics(self) -> TopicManager: ...
     @property
     def cleaner(self) -> LogCleaner | None: ...
+    @property
+    def fetch_manager(self) -> FetchManager: ...
     @property
     def loop(self) -> asyncio.AbstractEventLoop | None: ...
     async def cleaner_ready(self) -> LogCleaner: ...
@@ -166,6 +169,31 @@ class _CleanerCollector:
                 family = GaugeMetricFamily(metric, f"LogCleaner {name}")
                 family.add_metric([], float(value))
             yield family
+
+
+class _FetchSessionCollector:
+    """Kafka's FetchSessionCache metrics (NumIncrementalFetchSessions,
+    NumIncrementalFetchPartitionsCached, IncrementalFetchSessionEvictionsPerSec as a count)."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._metrics = metrics
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        broker = self._metrics.broker
+        if broker is None:
+            return
+        cache = broker.fetch_manager.cache
+        yield GaugeMetricFamily("asyncbroker_incremental_fetch_sessions", "Incremental fetch sessions cached",
+                                value=cache.sessions)
+        yield GaugeMetricFamily("asyncbroker_incremental_fetch_partitions_cached",
+                                "Partitions in the cached incremental fetch sessions", value=cache.partitions_cached)
+        yield CounterMetricFamily("asyncbroker_incremental_fetch_session_evictions",
+                                  "Incremental fetch sessions evicted to make room for new ones", value=cache.evictions)
 
 
 class _RemoteLogCollector:
@@ -324,6 +352,7 @@ class BrokerMetrics:
             registry.register(_LogCollector(self))
             registry.register(_CleanerCollector(self))
             registry.register(_RemoteLogCollector(self))
+            registry.register(_FetchSessionCollector(self))
             self._registry = registry
         return self._registry
 

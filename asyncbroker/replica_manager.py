@@ -137,6 +137,10 @@ class PartitionRead:
         other.log, other.error, other.diverging_epoch = self.log, self.error, self.diverging_epoch
         return other
 
+    def release(self) -> None:
+        """Drop what the read found (closing its file region): an answer that leaves it out."""
+        _release(self)
+
     def take_result(self, other: "PartitionRead") -> None:
         """What a read of `other` (a clone of this request) found."""
         _release(self)
@@ -618,6 +622,12 @@ class ReplicaManager:
                 r.error = r.error or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 r.aborted = []
                 unhosted.append(r)
+                continue
+            if r.topic_id is not None and log_.topic_id is not None and r.topic_id != log_.topic_id:
+                # A fetch session's partition, kept by id, of a topic since deleted and created
+                # again under its name (as Kafka's ReplicaManager checks).
+                r.error = ErrorCode.INCONSISTENT_TOPIC_ID
+                served.append(r)
                 continue
             try:
                 r.diverging_epoch = _check_epochs(log_, replica_id, r)

@@ -417,6 +417,9 @@ _BROKER_KEYS = [
     _broker("max.decompressed.message.bytes", I, 2147483639,
             "Default of the topic key max.decompressed.message.bytes; stored and described, not enforced yet.", Between(1, 2147483639), dynamic=True),
     _broker("fetch.max.bytes", I, 57671680, "Upper bound on the bytes returned by one Fetch.", AtLeast(1024)),
+    _broker("max.incremental.fetch.session.cache.slots", I, 1000, "Incremental fetch sessions (KIP-227) the broker "
+            "keeps, split over 8 cache shards; a consumer gets none (and fetches in full) while its shard is full.",
+            AtLeast(0)),
     _broker("min.insync.replicas", I, 1, "Default of the topic key min.insync.replicas.", AtLeast(1), dynamic=True),
     _broker("unclean.leader.election.enable", B, False, "Default of the topic key; no effect on a single node.", dynamic=True),
     _broker("compression.type", S, "producer", "Default compression of stored batches; 'producer' keeps what the producer sent.",

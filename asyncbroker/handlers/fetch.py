@@ -12,10 +12,11 @@ waiters (registered before the first read, so no append is missed) until
 appends bring enough bytes, max_wait passes, or the broker shuts down; then
 it reads once more and answers.
 
-Fetch sessions (KIP-227) are not kept. A full fetch (session epoch 0 or -1)
-is answered sessionless with session id 0, which tells a client asking for a
-session (epoch 0) to keep sending full fetches; an incremental fetch (any
-other epoch) names a session this broker cannot have: FETCH_SESSION_ID_NOT_FOUND.
+Fetch sessions (KIP-227): the FetchManager (asyncbroker.fetch_session) gives
+each Fetch its context, which says what to read (an incremental fetch reads
+every partition of its session) and which partitions the answer carries. A
+session id that no cache shard can hold fails the request, as Kafka's lookup
+does: UNKNOWN_SERVER_ERROR at the top and in each partition asked for.
 
 Every partition is led here in leader epoch 0 (Metadata says so): a client's
 current_leader_epoch above it is UNKNOWN_LEADER_EPOCH, last_fetched_epoch is
@@ -26,7 +27,10 @@ replica id is refused, as no other broker replicates from this one.
 
 from __future__ import annotations
 
+import logging
 import time
+import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from wire.errors import ErrorCode
@@ -36,6 +40,7 @@ from wire.response_encoders import FetchPartitionData, FetchTopicData, encode_fe
 
 from asyncbroker.acl_binding import AclOperation
 from asyncbroker.encoded_response import EncodedResponse
+from asyncbroker.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, UnknownShardError
 from asyncbroker.handlers import millis
 from asyncbroker.replica_manager import PartitionRead
 from asyncbroker.request_context import RequestContext
@@ -45,56 +50,62 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.FETCH
 
+log = logging.getLogger(__name__)
+
 READ_COMMITTED = 1
-# Fetch session epochs of a full fetch (KIP-227): open a session, or fetch without one.
-INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
     version = header.api_version
-    session_epoch = getattr(request, "session_epoch", FINAL_EPOCH)
-    if session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
-        # An incremental fetch: it names a session, and this ctx.broker keeps none.
-        return _response(ctx.broker, version, [], error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    broker = ctx.broker
     replica_state = getattr(request, "replica_state", None)
     replica_id = replica_state.replica_id if replica_state is not None else getattr(request, "replica_id", -1)
 
-    reads: list[PartitionRead] = []
     # Kafka keys the request by partition (insertion-ordered): a partition named twice is
     # read once, where it first appeared, with the fields of its later entry.
-    requested: dict[tuple[Any, int], tuple[Any, Any]] = {}
+    fetch_data: dict[tuple[Any, int], PartitionRead] = {}
     for t in request.topics:
-        for p in t.partitions:
-            requested[(t.topic_id if version >= 13 else t.topic, p.partition)] = (t, p)
-    # READ on each topic, asked once per topic (Kafka's filterByAuthorized).
-    may_read: dict[str, bool] = {}
-    for (_key, _index), (t, p) in requested.items():
         if version >= 13:
             # Topic ids (v13+) are resolved here, as KafkaApis does before the ReplicaManager.
-            meta = ctx.broker.topics.by_id(t.topic_id) if t.topic_id is not None else None
-            name = meta.name if meta is not None else None
-            topic_id = t.topic_id
-            unknown_topic = ErrorCode.UNKNOWN_TOPIC_ID if meta is None else ErrorCode.NONE
+            meta = broker.topics.by_id(t.topic_id) if t.topic_id is not None else None
+            name, topic_id = (meta.name if meta is not None else None), t.topic_id
         else:
-            name = t.topic
-            meta = ctx.broker.topics.get(name)
-            topic_id = meta.topic_id if meta is not None else None
-            unknown_topic = ErrorCode.NONE
-        r = PartitionRead(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                          current_leader_epoch=getattr(p, "current_leader_epoch", -1),
-                          last_fetched_epoch=getattr(p, "last_fetched_epoch", -1) if version >= 12 else -1)
-        r.error = unknown_topic
-        if not unknown_topic and name is not None:
-            allowed = may_read.get(name)
-            if allowed is None:
-                allowed = may_read[name] = ctx.authorize_topic(AclOperation.READ, name)
-            if not allowed:
-                r.error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        reads.append(r)
+            name, topic_id = t.topic, None  # by name: no id to hold the log to (Kafka's zero id)
+        for p in t.partitions:
+            fetch_data[(t.topic_id if version >= 13 else t.topic, p.partition)] = PartitionRead(
+                name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                current_leader_epoch=getattr(p, "current_leader_epoch", -1),
+                last_fetched_epoch=getattr(p, "last_fetched_epoch", -1) if version >= 12 else -1)
+    forgotten = [(ft.topic_id if version >= 13 else ft.topic, index)
+                 for ft in getattr(request, "forgotten_topics_data", ()) for index in ft.partitions]
+    try:
+        context = broker.fetch_manager.new_context(
+            version, getattr(request, "session_id", INVALID_SESSION_ID), getattr(request, "session_epoch", FINAL_EPOCH),
+            replica_id >= 0, list(fetch_data.values()), forgotten, _name_of(broker))
+    except UnknownShardError as exc:
+        # Kafka's shard lookup throws (an index out of bounds) and its request fails.
+        log.error("[KafkaApi-%d] Unexpected error handling request %s: fetch session id %s names no fetch "
+                  "session cache shard", broker.node_id, header, exc)
+        return _failed(version, request, ErrorCode.UNKNOWN_SERVER_ERROR)
+    if context.error:
+        return _response(version, [], error=context.error)
+
+    reads = context.reads()
+    # READ on each topic, asked once per topic (Kafka's filterByAuthorized).
+    may_read: dict[str, bool] = {}
+    for r in reads:
+        if r.topic is None:
+            r.error = ErrorCode.UNKNOWN_TOPIC_ID  # an id no topic has (v13+)
+            continue
+        allowed = may_read.get(r.topic)
+        if allowed is None:
+            allowed = may_read[r.topic] = ctx.authorize_topic(AclOperation.READ, r.topic)
+        if not allowed:
+            r.error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     # fetch.max.bytes caps what one response may carry, whatever the client asks; so does a
     # consumer_byte_rate quota (what one window allows: more would be throttled for sure).
-    max_bytes = min(request.max_bytes, ctx.broker.config.fetch_max_bytes)
-    quotas, session, client_id = ctx.broker.quota_managers, ctx.session, header.client_id or ""
+    max_bytes = min(request.max_bytes, broker.config.fetch_max_bytes)
+    quotas, session, client_id = broker.quota_managers, ctx.session, header.client_id or ""
     if quotas.quotas:
         window_bytes = quotas.fetch.max_value_in_quota_window(session.quota_user, client_id)
         if window_bytes is not None:
@@ -103,26 +114,57 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     def parked(ns: int) -> None:
         session.parked_ns += ns
 
-    reads = await ctx.broker.replica_manager.fetch_messages(
+    reads = await broker.replica_manager.fetch_messages(
         reads, replica_id=replica_id, max_wait_ms=millis(request.max_wait), min_bytes=request.min_bytes,
         max_bytes=max_bytes, read_committed=request.isolation_level == READ_COMMITTED,
-        use_file_regions=ctx.broker.use_sendfile, on_parked=parked)
-    response = _response(ctx.broker, version, reads)
+        use_file_regions=broker.use_sendfile, on_parked=parked)
     if quotas.quotas:
+        # Sized as it would go out, without touching the session: a throttled answer is empty.
+        error, session_id, carried = context.answer(reads, update=False)
+        size = _response(version, carried, error=error, session_id=session_id).size
         now_ms = time.monotonic() * 1000
-        throttle = quotas.fetch.record_and_get_throttle_time_ms(session.quota_user, client_id, response.size, now_ms)
+        throttle = quotas.fetch.record_and_get_throttle_time_ms(session.quota_user, client_id, size, now_ms)
         if throttle:
             # Over its quota: an empty answer (its bytes never leave, so they are not counted),
             # and the connection muted for the throttle time (asyncbroker.connection).
-            quotas.fetch.unrecord(session.quota_user, client_id, response.size, now_ms)
-            response.close_files()
+            quotas.fetch.unrecord(session.quota_user, client_id, size, now_ms)
+            for r in reads:
+                r.release()
             session.throttle_ms = throttle
-            return EncodedResponse.of(encode_fetch_response(version, [], throttle_time_ms=throttle))
-    return response
+            error, session_id = context.throttled()
+            return EncodedResponse.of(encode_fetch_response(version, [], throttle_time_ms=throttle, error_code=error,
+                                                            session_id=session_id))
+    error, session_id, carried = context.answer(reads)
+    if len(carried) != len(reads):
+        kept = {id(r) for r in carried}
+        for r in reads:
+            if id(r) not in kept:
+                r.release()  # left out of an incremental answer: nothing new (no records)
+    return _response(version, carried, error=error, session_id=session_id)
 
 
-def _response(broker: Broker, version: int, reads: list[PartitionRead], error: int = ErrorCode.NONE) -> EncodedResponse:
-    return EncodedResponse.of(encode_fetch_response(version, fetch_topics(reads), error_code=error))
+def _name_of(broker: Broker) -> Callable[[uuid.UUID], str | None]:
+    def name_of(topic_id: uuid.UUID) -> str | None:
+        meta = broker.topics.by_id(topic_id)
+        return meta.name if meta is not None else None
+    return name_of
+
+
+def _failed(version: int, request: Any, error: int) -> EncodedResponse:
+    """Kafka's error answer to a Fetch that failed as a whole: the error at the top, the
+    request's session id, and before v13 the error in each partition asked for (as asked:
+    duplicates too); from v13 no partitions."""
+    topics = [] if version >= 13 else [
+        FetchTopicData(t.topic, [FetchPartitionData(p.partition, error, aborted_transactions=()) for p in t.partitions])
+        for t in request.topics]
+    return EncodedResponse.of(encode_fetch_response(version, topics, error_code=error,
+                                                    session_id=getattr(request, "session_id", INVALID_SESSION_ID)))
+
+
+def _response(version: int, reads: list[PartitionRead], *, error: int = ErrorCode.NONE,
+              session_id: int = INVALID_SESSION_ID) -> EncodedResponse:
+    return EncodedResponse.of(encode_fetch_response(version, fetch_topics(reads), error_code=error,
+                                                    session_id=session_id))
 
 
 def fetch_topics(reads: list[PartitionRead]) -> list[FetchTopicData]:

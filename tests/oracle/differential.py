@@ -267,10 +267,14 @@ class Normaliser:
         self._pattern = re.compile(re.escape(topic_suffix))
         # Values a broker generates (member ids, ...) -> the symbolic name a scenario gave them.
         self.aliases: dict[str, str] = {}
+        # Fetch session ids a broker generated -> the scenario's names for them.
+        self.session_ids: dict[int, str] = {}
 
     def __call__(self, value: Any, key: str | None = None) -> Any:
         if key in _NORMALISED_KEYS and value is not None:
             return _NORMALISED_KEYS[key]
+        if key == "session_id" and value in self.session_ids:
+            return self.session_ids[value]
         if key == "records" and isinstance(value, (bytes, bytearray, memoryview)):
             return records_view(value)
         if key in ("log_append_time", "log_append_time_ms"):
@@ -489,6 +493,12 @@ class ScenarioRun:
         wherever it appears, error messages included: two brokers never generate the same."""
         if generated:
             self.normalise.aliases.setdefault(generated, symbol)
+
+    def alias_session(self, session_id: int, symbol: str) -> None:
+        """Show a fetch session id the broker generated as `symbol` (ids are random); 0, the
+        answer of a broker that opened no session, stays 0."""
+        if session_id:
+            self.normalise.session_ids.setdefault(session_id, symbol)
 
     def topic_id(self, symbol: str) -> uuid.UUID:
         for tid, name in self.topic_ids.items():

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from typing import Any
 
 import pytest
 
+from admin_steps import delete_topics, wait_until_gone
 from data_steps import delete_records, fetch_partition, fetch_topics, produce
 from differential import ScenarioRun, batch, entity, request_class_name
 from steps import FETCH, create_topic
 from wire.records import CompressionType
 
 pytestmark = pytest.mark.timeout(180)
-
-NEW_SESSION_KD = "KD-100"
-
 
 def three_by_three(run: ScenarioRun, symbol: str = "t") -> None:
     """A topic of 3 partitions, each holding 3 batches of 4 records (offsets 0-11)."""
@@ -161,13 +160,116 @@ def test_topic_ids(brokers, version: int) -> None:  # type: ignore[no-untyped-de
     brokers.compare(scenario)
 
 
+def open_session(run: ScenarioRun, topics: dict[str, dict[int, int]], symbol: str, *, version: int = 12,
+                 session_id: int = 0, **fields: Any) -> int:
+    """A full fetch asking for a session (epoch 0); its id is shown as `symbol` (ids are random)."""
+    response = fetch_topics(run, topics, session_id=session_id, session_epoch=0, version=version, record=False,
+                            **fields)
+    run.alias_session(response.session_id, symbol)
+    run.note(f"full fetch v{version} opening {symbol}", response)
+    return int(response.session_id)
+
+
 def test_new_fetch_session(brokers) -> None:  # type: ignore[no-untyped-def]
-    """A client asking for a session (id 0, epoch 0): Kafka opens one and answers its id."""
+    """A client asking for a session (id 0, epoch 0) gets one; a sessionless fetch (epoch -1) none."""
     def scenario(run: ScenarioRun) -> None:
         three_by_three(run)
-        fetch_topics(run, {"t": {0: 0}}, session_id=0, session_epoch=0, label="new session")
+        session = open_session(run, {"t": {0: 0}}, "<session A>")
+        run.note("the session id is positive", session > 0)
         fetch_topics(run, {"t": {0: 0}}, session_id=0, session_epoch=-1, label="sessionless")
-    brokers.compare(scenario, known={NEW_SESSION_KD: {"0:.session_id"}})
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize("version", [7, 12, 13, 17])
+def test_incremental_fetches(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    """An incremental fetch reads every partition of its session and answers those with news:
+    records, a new high watermark or log start offset, an error; the epochs go up by one."""
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        sid = open_session(run, {"t": {0: 0, 1: 0}}, "<session A>", version=version)
+
+        def incremental(epoch: int, topics: dict[str, dict[int, int]], label: str, **fields: Any) -> Any:
+            return fetch_topics(run, topics, session_id=sid, session_epoch=epoch, version=version, label=label,
+                                **fields)
+
+        incremental(1, {}, "nothing changed: both partitions' records again, from their cached offsets")
+        incremental(2, {"t": {0: 12, 1: 12}}, "both at their end: no news, an empty answer")
+        incremental(3, {}, "still no news")
+        produce(run, "t", {1: batch(4, value_size=50)}, record=False)
+        incremental(4, {}, "p1 grew: only p1, with its new record batch")
+        delete_records(run, {"t": {0: 4}}, record=False)
+        incremental(5, {"t": {1: 16}}, "p1 read to its end, p0's log start moved: only p0, without records")
+        incremental(6, {"t": {2: 0, 7: 0}}, "p2 and an unknown partition added: both answered")
+        incremental(7, {}, "the unknown partition's error comes every time")
+        incremental(7, {}, "epoch 7 again: INVALID_FETCH_SESSION_EPOCH")
+        incremental(8, {}, "the session still expects 8")
+        fetch_topics(run, {}, session_id=sid, session_epoch=9, version=12 if version >= 13 else 13,
+                     label="by the other kind of topic reference: FETCH_SESSION_TOPIC_ID_ERROR")
+        incremental(9, {"t": {0: 0}}, "p0 asked from 0, below its log start (an error), and p7 forgotten",
+                    forgotten={"t": [7]})
+        incremental(10, {}, "p0, p1, p2 forgotten: the session closes, a sessionless answer",
+                    forgotten={"t": [0, 1, 2]})
+        incremental(11, {}, "the session is gone: FETCH_SESSION_ID_NOT_FOUND")
+    brokers.compare(scenario)
+
+
+def test_incremental_fetches_take_turns_within_the_budget(brokers) -> None:  # type: ignore[no-untyped-def]
+    """A partition that returned records moves to the end of its session, so a fetch.max.bytes
+    that admits one batch serves each partition in turn."""
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        sid = open_session(run, {"t": {0: 0, 1: 0, 2: 0}}, "<session A>", max_bytes=300)
+        for epoch in range(1, 5):
+            fetch_topics(run, {}, session_id=sid, session_epoch=epoch, max_bytes=300, label=f"epoch {epoch}")
+    brokers.compare(scenario)
+
+
+def test_full_fetches_close_the_session_they_name(brokers) -> None:  # type: ignore[no-untyped-def]
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        first = open_session(run, {"t": {0: 0}}, "<session A>")
+        second = open_session(run, {"t": {1: 0}}, "<session B>", session_id=first)
+        fetch_topics(run, {}, session_id=first, session_epoch=1, label="A, closed by B's full fetch")
+        fetch_topics(run, {}, session_id=second, session_epoch=1, label="B")
+        fetch_topics(run, {"t": {2: 0}}, session_id=second, session_epoch=-1, label="a sessionless fetch naming B")
+        fetch_topics(run, {}, session_id=second, session_epoch=2, label="B, closed")
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize("version", [12, 13])
+def test_a_topic_deleted_and_created_again_under_a_session(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    """The session keeps a deleted topic's partitions, answered UNKNOWN_TOPIC_OR_PARTITION.
+    Once a topic of that name is created again, a session by name (before v13) reads it (here
+    from an offset past its end); a session by id (v13+) answers INCONSISTENT_TOPIC_ID."""
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        three_by_three(run, "u")
+        sid = open_session(run, {"t": {0: 12, 1: 12}, "u": {0: 12}}, "<session A>", version=version)
+        delete_topics(run, ["t"], label="delete t")
+        wait_until_gone(run, "t")
+        fetch_topics(run, {}, session_id=sid, session_epoch=1, version=version, label="t deleted")
+        fetch_topics(run, {}, session_id=sid, session_epoch=2, version=version, label="t deleted, again")
+        create_topic(run, "t", partitions=2, record=False)
+        fetch_topics(run, {}, session_id=sid, session_epoch=3, version=version, label="t created again")
+        fetch_topics(run, {}, session_id=sid, session_epoch=4, version=version, label="t created again, again")
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize("version", [12, 13])
+def test_session_ids_no_cache_shard_holds(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    """Ids name their cache shard (8 of 268,435,455 ids each): an id past the last shard, or
+    below the first, fails the whole request with UNKNOWN_SERVER_ERROR, full fetches too."""
+    def scenario(run: ScenarioRun) -> None:
+        three_by_three(run)
+        for session_id in (2_147_483_647, 2_147_483_640, 2_147_483_639, -268_435_454, -268_435_455,
+                           -2_147_483_648):
+            for epoch in (1, 0, -1):
+                response = fetch_topics(run, {"t": {0: 0, 1: 0}}, session_id=session_id, session_epoch=epoch,
+                                        version=version, record=False)
+                if epoch == 0 and response.session_id != session_id:
+                    run.alias_session(response.session_id, "<a new session>")  # a shard held the id
+                run.note(f"session {session_id}, epoch {epoch}", response)
+    brokers.compare(scenario)
 
 
 def test_unknown_fetch_sessions(brokers) -> None:  # type: ignore[no-untyped-def]

@@ -49,7 +49,7 @@ def test_matches_kio_decoder(version: int) -> None:
         f.flush()
         region = FileRegion(os.dup(f.fileno()), 4, 17)
         reads = make_reads(region, 17)
-        body = fetch._response(None, version, reads)
+        body = fetch._response(version, reads)
         assert isinstance(body, EncodedResponse) and body.has_file_regions
         assert sum(1 for p in body.parts if p is region) == 1  # passed through, not read
         data = flatten(body.parts)
@@ -76,13 +76,13 @@ def test_matches_kio_decoder(version: int) -> None:
 @pytest.mark.parametrize("version", [4, 12, 17])
 def test_in_memory_records_and_session_error(version: int) -> None:
     reads = make_reads(b"in-memory", 9)
-    body = fetch._response(None, version, reads)
+    body = fetch._response(version, reads)
     assert not body.has_file_regions
     data = flatten(body.parts)
     assert len(data) == body.size
     assert bytes(decode_response(1, version, data).responses[1].partitions[0].records) == b"in-memory"
 
-    body = fetch._response(None, version, [], error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    body = fetch._response(version, [], error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     resp = decode_response(1, version, flatten(body.parts))
     assert resp.responses == ()
     if version >= 7:
