@@ -148,17 +148,23 @@ class FetchSession:
     def evictable_key(self) -> tuple[bool, int, int]:
         return (self.privileged, self.cached_size, self.id)
 
-    def update(self, reads: Iterable[PartitionRead], forgotten: Iterable[PartitionKey]) -> None:
-        """The partitions an incremental fetch names (updated or added), then those it forgets."""
+    def update(self, reads: Iterable[PartitionRead], forgotten: Iterable[PartitionKey]) -> tuple[int, int, int]:
+        """The partitions an incremental fetch names (updated or added), then those it forgets;
+        returns how many were added, updated and removed."""
+        added = updated = removed = 0
         for read in reads:
             key = self.key(read)
             cached = self.partitions.get(key)
             if cached is None:
                 self.partitions[key] = CachedPartition(read)
+                added += 1
             else:
                 cached.update_request(read)
+                updated += 1
         for key in forgotten:
-            self.partitions.pop(key, None)
+            if self.partitions.pop(key, None) is not None:
+                removed += 1
+        return added, updated, removed
 
 
 class FetchSessionCacheShard:
@@ -399,11 +405,15 @@ class FetchManager:
             return SessionErrorContext(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         if session.uses_topic_ids != (version >= 13):
             return SessionErrorContext(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
-        session.update(fetch_data, forgotten)
+        added, updated, removed = session.update(fetch_data, forgotten)
         if not session.partitions:
-            log.debug("Closing fetch session %d, epoch %d: it has no partitions left.", session_id, session.epoch)
+            log.debug("Created a new sessionless FetchContext and closing session id %d, epoch %d: after removing "
+                      "%d partition(s), there are no more partitions left.", session_id, session.epoch, removed)
             shard.remove(session)
             return SessionlessFetchContext(fetch_data)
         shard.touch(session, self.now_ms())
         session.epoch = next_epoch(session.epoch)
+        log.debug("Created a new incremental FetchContext for session id %d, epoch %d: added %d partition(s), "
+                  "updated %d partition(s), removed %d partition(s)", session_id, session.epoch, added, updated,
+                  removed)
         return IncrementalFetchContext(session, epoch, resolve_name)

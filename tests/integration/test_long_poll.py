@@ -111,17 +111,3 @@ def test_first_batch_larger_than_max_bytes_is_returned_whole(asyncbroker_bootstr
     assert b"x" * 5000 in records and b"y" * 5000 not in records
     assert [header.base_offset for header, _ in iter_batch_headers(records)] == [0]
 
-
-def test_session_requests_get_sessionless_answers(asyncbroker_bootstrap: str, topic_name: str) -> None:
-    create_topic(asyncbroker_bootstrap, topic_name)
-    with RawClient(asyncbroker_bootstrap) as c:
-        base = fetch_request(topic_name, 0, max_wait_ms=0)
-        new_session = fetch12.FetchRequest(
-            max_wait=base.max_wait, min_bytes=1, max_bytes=base.max_bytes, isolation_level=0,
-            session_id=0, session_epoch=0, topics=base.topics, forgotten_topics_data=(), rack_id="")
-        resp = c.request(new_session)
-        assert (resp.error_code, resp.session_id) == (0, 0)
-        unknown = fetch12.FetchRequest(
-            max_wait=base.max_wait, min_bytes=1, max_bytes=base.max_bytes, isolation_level=0,
-            session_id=1234, session_epoch=1, topics=(), forgotten_topics_data=(), rack_id="")
-        assert c.request(unknown).error_code == 70  # FETCH_SESSION_ID_NOT_FOUND

@@ -47,3 +47,12 @@ def test_group_protocol_consumer_consumes(targets: Targets) -> None:
     assert kafka["outcome"] == "consumed"
     assert_same_facts(kafka, ours)
     assert ours == {"outcome": "consumed", "records": 6, "assignment": 2}
+
+def test_fetch_sessions_follow_positions_pauses_assignments_and_seeks(targets: Targets) -> None:
+    """The consumer keeps a fetch session (KIP-227) with each broker; what it reads through
+    the session's changes is the same on both."""
+    kafka, ours = targets.run("consumer.fetch_sessions")
+    assert_same_facts(kafka, ours)
+    reads = ours["reads"]
+    assert reads[3].startswith("paused 0-2: 3@3=") and "0@" not in reads[3]
+    assert reads[-1] == "p0 from 1: 0@1=p0-r1 0@2=p0-r2 0@3=p0-r3 0@4=p0-r4"

@@ -33,6 +33,7 @@ final class ConsumerScenarios {
         scenarios.put("consumer.commits", ConsumerScenarios::commits);
         scenarios.put("consumer.group_restart", ConsumerScenarios::groupRestart);
         scenarios.put("consumer.group_protocol_consumer", ConsumerScenarios::groupProtocolConsumer);
+        scenarios.put("consumer.fetch_sessions", ConsumerScenarios::fetchSessions);
     }
 
     /** Produces `perPartition` records to each partition, record i stamped t0 + i * 1000. */
@@ -54,6 +55,64 @@ final class ConsumerScenarios {
             out.add(new TopicPartition(topic, p));
         }
         return out;
+    }
+
+    /**
+     * One consumer over 6 partitions while records arrive in rounds. Its fetch session (KIP-227)
+     * sees each change a consumer makes: new positions, paused partitions left out and resumed,
+     * partitions dropped by assign() (forgotten), and a seek back. Every record arrives once
+     * per position, in order within its partition.
+     */
+    static ObjectNode fetchSessions(Args args) throws Exception {
+        ObjectNode facts = Json.object();
+        String topic = args.name("sessions");
+        try (Admin admin = Clients.admin(args)) {
+            Clients.createTopic(admin, topic, 6, Map.of());
+        }
+        List<TopicPartition> tps = partitions(topic, 6);
+        List<String> reads = new ArrayList<>();
+        try (KafkaProducer<byte[], byte[]> producer = Clients.producer(args);
+             KafkaConsumer<byte[], byte[]> consumer = Clients.consumer(args)) {
+            consumer.assign(tps);
+            consumer.seekToBeginning(tps);
+            int round = 0;
+            for (; round < 3; round++) {
+                sendRound(producer, topic, 6, round);
+                reads.add(describe(Clients.pollFor(consumer, 6, 20_000)));
+            }
+            consumer.pause(tps.subList(0, 3));
+            sendRound(producer, topic, 6, round++);
+            reads.add("paused 0-2: " + describe(Clients.pollFor(consumer, 3, 20_000)));
+            consumer.resume(tps.subList(0, 3));
+            reads.add("resumed: " + describe(Clients.pollFor(consumer, 3, 20_000)));
+            consumer.assign(tps.subList(0, 4));
+            sendRound(producer, topic, 6, round++);
+            reads.add("assigned 0-3: " + describe(Clients.pollFor(consumer, 4, 20_000)));
+            consumer.seek(tps.get(0), 1);
+            reads.add("p0 from 1: " + describe(Clients.pollFor(consumer, 4, 20_000)));
+            Check.equal(5L, consumer.position(tps.get(0)), "position of p0 after reading it again");
+            Check.equal(5L, consumer.position(tps.get(3)), "position of p3");
+        }
+        facts.set("reads", Json.MAPPER.valueToTree(reads));
+        return facts;
+    }
+
+    private static void sendRound(KafkaProducer<byte[], byte[]> producer, String topic, int partitions, int round)
+            throws Exception {
+        for (int p = 0; p < partitions; p++) {
+            producer.send(new ProducerRecord<>(topic, p, ProducerScenarios.utf8("k"),
+                    ProducerScenarios.utf8("p" + p + "-r" + round))).get(20, TimeUnit.SECONDS);
+        }
+    }
+
+    /** The records as "partition@offset=value", sorted (fetches of several partitions may interleave). */
+    private static String describe(List<ConsumerRecord<byte[], byte[]>> records) {
+        List<String> out = new ArrayList<>();
+        for (ConsumerRecord<byte[], byte[]> r : records) {
+            out.add(r.partition() + "@" + r.offset() + "=" + ProducerScenarios.text(r.value()));
+        }
+        out.sort(null);
+        return String.join(" ", out);
     }
 
     /** assign: beginning/end offsets, seeks, position, offsetsForTimes, pause/resume, lag. */
