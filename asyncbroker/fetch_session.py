@@ -37,7 +37,7 @@ budget (fetch.max.bytes) that stops the read early serves the others first next 
 from __future__ import annotations
 
 import logging
-import random
+import os
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -180,7 +180,8 @@ class FetchSessionCacheShard:
     def new_session_id(self) -> int:
         low, high = max(1, self.shard * SESSION_ID_RANGE), (self.shard + 1) * SESSION_ID_RANGE
         while True:
-            session_id = random.randrange(low, high)
+            # os.urandom, not the random module: the broker does not import it to start.
+            session_id = low + int.from_bytes(os.urandom(4), "big") % (high - low)
             if session_id not in self.sessions:
                 return session_id
 

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from cleaner.log_cleaner import LogCleaner
     from storage.log_manager import LogManager
 
-    from asyncbroker.fetch_session import FetchManager
     from asyncbroker.topics import TopicManager
 
 log = logging.getLogger(__name__)
@@ -46,6 +45,22 @@ log = logging.getLogger(__name__)
 
 async def _cleaner_metrics(broker: ScrapedBroker) -> dict[str, Any]:
     return await (await broker.cleaner_ready()).metrics()
+
+
+class FetchSessionCounts(Protocol):
+    """What a scrape reads of the fetch session cache (asyncbroker.fetch_session)."""
+
+    @property
+    def sessions(self) -> int: ...
+    @property
+    def partitions_cached(self) -> int: ...
+    @property
+    def evictions(self) -> int: ...
+
+
+class FetchSessions(Protocol):
+    @property
+    def cache(self) -> FetchSessionCounts: ...
 
 
 class ScrapedBroker(Protocol):
@@ -61,7 +76,7 @@ class ScrapedBroker(Protocol):
     @property
     def cleaner(self) -> LogCleaner | None: ...
     @property
-    def fetch_manager(self) -> FetchManager: ...
+    def fetch_manager(self) -> FetchSessions: ...
     @property
     def loop(self) -> asyncio.AbstractEventLoop | None: ...
     async def cleaner_ready(self) -> LogCleaner: ...

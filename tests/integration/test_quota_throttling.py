@@ -158,6 +158,53 @@ def test_a_fetch_quota_answers_empty_while_throttled(broker: BrokerProcess) -> N
         reader.close()
 
 
+def test_a_throttled_incremental_fetch_keeps_its_session(broker: BrokerProcess) -> None:
+    """In a fetch session, the throttled answer is empty and names the session; the fetch
+    used its epoch, and the session goes on from the next one (Kafka's IncrementalFetchContext)."""
+    client, topic = f"fetch-s-{uuid.uuid4().hex[:6]}", f"quota-s-{uuid.uuid4().hex[:6]}"
+    writer = Connection(broker.bootstrap, client_id="writer")
+    reader = Connection(broker.bootstrap, client_id=client)
+
+    def fetch(session_id: int, epoch: int, offset: int | None) -> Any:
+        partitions = () if offset is None else (entity(
+            FETCH, 12, "FetchPartition", partition=0, current_leader_epoch=-1, fetch_offset=offset,
+            last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20),)
+        return call(reader, FETCH, 12, cluster_id=None, replica_id=-1, replica_state=None,
+                    max_wait=datetime.timedelta(milliseconds=0), min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                    session_id=session_id, session_epoch=epoch, forgotten_topics_data=(), rack_id="",
+                    topics=(entity(FETCH, 12, "FetchTopic", topic=topic, partitions=partitions),) if partitions else ())
+
+    try:
+        call(writer, METADATA, 12, topics=(entity(METADATA, 12, "MetadataRequestTopic", name=topic, topic_id=None),),
+             allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+        for _ in range(100):  # bounded: the auto-created topic takes a request or two to appear
+            if produce(writer, topic, 4000).responses[0].partition_responses[0].error_code.value == 0:
+                break
+        for _ in range(9):
+            produce(writer, topic, 4000)
+        opened = fetch(0, 0, 10)  # at the end: nothing to send, not throttled
+        session_id = opened.session_id
+        assert session_id != 0 and throttle_ms(opened) == 0
+        configs(broker, "--alter", "--add-config", "consumer_byte_rate=1024", "--entity-type", "clients",
+                "--entity-name", client)
+        epoch, offset, answer = 1, 0, None
+        for _ in range(10):
+            answer = fetch(session_id, epoch, offset)
+            epoch += 1
+            if throttle_ms(answer):
+                break
+            offset += 2  # two 4 KB batches an answer
+        assert answer is not None and throttle_ms(answer) > 0
+        assert (answer.error_code.value, answer.session_id, answer.responses) == (0, session_id, ())
+        again = fetch(session_id, epoch - 1, None)
+        assert (again.error_code.value, again.session_id) == (71, 0)  # INVALID_FETCH_SESSION_EPOCH: it was used
+        after = fetch(session_id, epoch, None)
+        assert (after.error_code.value, after.session_id) == (0, session_id)
+    finally:
+        writer.close()
+        reader.close()
+
+
 def test_a_request_quota_throttles_metadata(broker: BrokerProcess) -> None:
     """request_percentage: a client allowed a sliver of the broker's time is throttled after a
     few requests of any kind; the throttle is capped at one quota window (1 s)."""
