@@ -29,6 +29,7 @@ import functools
 import importlib
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -92,7 +93,8 @@ class Broker:
         self.use_sendfile = True
         self.handlers = HandlerRegistry.discover()
         self.fetch_waiters = FetchWaiters()
-        self.fetch_manager = FetchManager(config.max_incremental_fetch_session_cache_slots, self.clock.milliseconds)
+        self.fetch_manager = FetchManager(config.max_incremental_fetch_session_cache_slots, self.clock.milliseconds,
+                                          self._topic_name)
         # listener name -> (host, port) clients that came in on it are told (Metadata).
         # The first one's is the broker's address outside a connection (logs, tests).
         self.advertised: dict[str, tuple[str, int]] = {
@@ -187,6 +189,11 @@ class Broker:
 
             self._scram_credentials = ScramCredentials(self.config.log_dirs)
         return self._scram_credentials
+
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id now (fetch sessions kept by id); None: none has it."""
+        meta = self.topics.by_id(topic_id)
+        return meta.name if meta is not None else None
 
     def advertised_for(self, listener_name: str) -> tuple[str, int]:
         """The (host, port) Metadata, DescribeCluster and FindCoordinator give a client that

@@ -48,7 +48,7 @@ BROKER_CONFIGS_FILE = "asyncbroker-broker-configs.json"
 CLEANER_APPLIED_KEYS: tuple[str, ...] = ("log.cleaner.backoff.ms", "log.cleaner.io.max.bytes.per.second")
 # The connection limits the server's ConnectionQuotas takes at once.
 CONNECTION_QUOTA_KEYS: tuple[str, ...] = ("max.connections", "max.connections.per.ip",
-                                          "max.connections.per.ip.overrides")
+                                          "max.connections.per.ip.overrides", "max.connection.creation.rate")
 APPLIED_KEYS: frozenset[str] = frozenset(
     {synonyms[0] for synonyms in TOPIC_DEFAULT_SYNONYMS.values()} | set(CLUSTER_DEFAULT_KEYS)
     | set(CLEANER_APPLIED_KEYS) | set(CONNECTION_QUOTA_KEYS))

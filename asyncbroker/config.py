@@ -183,6 +183,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     listener_security_protocol_map: list[str] = broker_default("listener.security.protocol.map")
     controller_listener_names: list[str] = broker_default("controller.listener.names")
     inter_broker_listener_name: str | None = broker_default("inter.broker.listener.name")
+    security_inter_broker_protocol: str = broker_default("security.inter.broker.protocol")
     process_roles: list[str] = broker_default("process.roles")
     controller_quorum_voters: list[str] = broker_default("controller.quorum.voters")
     controller_quorum_bootstrap_servers: list[str] = broker_default("controller.quorum.bootstrap.servers")
@@ -196,6 +197,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     connection_failed_authentication_delay_ms: int = broker_default("connection.failed.authentication.delay.ms")
     queued_max_requests: int = broker_default("queued.max.requests")
     max_connections: int = broker_default("max.connections")
+    max_connection_creation_rate: int = broker_default("max.connection.creation.rate")
     max_connections_per_ip: int = broker_default("max.connections.per.ip")
     max_connections_per_ip_overrides: str = broker_default("max.connections.per.ip.overrides")
     sasl_enabled_mechanisms: list[str] = broker_default("sasl.enabled.mechanisms")
@@ -617,6 +619,13 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
                     return (e.host or socket.getfqdn(), e.port)
         # An empty host binds every interface; Kafka advertises the local host name then.
         return (listener.host or socket.getfqdn(), listener.port)
+
+    def protected_listener(self) -> str | None:
+        """The inter-broker listener, exempt from the broker-wide connection limits while the
+        broker serves more than one listener (Kafka's ConnectionQuotas.protectedListener)."""
+        if len(self.served_listeners()) <= 1:
+            return None
+        return (self.inter_broker_listener_name or self.security_inter_broker_protocol).upper()
 
     def served_listeners(self) -> list[Endpoint]:
         """The listeners this broker accepts clients on (controller listeners excluded)."""

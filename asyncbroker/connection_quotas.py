@@ -8,6 +8,13 @@ it is closed at once, so one client cannot take every slot. A `connection_creati
 client quota on an address (`kafka-configs.sh --entity-type ips`, or the IP default) bounds how
 fast it may connect: a connection over the rate is not served, and is closed when the
 throttle time Kafka's rate arithmetic gives ends (KIP-612), so a client cannot spin on reconnects.
+`max.connection.creation.rate` bounds how fast connections are accepted: over it the acceptor
+waits out the throttle time, then serves the connection it holds (KIP-612 again).
+
+Both broker-wide limits hold twice, as in Kafka: over every listener together, and over each
+listener alone (a listener's own limit is the broker-wide value: Kafka's per-listener
+`listener.name.<l>.` overrides are not read). With more than one listener, the inter-broker one
+(`protected_listener`) is held to its own limits only, so clients on the others cannot lock it out.
 """
 from __future__ import annotations
 
@@ -28,11 +35,17 @@ log = logging.getLogger(__name__)
 
 
 class ConnectionQuotas:
-    def __init__(self, max_connections: int, max_per_ip: int, per_ip_overrides: dict[str, int]) -> None:
+    def __init__(self, max_connections: int, max_per_ip: int, per_ip_overrides: dict[str, int],
+                 max_creation_rate: int, protected_listener: str | None) -> None:
         self.max_connections = max_connections
         self.max_per_ip = max_per_ip
         self.per_ip_overrides = per_ip_overrides
+        self.max_creation_rate = max_creation_rate
+        self.protected_listener = protected_listener
         self.total = 0
+        self._per_listener: collections.Counter[str] = collections.Counter()
+        self._creation_rate = SampledRate()  # every listener's but the protected one's
+        self._listener_rates: dict[str, SampledRate] = {}
         self._per_ip: collections.Counter[str] = collections.Counter()
         self._slot_freed = asyncio.Event()
         # connection_creation_rate: the client quotas, and the rate of each address that has one.
@@ -40,20 +53,64 @@ class ConnectionQuotas:
         self.window_seconds, self.num_samples = 1, 11
         self._ip_rates: dict[str, SampledRate] = {}
 
-    def reconfigure(self, max_connections: int, max_per_ip: int, per_ip_overrides: dict[str, int]) -> None:
+    def reconfigure(self, max_connections: int, max_per_ip: int, per_ip_overrides: dict[str, int],
+                    max_creation_rate: int) -> None:
         """New limits (a dynamic config change): they bound the connections accepted from now
         on; the ones already open stay, as on Kafka."""
         self.max_connections, self.max_per_ip, self.per_ip_overrides = max_connections, max_per_ip, per_ip_overrides
+        self.max_creation_rate = max_creation_rate
         self._slot_freed.set()  # a raised limit lets a waiting acceptor go on
 
     def count(self, ip: str) -> int:
         return self._per_ip[ip]
 
-    async def wait_for_slot(self) -> None:
-        """Return once the broker holds fewer than max.connections (the acceptor then accepts)."""
-        while self.total >= self.max_connections:
+    def _slot_available(self, listener: str) -> bool:
+        if self._per_listener[listener] >= self.max_connections:
+            return False
+        return listener == self.protected_listener or self.total < self.max_connections
+
+    async def wait_for_slot(self, listener: str) -> None:
+        """Return once `listener` may take one more connection under max.connections."""
+        while not self._slot_available(listener):
             self._slot_freed.clear()
             await self._slot_freed.wait()
+
+    def creation_throttle_ms(self, listener: str) -> int:
+        """Record a connection just accepted on `listener` against max.connection.creation.rate,
+        the listener's and (but on the protected listener) every listener's; how long the
+        acceptor waits before serving it, the longer of the two."""
+        now_ms = time.monotonic() * 1000
+        rate = self._listener_rates.get(listener)
+        if rate is None:
+            rate = self._listener_rates[listener] = SampledRate()
+        throttle = self._record(rate, now_ms)
+        if listener != self.protected_listener:
+            throttle = max(throttle, self._record(self._creation_rate, now_ms))
+        if throttle:
+            log.debug("Quota violated for connection creation rate on %s (%d/s). Delay time: %d ms", listener,
+                      self.max_creation_rate, throttle)
+        return throttle
+
+    def unrecord_creation(self, listener: str) -> None:
+        """Take back a connection creation_throttle_ms counted: its address was over its own
+        connection_creation_rate, and the connection is not served (as Kafka un-records it)."""
+        now_ms, window_ms = time.monotonic() * 1000, self.window_seconds * 1000.0
+        rates = [self._listener_rates[listener]] if listener in self._listener_rates else []
+        if listener != self.protected_listener:
+            rates.append(self._creation_rate)
+        for rate in rates:
+            rate.record(-1.0, now_ms, window_ms, self.num_samples)
+
+    def _record(self, rate: SampledRate, now_ms: float) -> int:
+        """Count one connection in `rate`; Kafka's throttle time for it (0: within the bound),
+        capped at one quota window. A bound of 0 admits nothing: the longest wait."""
+        window_ms = self.window_seconds * 1000.0
+        rate.record(1.0, now_ms, window_ms, self.num_samples)
+        bound = self.max_creation_rate
+        measured, window = rate.measure(now_ms, window_ms, self.num_samples)
+        if measured <= bound:
+            return 0
+        return int(window_ms) if bound == 0 else min(round((measured - bound) / bound * window), int(window_ms))
 
     def connection_throttle_ms(self, ip: str) -> int:
         """Record a new connection from `ip` against its connection_creation_rate quota; how long
@@ -77,21 +134,23 @@ class ConnectionQuotas:
                  ip, throttle, bound)
         return throttle
 
-    def inc(self, ip: str) -> bool:
-        """Count a connection just accepted from `ip`; False (not counted) when `ip` already
-        holds its maximum, and the caller closes the connection."""
+    def inc(self, listener: str, ip: str) -> bool:
+        """Count a connection just accepted on `listener` from `ip`; False (not counted) when
+        `ip` already holds its maximum, and the caller closes the connection."""
         limit = self.per_ip_overrides.get(ip, self.max_per_ip)
         if self._per_ip[ip] >= limit:
             log.info("Rejected connection from /%s, address already has the configured maximum of %d connections.",
                      ip, limit)
             return False
         self._per_ip[ip] += 1
+        self._per_listener[listener] += 1
         self.total += 1
         return True
 
-    def dec(self, ip: str) -> None:
+    def dec(self, listener: str, ip: str) -> None:
         self._per_ip[ip] -= 1
         if self._per_ip[ip] <= 0:
             del self._per_ip[ip]
+        self._per_listener[listener] -= 1
         self.total -= 1
         self._slot_freed.set()

@@ -377,13 +377,14 @@ class IncrementalFetchContext(FetchContext):
 class FetchManager:
     """Chooses each Fetch's context and keeps the sessions (the broker has one)."""
 
-    def __init__(self, max_slots: int, now_ms: Callable[[], int]) -> None:
+    def __init__(self, max_slots: int, now_ms: Callable[[], int],
+                 topic_name: Callable[[uuid.UUID], str | None]) -> None:
         self.cache = FetchSessionCache(max_slots)
         self.now_ms = now_ms
+        self._topic_name = topic_name  # a topic id's name now (None: no such topic)
 
     def new_context(self, version: int, session_id: int, epoch: int, privileged: bool,
-                    fetch_data: list[PartitionRead], forgotten: list[PartitionKey],
-                    resolve_name: Callable[[uuid.UUID], str | None]) -> FetchContext:
+                    fetch_data: list[PartitionRead], forgotten: list[PartitionKey]) -> FetchContext:
         """The context of a Fetch; raises UnknownShardError for a session id no shard has
         (Kafka's lookup fails, and so does the request)."""
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
@@ -417,4 +418,4 @@ class FetchManager:
         log.debug("Created a new incremental FetchContext for session id %d, epoch %d: added %d partition(s), "
                   "updated %d partition(s), removed %d partition(s)", session_id, session.epoch, added, updated,
                   removed)
-        return IncrementalFetchContext(session, epoch, resolve_name)
+        return IncrementalFetchContext(session, epoch, self._topic_name)

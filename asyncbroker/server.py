@@ -115,7 +115,7 @@ class KafkaServer:
         listeners = [(e, self._ssl_context(e)) for e in self.config.served_listeners()]
         for e, _ in listeners:
             self._check_sasl(e)
-        self.quotas = quotas = ConnectionQuotas(*self._quota_limits())
+        self.quotas = quotas = ConnectionQuotas(*self._quota_limits(), self.config.protected_listener())
         if self.owns_process and not framing.retain_receive_buffers(READ_AHEAD_BYTES):
             log.debug("The C library does not say how much freed memory to keep; receive buffers are its choice")
         if self.owns_process and (raised := raise_open_files_limit()) is not None:
@@ -181,11 +181,12 @@ class KafkaServer:
         for name in listeners:
             broker.jwks_validators[name] = validator
 
-    def _quota_limits(self) -> tuple[int, int, dict[str, int]]:
+    def _quota_limits(self) -> tuple[int, int, dict[str, int], int]:
         c = self.config
         # The overrides were validated (HostCounts) when they were set.
         return (int(c.effective("max.connections")), int(c.effective("max.connections.per.ip")),
-                parse_host_counts(str(c.effective("max.connections.per.ip.overrides"))))
+                parse_host_counts(str(c.effective("max.connections.per.ip.overrides"))),
+                int(c.effective("max.connection.creation.rate")))
 
     def _connection_factory(self, broker: Broker, listener_name: str) -> Callable[[str], KafkaConnection]:
         """KafkaConnections of one listener; each frees its ConnectionQuotas slot as it closes."""
@@ -197,7 +198,7 @@ class KafkaServer:
 
         def make(ip: str) -> KafkaConnection:
             return KafkaConnection(broker, broker.handlers, connections, request_channel=channel,
-                                   listener_name=listener_name, on_close=lambda: quotas.dec(ip))
+                                   listener_name=listener_name, on_close=lambda: quotas.dec(listener_name, ip))
 
         return make
 
@@ -323,20 +324,33 @@ class Acceptor:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            await self.quotas.wait_for_slot()
+            await self.quotas.wait_for_slot(self.listener_name)
             try:
                 conn, address = await loop.sock_accept(self.sock)
             except OSError as exc:  # EMFILE and the like: Kafka's acceptor logs and goes on
                 log.error("Error while accepting connection on %s: %s", self.listener_name, exc)
                 await asyncio.sleep(0.1)  # the cause (too many open files) needs time to clear
                 continue
+            try:
+                wait_ms = self.quotas.creation_throttle_ms(self.listener_name)
+                if wait_ms:
+                    # Over max.connection.creation.rate: accept nothing more until the wait is
+                    # over, then serve this connection (the others wait in the backlog).
+                    await asyncio.sleep(wait_ms / 1000)
+                # Again, as Kafka checks after accepting: another listener's acceptor may have
+                # taken the last slot while this one waited in accept.
+                await self.quotas.wait_for_slot(self.listener_name)
+            except BaseException:
+                conn.close()  # the broker stopping: the held connection goes with it
+                raise
             ip = str(address[0])
             throttle_ms = self.quotas.connection_throttle_ms(ip)
             if throttle_ms:
+                self.quotas.unrecord_creation(self.listener_name)
                 # Not served, not counted; closed when the throttle ends (Kafka's delayed close).
                 loop.call_later(throttle_ms / 1000, conn.close)
                 continue
-            if not self.quotas.inc(ip):
+            if not self.quotas.inc(self.listener_name, ip):
                 conn.close()
                 continue
             task = loop.create_task(self._start(conn, ip))
@@ -356,7 +370,7 @@ class Acceptor:
             # The connection never started (a failed TLS handshake): its slot is free again.
             log.debug("Connection from /%s on %s did not start: %s", ip, self.listener_name, exc)
             conn.close()
-            self.quotas.dec(ip)
+            self.quotas.dec(self.listener_name, ip)
 
 
 async def serve(config: KafkaConfig) -> int:

@@ -324,7 +324,12 @@ _BROKER_KEYS = [
             ["CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL"],
             "Maps listener names to security protocols; PLAINTEXT and SSL are served.", dynamic=True, per_broker_only=True),
     _broker("controller.listener.names", LS, [], "Listener names used by a KRaft controller; such listeners are not served.", inert=True),
-    _broker("inter.broker.listener.name", S, None, "Accepted for compatibility; a single node has no inter-broker traffic.", inert=True),
+    _broker("inter.broker.listener.name", S, None, "The inter-broker listener; a single node has no inter-broker "
+            "traffic, but with several listeners this one is held to its own max.connections and "
+            "max.connection.creation.rate only, not to the other listeners' together, as on Kafka."),
+    _broker("security.inter.broker.protocol", S, "PLAINTEXT", "Names the inter-broker listener when "
+            "inter.broker.listener.name is unset (the listener named after the protocol).",
+            OneOf(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))),
     _broker("process.roles", LS, ["broker", "controller"], "Accepted for compatibility; this node is both broker and controller.", inert=True),
     _broker("controller.quorum.voters", LS, [], "Accepted for compatibility; there is no controller quorum.", inert=True),
     _broker("controller.quorum.bootstrap.servers", LS, [], "Accepted for compatibility; there is no controller quorum.", inert=True),
@@ -402,6 +407,9 @@ _BROKER_KEYS = [
             OneOf(("DEFAULT",))),
     _broker("max.connections", I, 2147483647, "Connections the broker holds on all listeners together; at the limit "
             "it stops accepting until one closes.", AtLeast(0), dynamic=True),
+    _broker("max.connection.creation.rate", I, 2147483647, "New connections per second the broker accepts, on "
+            "all listeners together and on each alone; over it the acceptor waits before serving (KIP-612). "
+            "With more than one listener, the inter-broker one counts only its own.", AtLeast(0), dynamic=True),
     _broker("max.connections.per.ip", I, 2147483647, "Connections one client address may hold; more are closed at once.",
             AtLeast(0), dynamic=True),
     _broker("max.connections.per.ip.overrides", S, "", "Per-address exceptions to max.connections.per.ip, as "

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from wire.errors import ErrorCode
@@ -81,7 +79,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     try:
         context = broker.fetch_manager.new_context(
             version, getattr(request, "session_id", INVALID_SESSION_ID), getattr(request, "session_epoch", FINAL_EPOCH),
-            replica_id >= 0, list(fetch_data.values()), forgotten, _name_of(broker))
+            replica_id >= 0, list(fetch_data.values()), forgotten)
     except UnknownShardError as exc:
         # Kafka's shard lookup throws (an index out of bounds) and its request fails.
         log.error("[KafkaApi-%d] Unexpected error handling request %s: fetch session id %s names no fetch "
@@ -141,13 +139,6 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             if id(r) not in kept:
                 r.release()  # left out of an incremental answer: nothing new (no records)
     return _response(version, carried, error=error, session_id=session_id)
-
-
-def _name_of(broker: Broker) -> Callable[[uuid.UUID], str | None]:
-    def name_of(topic_id: uuid.UUID) -> str | None:
-        meta = broker.topics.by_id(topic_id)
-        return meta.name if meta is not None else None
-    return name_of
 
 
 def _failed(version: int, request: Any, error: int) -> EncodedResponse:

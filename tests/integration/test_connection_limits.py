@@ -1,6 +1,7 @@
-"""max.connections and max.connections.per.ip (issue 20's limits), over raw sockets: a
-connection over the per-address limit is closed at once; at the broker-wide limit the broker
-stops accepting, and the waiting client is served as soon as a slot frees, as Kafka does."""
+"""max.connections, max.connections.per.ip (issue 20's limits) and max.connection.creation.rate,
+over raw sockets: a connection over the per-address limit is closed at once; at the broker-wide
+limit the broker stops accepting, and the waiting client is served as soon as a slot frees; over
+the creation rate the acceptor waits before serving the next connection, as Kafka does."""
 
 from __future__ import annotations
 
@@ -109,3 +110,63 @@ def test_limits_change_at_runtime(sockets: list[socket.socket]) -> None:
         b.restart()
         sockets += [connect(b.port) for _ in range(4)]
         assert [answered(s, 10) for s in sockets] == [True, True, True, False]  # the persisted dynamic value
+
+
+def served_in_turn(port: int, count: int, sockets: list[socket.socket]) -> list[float]:
+    """Seconds from connecting to the ApiVersions answer, for `count` connections made one
+    after another; each must be served."""
+    waits = []
+    for _ in range(count):
+        started = time.monotonic()
+        s = connect(port)
+        sockets.append(s)
+        assert answered(s, 10) is True
+        waits.append(time.monotonic() - started)
+    return waits
+
+
+def test_connection_creation_rate_makes_the_acceptor_wait(sockets: list[socket.socket]) -> None:
+    """max.connection.creation.rate=2, set at runtime: Kafka's rate over 11 one-second samples
+    lets about 20 connections through at once; after that the acceptor waits (up to one
+    window, 1 s) before serving each, and serves every one."""
+    from jvm.kafka_jvm import run_tool
+
+    with BrokerProcess([]) as b:
+        result = run_tool("org.apache.kafka.tools.ConfigCommand", [
+            "--bootstrap-server", b.bootstrap, "--entity-type", "brokers", "--entity-default", "--alter",
+            "--add-config", "max.connection.creation.rate=2"])
+        assert result.returncode == 0, result.stderr[-2000:]
+        waits = served_in_turn(b.port, 26, sockets)
+        assert sum(w >= 0.4 for w in waits[-5:]) >= 3, waits  # the rate is over 2/s from the 21st on
+
+
+def test_the_inter_broker_listener_counts_only_its_own_connections(sockets: list[socket.socket]) -> None:
+    """With two listeners, the inter-broker one (PLAINTEXT, from security.inter.broker.protocol)
+    is held to max.connections and max.connection.creation.rate over its own connections only,
+    the other one over its own and over both together: clients cannot lock the inter-broker
+    listener out (Kafka's protected listener; each probe below was made on Kafka 4.4 first)."""
+    listeners = ["listeners=PLAINTEXT://127.0.0.1:0,CLIENT://127.0.0.1:0",
+                 "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT"]
+    with BrokerProcess(listeners + ["max.connections=3"]) as b:
+        inter_broker, client = b.listener_ports["PLAINTEXT"], b.listener_ports["CLIENT"]
+        sockets += [connect(client) for _ in range(3)]
+        assert [answered(s, 10) for s in sockets] == [True, True, True]
+        sockets.append(connect(inter_broker))
+        assert answered(sockets[-1], 10) is True  # over the total, not over its own
+        sockets.append(connect(client))
+        assert answered(sockets[-1], 1.0) is None  # over the total: waits
+        more = [connect(inter_broker) for _ in range(3)]
+        sockets += more
+        assert [answered(s, 10) for s in more[:2]] == [True, True]
+        assert answered(more[2], 1.0) is None  # its fourth: over its own
+    for s in sockets:
+        s.close()
+    sockets.clear()
+    with BrokerProcess(listeners + ["max.connection.creation.rate=1"]) as b:
+        inter_broker, client = b.listener_ports["PLAINTEXT"], b.listener_ports["CLIENT"]
+        waits = served_in_turn(client, 15, sockets)
+        assert sum(w >= 0.4 for w in waits[-4:]) >= 3, waits  # over 1/s from the 11th on
+        # The client listener's burst is not the inter-broker listener's: 5 more there are
+        # within its own rate (held to it, each would wait about a second).
+        waits = served_in_turn(inter_broker, 5, sockets)
+        assert sum(waits) < 2, waits

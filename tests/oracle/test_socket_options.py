@@ -20,3 +20,35 @@ def test_listen_backlog_as_kafka_sets_it(brokers) -> None:  # type: ignore[no-un
     assert listen_backlog(brokers.kafka.bootstrap) == 50
     if brokers.ours is not None:
         assert listen_backlog(brokers.ours.bootstrap) == 50
+
+
+def test_the_connection_creation_rate_holds_the_acceptor_back(brokers) -> None:  # type: ignore[no-untyped-def]
+    """max.connection.creation.rate=2, cluster-wide at runtime, on a broker with one client
+    listener: about 20 connections go through at once (a rate over 11 one-second samples), then
+    each waits up to a second before it is served, and every one is served. Put back at the end
+    (also on failure: the brokers are shared by the session)."""
+    import time
+
+    from admin_steps import BROKER, DELETE, SET, incremental_alter_configs
+    from differential import Connection, ScenarioRun, entity, request_class_name
+
+    def served_after(run: ScenarioRun) -> float:
+        started = time.monotonic()
+        conn = Connection(run.bootstrap, timeout=10.0)
+        try:
+            request = entity(18, 3, request_class_name(18, 3), client_software_name="t", client_software_version="1")
+            assert conn.receive(18, 3, conn.send(request)).error_code.value == 0
+        finally:
+            conn.close()
+        return time.monotonic() - started
+
+    def scenario(run: ScenarioRun) -> None:
+        incremental_alter_configs(run, [(BROKER, "", [("max.connection.creation.rate", SET, "2")])], label="set")
+        try:
+            waits = [served_after(run) for _ in range(26)]
+            run.note("at least 3 of the last 5 connections waited 0.4 s or more", sum(w >= 0.4 for w in waits[-5:]) >= 3)
+        finally:
+            incremental_alter_configs(run, [(BROKER, "", [("max.connection.creation.rate", DELETE, None)])],
+                                      label="put back")
+
+    brokers.compare(scenario)

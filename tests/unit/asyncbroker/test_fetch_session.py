@@ -45,7 +45,7 @@ def reads(n: int, topic: str = "t") -> list[PartitionRead]:
 
 
 def open_session(manager: FetchManager, partitions: int, topic: str = "t") -> int:
-    context = manager.new_context(12, 0, INITIAL_EPOCH, False, reads(partitions, topic), [], lambda _: None)
+    context = manager.new_context(12, 0, INITIAL_EPOCH, False, reads(partitions, topic), [])
     assert isinstance(context, FullFetchContext)
     error, session_id, carried = context.answer(context.reads())
     assert error == ErrorCode.NONE and len(carried) == partitions
@@ -53,7 +53,7 @@ def open_session(manager: FetchManager, partitions: int, topic: str = "t") -> in
 
 
 def fetch_again(manager: FetchManager, session_id: int, epoch: int) -> None:
-    context = manager.new_context(12, session_id, epoch, False, [], [], lambda _: None)
+    context = manager.new_context(12, session_id, epoch, False, [], [])
     assert isinstance(context, IncrementalFetchContext)
     context.answer(context.reads())
 
@@ -63,7 +63,7 @@ def test_epochs() -> None:
 
 
 def test_new_sessions_go_to_the_shards_in_turn_with_ids_in_their_ranges() -> None:
-    manager = FetchManager(1000, Clock())
+    manager = FetchManager(1000, Clock(), lambda _: None)
     ids = [open_session(manager, 1) for _ in range(2 * NUM_SHARDS)]
     assert [shard_of(i) for i in ids] == list(range(NUM_SHARDS)) * 2
     for i in ids:
@@ -74,25 +74,25 @@ def test_new_sessions_go_to_the_shards_in_turn_with_ids_in_their_ranges() -> Non
 
 @pytest.mark.parametrize("session_id", [2**31 - 1, NUM_SHARDS * SESSION_ID_RANGE, -SESSION_ID_RANGE, -(2**31)])
 def test_an_id_no_shard_holds_fails_every_kind_of_fetch(session_id: int) -> None:
-    manager = FetchManager(1000, Clock())
+    manager = FetchManager(1000, Clock(), lambda _: None)
     for epoch in (1, INITIAL_EPOCH, FINAL_EPOCH):
         with pytest.raises(UnknownShardError):
-            manager.new_context(12, session_id, epoch, False, reads(1), [], lambda _: None)
+            manager.new_context(12, session_id, epoch, False, reads(1), [])
 
 
 def test_each_shard_holds_an_eighth_of_the_slots() -> None:
-    manager = FetchManager(16, Clock())
+    manager = FetchManager(16, Clock(), lambda _: None)
     ids = [open_session(manager, 1) for _ in range(16)]
     assert INVALID_SESSION_ID not in ids
     assert open_session(manager, 5) == INVALID_SESSION_ID  # its shard is full, and nothing may go
     assert manager.cache.sessions == 16 and manager.cache.evictions == 0
     # Fewer slots than shards: no shard holds any (Kafka divides the same way).
-    assert open_session(FetchManager(7, Clock()), 1) == INVALID_SESSION_ID
+    assert open_session(FetchManager(7, Clock(), lambda _: None), 1) == INVALID_SESSION_ID
 
 
 def test_a_session_unused_for_120_s_makes_room() -> None:
     clock = Clock()
-    manager = FetchManager(NUM_SHARDS, clock)
+    manager = FetchManager(NUM_SHARDS, clock, lambda _: None)
     ids = [open_session(manager, 2) for _ in range(NUM_SHARDS)]
     clock.now += EVICTION_MS
     assert open_session(manager, 1) == INVALID_SESSION_ID  # 120 s exactly is not stale
@@ -103,13 +103,13 @@ def test_a_session_unused_for_120_s_makes_room() -> None:
     # 2's session was used again, so the newcomer there gets none (id 0).
     assert [shard_of(i) if i else None for i in newcomers] == [1, None, 3, 4, 5, 6, 7, 0]
     assert manager.cache.evictions == NUM_SHARDS - 1
-    gone = manager.new_context(12, ids[0], 1, False, [], [], lambda _: None)
+    gone = manager.new_context(12, ids[0], 1, False, [], [])
     assert isinstance(gone, SessionErrorContext) and gone.error == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
 def test_a_larger_newcomer_evicts_a_session_older_than_120_s_at_its_last_use() -> None:
     clock = Clock()
-    manager = FetchManager(NUM_SHARDS, clock)
+    manager = FetchManager(NUM_SHARDS, clock, lambda _: None)
     ids = [open_session(manager, 2) for _ in range(NUM_SHARDS)]
     clock.now += 60_000
     fetch_again(manager, ids[0], 1)  # shard 0's: used at 60 s old, not evictable
@@ -126,30 +126,30 @@ def test_a_larger_newcomer_evicts_a_session_older_than_120_s_at_its_last_use() -
     newcomer = open_session(manager, 3)
     assert shard_of(newcomer) == 3 and manager.cache.evictions == 1
     assert manager.cache.partitions_cached == 7 * 2 + 3
-    gone = manager.new_context(12, ids[3], 2, False, [], [], lambda _: None)
+    gone = manager.new_context(12, ids[3], 2, False, [], [])
     assert isinstance(gone, SessionErrorContext) and gone.error == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
 def test_an_incremental_fetch_updates_adds_and_forgets_partitions() -> None:
-    manager = FetchManager(1000, Clock())
+    manager = FetchManager(1000, Clock(), lambda _: None)
     session_id = open_session(manager, 3)
     moved = PartitionRead("t", None, 1, 7, 1024)
     added = PartitionRead("u", None, 0, 0, 1024)
-    context = manager.new_context(12, session_id, 1, False, [moved, added], [("t", 0)], lambda _: None)
+    context = manager.new_context(12, session_id, 1, False, [moved, added], [("t", 0)])
     assert isinstance(context, IncrementalFetchContext)
     assert [(r.topic, r.index, r.fetch_offset) for r in context.reads()] == [("t", 1, 7), ("t", 2, 0), ("u", 0, 0)]
     assert manager.cache.partitions_cached == 3
     # Forgetting every partition closes the session: the fetch goes on without one.
-    context = manager.new_context(12, session_id, 2, False, [], [("t", 1), ("t", 2), ("u", 0)], lambda _: None)
+    context = manager.new_context(12, session_id, 2, False, [], [("t", 1), ("t", 2), ("u", 0)])
     assert isinstance(context, SessionlessFetchContext) and context.reads() == []
     assert manager.cache.sessions == 0 and manager.cache.partitions_cached == 0
 
 
 def test_a_fetch_overtaken_by_the_next_one_of_its_session_gets_an_epoch_error() -> None:
-    manager = FetchManager(1000, Clock())
+    manager = FetchManager(1000, Clock(), lambda _: None)
     session_id = open_session(manager, 1)
-    first = manager.new_context(12, session_id, 1, False, [], [], lambda _: None)
-    second = manager.new_context(12, session_id, 2, False, [], [], lambda _: None)
+    first = manager.new_context(12, session_id, 1, False, [], [])
+    second = manager.new_context(12, session_id, 2, False, [], [])
     assert second.answer(second.reads())[:2] == (ErrorCode.NONE, session_id)
     assert first.answer(first.reads()) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id, [])
     assert first.throttled() == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id)
