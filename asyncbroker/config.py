@@ -162,6 +162,9 @@ SERVED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SERVED_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 # Kafka's per-listener JAAS key, the one pattern key of the broker config.
 _LISTENER_JAAS = re.compile(r"^listener\.name\.([A-Za-z0-9_-]+)\.([A-Za-z0-9-]+)\.sasl\.jaas\.config$")
+# A listener's own connection limits, in place of the broker-wide values for that listener alone.
+_LISTENER_CONNECTION_LIMIT = re.compile(
+    r"^listener\.name\.([A-Za-z0-9_-]+)\.(max\.connections|max\.connection\.creation\.rate)$")
 # ... and its per-listener server callback handler (which validator OAUTHBEARER tokens get).
 _LISTENER_HANDLER = re.compile(
     r"^listener\.name\.([A-Za-z0-9_-]+)\.([A-Za-z0-9-]+)\.sasl\.server\.callback\.handler\.class$")
@@ -383,6 +386,9 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     listener_jaas_configs: dict[str, str] = msgspec.field(default_factory=dict)
     # listener.name.<listener>.<mechanism>.sasl.server.callback.handler.class, keyed the same way.
     listener_callback_handlers: dict[str, str] = msgspec.field(default_factory=dict)
+    # listener.name.<listener>.max.connections / .max.connection.creation.rate, by listener
+    # (upper case) then key; static only (Kafka also takes them at runtime).
+    listener_connection_limits: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
     # Dynamic broker configs (IncrementalAlterConfigs / AlterConfigs on a BROKER resource),
     # raw values by key: this node's ("1") and the cluster-wide defaults (""). They win over
     # the static values; asyncbroker.broker_config_changes keeps them and persists them.
@@ -440,6 +446,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         values: dict[str, Any] = {}
         jaas: dict[str, str] = {}
         handlers: dict[str, str] = {}
+        listener_limits: dict[str, dict[str, int]] = {}
         rsm_prefix = props.get("remote.log.storage.manager.impl.prefix", "rsm.config.")
         rlmm_prefix = props.get("remote.log.metadata.manager.impl.prefix", "rlmm.config.")
         plugin_props: dict[str, dict[str, str]] = {rsm_prefix: {}, rlmm_prefix: {}}
@@ -450,6 +457,10 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
                 continue
             if (m := _LISTENER_JAAS.match(name)) is not None:
                 jaas[f"{m.group(1).upper()} {m.group(2).upper()}"] = raw
+                continue
+            if (m := _LISTENER_CONNECTION_LIMIT.match(name)) is not None:
+                limit = parse_value(BROKER_KEYS[m.group(2)], raw, name)
+                listener_limits.setdefault(m.group(1).upper(), {})[m.group(2)] = limit
                 continue
             if (m := _LISTENER_HANDLER.match(name)) is not None:
                 if m.group(2).upper() != "OAUTHBEARER" or raw.strip() not in (OAUTHBEARER_UNSECURED_HANDLER,
@@ -474,6 +485,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         if "node_id" not in values and values.get("broker_id", -1) >= 0:
             values["node_id"] = values["broker_id"]
         originals = {k: props[k] for k in props if _LISTENER_JAAS.match(k) is None and _LISTENER_HANDLER.match(k) is None
+                     and _LISTENER_CONNECTION_LIMIT.match(k) is None
                      and not any(p and k.startswith(p) for p in (rsm_prefix, rlmm_prefix))}
         if "broker.id" not in props and "node.id" in props:
             # Kafka copies node.id into broker.id when it builds its config, so broker.id is
@@ -481,6 +493,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             values["broker_id"] = values["node_id"]
             originals["broker.id"] = props["node.id"]
         config = cls(**values, originals=originals, listener_jaas_configs=jaas, listener_callback_handlers=handlers,
+                     listener_connection_limits=listener_limits,
                      remote_storage_manager_props=plugin_props[rsm_prefix],
                      remote_log_metadata_manager_props=plugin_props[rlmm_prefix])
         config._check()

@@ -12,9 +12,11 @@ throttle time Kafka's rate arithmetic gives ends (KIP-612), so a client cannot s
 waits out the throttle time, then serves the connection it holds (KIP-612 again).
 
 Both broker-wide limits hold twice, as in Kafka: over every listener together, and over each
-listener alone (a listener's own limit is the broker-wide value: Kafka's per-listener
-`listener.name.<l>.` overrides are not read). With more than one listener, the inter-broker one
-(`protected_listener`) is held to its own limits only, so clients on the others cannot lock it out.
+listener alone, where `listener.name.<l>.max.connections` and
+`listener.name.<l>.max.connection.creation.rate` take the broker-wide value's place (static
+keys here; Kafka also changes them at runtime). With more than one listener, the inter-broker
+one (`protected_listener`) is held to its own limits only, so clients on the others cannot lock
+it out.
 """
 from __future__ import annotations
 
@@ -36,8 +38,10 @@ log = logging.getLogger(__name__)
 
 class ConnectionQuotas:
     def __init__(self, max_connections: int, max_per_ip: int, per_ip_overrides: dict[str, int],
-                 max_creation_rate: int, protected_listener: str | None) -> None:
+                 max_creation_rate: int, protected_listener: str | None,
+                 listener_limits: dict[str, dict[str, int]]) -> None:
         self.max_connections = max_connections
+        self.listener_limits = listener_limits  # listener -> its own max.connections / creation rate
         self.max_per_ip = max_per_ip
         self.per_ip_overrides = per_ip_overrides
         self.max_creation_rate = max_creation_rate
@@ -64,8 +68,12 @@ class ConnectionQuotas:
     def count(self, ip: str) -> int:
         return self._per_ip[ip]
 
+    def _listener_limit(self, listener: str, key: str, broker_wide: int) -> int:
+        own = self.listener_limits.get(listener)
+        return own.get(key, broker_wide) if own else broker_wide
+
     def _slot_available(self, listener: str) -> bool:
-        if self._per_listener[listener] >= self.max_connections:
+        if self._per_listener[listener] >= self._listener_limit(listener, "max.connections", self.max_connections):
             return False
         return listener == self.protected_listener or self.total < self.max_connections
 
@@ -83,12 +91,12 @@ class ConnectionQuotas:
         rate = self._listener_rates.get(listener)
         if rate is None:
             rate = self._listener_rates[listener] = SampledRate()
-        throttle = self._record(rate, now_ms)
+        throttle = self._record(rate, now_ms, self._listener_limit(listener, "max.connection.creation.rate",
+                                                                   self.max_creation_rate))
         if listener != self.protected_listener:
-            throttle = max(throttle, self._record(self._creation_rate, now_ms))
+            throttle = max(throttle, self._record(self._creation_rate, now_ms, self.max_creation_rate))
         if throttle:
-            log.debug("Quota violated for connection creation rate on %s (%d/s). Delay time: %d ms", listener,
-                      self.max_creation_rate, throttle)
+            log.debug("Quota violated for the connection creation rate on %s. Delay time: %d ms", listener, throttle)
         return throttle
 
     def unrecord_creation(self, listener: str) -> None:
@@ -101,12 +109,11 @@ class ConnectionQuotas:
         for rate in rates:
             rate.record(-1.0, now_ms, window_ms, self.num_samples)
 
-    def _record(self, rate: SampledRate, now_ms: float) -> int:
-        """Count one connection in `rate`; Kafka's throttle time for it (0: within the bound),
+    def _record(self, rate: SampledRate, now_ms: float, bound: int) -> int:
+        """Count one connection in `rate`; Kafka's throttle time for it (0: within `bound`),
         capped at one quota window. A bound of 0 admits nothing: the longest wait."""
         window_ms = self.window_seconds * 1000.0
         rate.record(1.0, now_ms, window_ms, self.num_samples)
-        bound = self.max_creation_rate
         measured, window = rate.measure(now_ms, window_ms, self.num_samples)
         if measured <= bound:
             return 0

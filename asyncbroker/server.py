@@ -115,7 +115,8 @@ class KafkaServer:
         listeners = [(e, self._ssl_context(e)) for e in self.config.served_listeners()]
         for e, _ in listeners:
             self._check_sasl(e)
-        self.quotas = quotas = ConnectionQuotas(*self._quota_limits(), self.config.protected_listener())
+        self.quotas = quotas = ConnectionQuotas(*self._quota_limits(), self.config.protected_listener(),
+                                                self.config.listener_connection_limits)
         if self.owns_process and not framing.retain_receive_buffers(READ_AHEAD_BYTES):
             log.debug("The C library does not say how much freed memory to keep; receive buffers are its choice")
         if self.owns_process and (raised := raise_open_files_limit()) is not None:

@@ -112,15 +112,17 @@ def test_limits_change_at_runtime(sockets: list[socket.socket]) -> None:
         assert [answered(s, 10) for s in sockets] == [True, True, True, False]  # the persisted dynamic value
 
 
-def served_in_turn(port: int, count: int, sockets: list[socket.socket]) -> list[float]:
+def served_in_turn(port: int, count: int) -> list[float]:
     """Seconds from connecting to the ApiVersions answer, for `count` connections made one
-    after another; each must be served."""
+    after another, each closed once answered; each must be served."""
     waits = []
     for _ in range(count):
         started = time.monotonic()
         s = connect(port)
-        sockets.append(s)
-        assert answered(s, 10) is True
+        try:
+            assert answered(s, 10) is True
+        finally:
+            s.close()
         waits.append(time.monotonic() - started)
     return waits
 
@@ -136,7 +138,7 @@ def test_connection_creation_rate_makes_the_acceptor_wait(sockets: list[socket.s
             "--bootstrap-server", b.bootstrap, "--entity-type", "brokers", "--entity-default", "--alter",
             "--add-config", "max.connection.creation.rate=2"])
         assert result.returncode == 0, result.stderr[-2000:]
-        waits = served_in_turn(b.port, 26, sockets)
+        waits = served_in_turn(b.port, 26)
         assert sum(w >= 0.4 for w in waits[-5:]) >= 3, waits  # the rate is over 2/s from the 21st on
 
 
@@ -164,9 +166,39 @@ def test_the_inter_broker_listener_counts_only_its_own_connections(sockets: list
     sockets.clear()
     with BrokerProcess(listeners + ["max.connection.creation.rate=1"]) as b:
         inter_broker, client = b.listener_ports["PLAINTEXT"], b.listener_ports["CLIENT"]
-        waits = served_in_turn(client, 15, sockets)
+        waits = served_in_turn(client, 15)
         assert sum(w >= 0.4 for w in waits[-4:]) >= 3, waits  # over 1/s from the 11th on
         # The client listener's burst is not the inter-broker listener's: 5 more there are
         # within its own rate (held to it, each would wait about a second).
-        waits = served_in_turn(inter_broker, 5, sockets)
+        waits = served_in_turn(inter_broker, 5)
         assert sum(waits) < 2, waits
+
+
+def test_a_listener_of_its_own_limits(sockets: list[socket.socket]) -> None:
+    """listener.name.<l>.max.connections and .max.connection.creation.rate hold that listener
+    alone (as measured on Kafka 4.4 with its SASL_PLAINTEXT listener beside PLAINTEXT)."""
+    listeners = ["listeners=PLAINTEXT://127.0.0.1:0,CLIENT://127.0.0.1:0",
+                 "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT"]
+    with BrokerProcess(listeners + ["listener.name.client.max.connections=2",
+                                    "listener.name.client.max.connection.creation.rate=1"]) as b:
+        inter_broker, client = b.listener_ports["PLAINTEXT"], b.listener_ports["CLIENT"]
+        sockets += [connect(client) for _ in range(3)]
+        assert [answered(s, 10) for s in sockets[:2]] == [True, True]
+        assert answered(sockets[2], 1.0) is None  # its third: over its own max.connections
+        others = [connect(inter_broker) for _ in range(4)]
+        sockets += others
+        assert [answered(s, 10) for s in others] == [True, True, True, True]
+        for s in sockets:
+            s.close()
+        sockets.clear()
+        # 3 connections so far on CLIENT, at 1/s: from about the 11th on each waits.
+        waits = served_in_turn(client, 12)  # one at a time, within its max.connections
+        assert sum(w >= 0.4 for w in waits[-3:]) >= 2, waits
+
+
+def test_a_bad_listener_limit_stops_startup() -> None:
+    b = BrokerProcess(["listener.name.plaintext.max.connections=-1"])
+    with pytest.raises(Exception) as err:
+        b.start()
+    assert "Invalid value -1 for configuration listener.name.plaintext.max.connections" in str(err.value)
+    b.cleanup()

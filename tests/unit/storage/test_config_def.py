@@ -29,10 +29,11 @@ _PYTHON_TYPES: dict[ConfigType, Any] = {
     ConfigType.SHORT: int, ConfigType.LONG: int, ConfigType.DOUBLE: float,
 }
 # Fields of KafkaConfig that hold no key: what was given, and the dynamic layers.
-# Not keys of the table: what was set, the dynamic layers, and the one pattern key
-# (listener.name.<listener>.<mechanism>.sasl.jaas.config) by listener and mechanism.
+# Not keys of the table: what was set, the dynamic layers, and the pattern keys by listener
+# (listener.name.<listener>.<mechanism>.sasl.jaas.config and .sasl.server.callback.handler.class,
+# listener.name.<listener>.max.connections and .max.connection.creation.rate).
 _BOOKKEEPING = {"originals", "dynamic_broker", "dynamic_cluster", "listener_jaas_configs", "listener_callback_handlers",
-                "remote_storage_manager_props", "remote_log_metadata_manager_props"}
+                "listener_connection_limits", "remote_storage_manager_props", "remote_log_metadata_manager_props"}
 
 
 def _expected_type(key: ConfigKey) -> Any:
