@@ -94,14 +94,19 @@ def api_name(api: int | str) -> str:
     return "".join(part.capitalize() for part in schema.split("_"))
 
 
-class _LogCollector:
-    """Scrape-time gauges over the bound broker's logs (partitions, sizes, offsets)."""
+class _Collector:
+    """A prometheus collector over the bound broker's state, computed per scrape (nothing is
+    registered up front)."""
 
     def __init__(self, metrics: BrokerMetrics) -> None:
         self._metrics = metrics
 
     def describe(self) -> list[Any]:
-        return []  # computed per scrape; nothing registered up front
+        return []
+
+
+class _LogCollector(_Collector):
+    """Scrape-time gauges over the bound broker's logs (partitions, sizes, offsets)."""
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
@@ -140,16 +145,10 @@ class _LogCollector:
         yield end
 
 
-class _CleanerCollector:
+class _CleanerCollector(_Collector):
     """Scrape-time gauges of the log cleaner (Kafka's LogCleaner / LogCleanerManager metrics,
     `asyncbroker_log_cleaner_<kafka name>`; per-dir ones labelled `log_dir`). Nothing when the
     cleaner is disabled."""
-
-    def __init__(self, metrics: BrokerMetrics) -> None:
-        self._metrics = metrics
-
-    def describe(self) -> list[Any]:
-        return []
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
@@ -186,15 +185,9 @@ class _CleanerCollector:
             yield family
 
 
-class _FetchSessionCollector:
+class _FetchSessionCollector(_Collector):
     """Kafka's FetchSessionCache metrics (NumIncrementalFetchSessions,
     NumIncrementalFetchPartitionsCached, IncrementalFetchSessionEvictionsPerSec as a count)."""
-
-    def __init__(self, metrics: BrokerMetrics) -> None:
-        self._metrics = metrics
-
-    def describe(self) -> list[Any]:
-        return []
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -211,16 +204,10 @@ class _FetchSessionCollector:
                                   "Incremental fetch sessions evicted to make room for new ones", value=cache.evictions)
 
 
-class _RemoteLogCollector:
+class _RemoteLogCollector(_Collector):
     """Tiered storage's metrics (Kafka's RemoteCopy*/RemoteFetch*/RemoteDelete* and the
     per-topic remote size and copy lag), read from the RemoteLogManager at scrape time.
     Nothing without tiered storage."""
-
-    def __init__(self, metrics: BrokerMetrics) -> None:
-        self._metrics = metrics
-
-    def describe(self) -> list[Any]:
-        return []
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -257,15 +244,9 @@ class _RemoteLogCollector:
         yield from families
 
 
-class _CounterCollector:
+class _CounterCollector(_Collector):
     """The broker's counters as metric families, read at scrape time (from any thread:
     the dicts are copied before iterating, the loop may add a label meanwhile)."""
-
-    def __init__(self, metrics: BrokerMetrics) -> None:
-        self._metrics = metrics
-
-    def describe(self) -> list[Any]:
-        return []
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily

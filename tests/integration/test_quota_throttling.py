@@ -51,6 +51,17 @@ def produce(conn: Connection, topic: str, size: int) -> Any:
                 topic_data=(entity(PRODUCE, 9, "TopicProduceData", name=topic, partition_data=data),))
 
 
+def ten_batches(writer: Connection, topic: str) -> None:
+    """Auto-create `topic` and write ten 4 KB batches to its partition 0 (offsets 0-9)."""
+    call(writer, METADATA, 12, topics=(entity(METADATA, 12, "MetadataRequestTopic", name=topic, topic_id=None),),
+         allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+    for _ in range(100):  # bounded: the auto-created topic takes a request or two to appear
+        if produce(writer, topic, 4000).responses[0].partition_responses[0].error_code.value == 0:
+            break
+    for _ in range(9):
+        produce(writer, topic, 4000)
+
+
 def throttle_ms(answer: Any) -> int:
     return int(answer.throttle_time.total_seconds() * 1000)
 
@@ -126,13 +137,7 @@ def test_a_fetch_quota_answers_empty_while_throttled(broker: BrokerProcess) -> N
     writer = Connection(broker.bootstrap, client_id="writer")
     reader = Connection(broker.bootstrap, client_id=client)
     try:
-        call(writer, METADATA, 12, topics=(entity(METADATA, 12, "MetadataRequestTopic", name=topic, topic_id=None),),
-             allow_auto_topic_creation=True, include_topic_authorized_operations=False)
-        for _ in range(100):  # bounded: the auto-created topic takes a request or two to appear
-            if produce(writer, topic, 4000).responses[0].partition_responses[0].error_code.value == 0:
-                break
-        for _ in range(9):
-            produce(writer, topic, 4000)
+        ten_batches(writer, topic)
         configs(broker, "--alter", "--add-config", "consumer_byte_rate=1024", "--entity-type", "clients",
                 "--entity-name", client)
         answers = []
@@ -175,13 +180,7 @@ def test_a_throttled_incremental_fetch_keeps_its_session(broker: BrokerProcess) 
                     topics=(entity(FETCH, 12, "FetchTopic", topic=topic, partitions=partitions),) if partitions else ())
 
     try:
-        call(writer, METADATA, 12, topics=(entity(METADATA, 12, "MetadataRequestTopic", name=topic, topic_id=None),),
-             allow_auto_topic_creation=True, include_topic_authorized_operations=False)
-        for _ in range(100):  # bounded: the auto-created topic takes a request or two to appear
-            if produce(writer, topic, 4000).responses[0].partition_responses[0].error_code.value == 0:
-                break
-        for _ in range(9):
-            produce(writer, topic, 4000)
+        ten_batches(writer, topic)
         opened = fetch(0, 0, 10)  # at the end: nothing to send, not throttled
         session_id = opened.session_id
         assert session_id != 0 and throttle_ms(opened) == 0
