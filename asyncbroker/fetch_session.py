@@ -337,14 +337,18 @@ class IncrementalFetchContext(FetchContext):
         self._session = session
         self._expected_epoch = next_epoch(request_epoch)
         self._resolve_name = resolve_name
+        self._cached_of: dict[int, tuple[PartitionKey, CachedPartition]] = {}  # id(read) -> its partition
 
     def reads(self) -> list[PartitionRead]:
         session = self._session
         reads = []
-        for cached in session.partitions.values():
+        cached_of = self._cached_of
+        for key, cached in session.partitions.items():
             if session.uses_topic_ids and cached.topic is None and cached.topic_id is not None:
                 cached.topic = self._resolve_name(cached.topic_id)  # a topic id learned since
-            reads.append(cached.to_read())
+            read = cached.to_read()
+            cached_of[id(read)] = (key, cached)
+            reads.append(read)
         return reads
 
     def answer(self, reads: list[PartitionRead], update: bool = True) -> tuple[int, int, list[PartitionRead]]:
@@ -354,15 +358,14 @@ class IncrementalFetchContext(FetchContext):
             log.info("Incremental fetch session %d expected epoch %d, but got %d. Possible duplicate request.",
                      session.id, self._expected_epoch, session.epoch)
             return ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id, []
-        partitions = session.partitions
+        partitions, cached_of = session.partitions, self._cached_of
         carried = []
         for r in reads:
-            key = session.key(r)
-            cached = partitions.get(key)
-            if cached is None or not cached.must_respond(r, update):
+            key, cached = cached_of[id(r)]
+            if not cached.must_respond(r, update):
                 continue
             carried.append(r)
-            if update and r.size > 0:
+            if update and r.size > 0 and partitions.get(key) is cached:
                 # Round robin: a partition that returned records is read last next time.
                 del partitions[key]
                 partitions[key] = cached

@@ -197,6 +197,8 @@ class ProducerStateManager:
 
     # -- reading ------------------------------------------------------------------------------------
     def first_unstable_offset(self) -> int | None:
+        if not self._ongoing:
+            return None  # no open transaction (the common case, on every fetch: no lock)
         with self._lock:
             return min(self._ongoing.values()) if self._ongoing else None
 
