@@ -634,8 +634,8 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         return (listener.host or socket.getfqdn(), listener.port)
 
     def protected_listener(self) -> str | None:
-        """The inter-broker listener, exempt from the broker-wide connection limits while the
-        broker serves more than one listener (Kafka's ConnectionQuotas.protectedListener)."""
+        """The inter-broker listener while the broker serves more than one: held to its own
+        connection limits only, not to all listeners' together (Kafka's protectedListener)."""
         if len(self.served_listeners()) <= 1:
             return None
         return (self.inter_broker_listener_name or self.security_inter_broker_protocol).upper()

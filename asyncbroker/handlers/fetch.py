@@ -16,7 +16,7 @@ Fetch sessions (KIP-227): the FetchManager (asyncbroker.fetch_session) gives
 each Fetch its context, which says what to read (an incremental fetch reads
 every partition of its session) and which partitions the answer carries. A
 session id that no cache shard can hold fails the request, as Kafka's lookup
-does: UNKNOWN_SERVER_ERROR at the top and in each partition asked for.
+does: UNKNOWN_SERVER_ERROR at the top, and before v13 in each partition asked for.
 
 Every partition is led here in leader epoch 0 (Metadata says so): a client's
 current_leader_epoch above it is UNKNOWN_LEADER_EPOCH, last_fetched_epoch is
