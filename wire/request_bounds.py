@@ -115,7 +115,7 @@ def _array(flexible: bool, element: Step) -> Step:
         if n > end - pos:
             raise _too_large("collection", n, end - pos)
         if element_size is not None:
-            pos += n * element_size
+            pos += max(n, 0) * element_size  # a null array (-1) holds nothing
             if pos > end:
                 raise _truncated("an array")
             return pos
@@ -172,22 +172,53 @@ def _entity_step(cls: type) -> Step:
     return step
 
 
+def _merge_fixed(steps: list[Step]) -> list[Step]:
+    """Consecutive fixed-size steps as one: a partition of a Fetch is six fields, one step."""
+    merged: list[Step] = []
+    for s in steps:
+        size: int | None = getattr(s, "fixed_size", None)
+        last: int | None = getattr(merged[-1], "fixed_size", None) if merged else None
+        if size is not None and last is not None:
+            merged[-1] = _fixed(last + size)
+        else:
+            merged.append(s)
+    return merged
+
+
 def _build_entity_step(cls: type) -> Step:
     flexible = bool(getattr(cls, "__flexible__"))  # every kio schema class says whether it is flexible
-    steps: list[Step] = []
+    fields: list[Step] = []
     tagged: dict[int, Step] = {}
     for field in dataclasses.fields(cls):
         tag = get_field_tag(field)
         if tag is None:
-            steps.append(_field_step(field, flexible, is_tag=False))
+            fields.append(_field_step(field, flexible, is_tag=False))
         else:
             tagged[int(tag)] = _field_step(field, flexible, is_tag=True)
+    steps = _merge_fixed(fields)
+    if not flexible:
+        if len(steps) == 1 and hasattr(steps[0], "fixed_size"):
+            return steps[0]  # wholly fixed, no tagged section: an array of it is one multiplication
+        return _sequence(steps)
+    return _flexible_entity(steps, tagged)
 
+
+def _sequence(steps: list[Step]) -> Step:
     def step(buf: Buffer, pos: int, end: int) -> int:
         for s in steps:
             pos = s(buf, pos, end)
-        if not flexible:
-            return pos
+        return pos
+
+    return step
+
+
+def _flexible_entity(steps: list[Step], tagged: dict[int, Step]) -> Step:
+    def step(buf: Buffer, pos: int, end: int) -> int:
+        for s in steps:
+            pos = s(buf, pos, end)
+        # Most entities carry no tagged field: a single zero count byte ends them.
+        if pos < end and buf[pos] == 0:
+            return pos + 1
         count, pos = _uvarint(buf, pos, end)
         if count > end - pos:
             raise _too_large("tagged field section", count, end - pos)

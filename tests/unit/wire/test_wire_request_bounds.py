@@ -2,16 +2,19 @@
 checked before kio's native reader (which reserves memory from the declared size)."""
 from __future__ import annotations
 
+import datetime
 import struct
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kio.schema.alter_partition_reassignments.v0 import request as reassign0
 from kio.schema.create_topics.v2 import request as create_topics2
+from kio.schema.fetch.v4 import response as fetch4_response
 from kio.schema.metadata.v1 import request as metadata1
 from kio.schema.metadata.v12 import request as metadata12
 from kio.schema.produce.v9 import request as produce9
-from kio.static.primitive import Records
+from kio.static.primitive import Records, i32, i32Timedelta
 
 from wire.errors import RequestDecodeError
 from wire.messages import encode_request, request_class
@@ -56,3 +59,29 @@ def test_well_formed_requests_pass_and_every_shorter_prefix_is_refused(key: int,
     if cut < len(body):
         with pytest.raises(RequestDecodeError):
             check_request_bounds(cls, body[:cut], 0)
+
+
+@pytest.mark.parametrize("replicas", [None, (), (1, 2, 3)])
+def test_a_null_array_of_fixed_size_elements_holds_nothing(replicas: tuple[int, ...] | None) -> None:
+    # A cancelled reassignment: replicas is a null int32 array, and the walk goes on after it
+    # (a null once moved the position back by one element and misread what followed).
+    req = reassign0.AlterPartitionReassignmentsRequest(
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        topics=(reassign0.ReassignableTopic(name="t", partitions=(
+            reassign0.ReassignablePartition(partition_index=i32(7),
+                                            replicas=None if replicas is None else tuple(i32(r) for r in replicas)),
+        )),),
+    )
+    body = encode_request(req)
+    check_request_bounds(type(req), body, 0)
+    with pytest.raises(RequestDecodeError):
+        check_request_bounds(type(req), body[:-1], 0)
+
+
+def test_a_null_array_of_fixed_size_entities_holds_nothing() -> None:
+    # Fetch v4's answer: aborted_transactions (16-byte entities) null, then the null records.
+    body = (struct.pack(">ii", 0, 1) + struct.pack(">h", 1) + b"t" + struct.pack(">iihqq", 1, 0, 0, 5, 5)
+            + struct.pack(">i", -1) + struct.pack(">i", 3) + b"abc")
+    check_request_bounds(fetch4_response.FetchResponse, body, 0)
+    with pytest.raises(RequestDecodeError):
+        check_request_bounds(fetch4_response.FetchResponse, body[:-1], 0)
