@@ -5,7 +5,8 @@ from the jars `make jvm` fetched, run as kafka-server-start.sh runs it: see Kafk
 `as_scripts`): startup to the first Metadata answer (the median of five starts; for asyncbroker
 also with the web console, as `make run` starts it, and beside what any asyncio broker on uvloop
 pays first: the interpreter and the imports of asyncio and uvloop), idle RSS, produce throughput
-of 1,000,000 x 100 B (acks=1 and -1, 1 and 4 partitions), consume of the same from offset 0 (with
+of 1,000,000 x 100 B (acks=1 and -1, 1 and 4 partitions; on 1 partition also 2,000,000 from two
+producer processes at once, since one Python producer is the limit there), consume of the same from offset 0 (with
 fetch sizes and queue limits raised, and on 1 partition with the client's defaults too), the
 same on 1 partition through Kafka's own perf tools (the Java client: 5,000,000 x 100 B produced
 with acks=1 and -1, and consumed with the consumer's defaults), 20,000 x 10 KiB both ways,
@@ -40,6 +41,7 @@ from contextlib import contextmanager
 from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -221,6 +223,15 @@ def produce(bootstrap: str, topic: str, count: int, size: int, acks: str) -> flo
     learn its leader. That takes 0.1-0.3 s on either broker, which is not throughput, and at
     this scale it was a third of the timed run (10 KiB: 430 MB/s measured with it, 1,100
     without)."""
+    p, errors, payload = _ready_producer(bootstrap, topic, size, acks)
+    started = time.monotonic()
+    _send_all(p, topic, payload, count, errors)
+    return count / (time.monotonic() - started)
+
+
+def _ready_producer(bootstrap: str, topic: str, size: int, acks: str) -> tuple[Producer, list[object], bytes]:
+    """A producer batching as the benches batch, that has delivered one message to `topic`
+    (untimed: the topic exists and its leader is known); its error list and payload."""
     errors: list[object] = []
     # A global callback that fires only on errors: a per-message callback
     # costs the Python client half its produce rate.
@@ -234,7 +245,11 @@ def produce(bootstrap: str, topic: str, count: int, size: int, acks: str) -> flo
     p.produce(topic, payload)
     if p.flush(60) or errors:
         raise RuntimeError(f"the first message to {topic} was not delivered: {errors[:3]}")
-    started = time.monotonic()
+    return p, errors, payload
+
+
+def _send_all(p: Producer, topic: str, payload: bytes, count: int, errors: list[object]) -> None:
+    """Produce `count` messages and wait until every one is acknowledged."""
     produce_ = p.produce
     for _ in range(count):
         try:
@@ -248,10 +263,54 @@ def produce(bootstrap: str, topic: str, count: int, size: int, acks: str) -> flo
                 except BufferError:
                     continue
     remaining = p.flush(120)
-    elapsed = time.monotonic() - started
     if remaining or errors:
         raise RuntimeError(f"produce failed: {remaining} undelivered, errors {errors[:3]}")
-    return count / elapsed
+
+
+PRODUCER_PROCESSES = 2
+"""Producer processes of the parallel produce rows. One Python producer tops out near 1.5 M
+100 B messages/s here with the broker mostly idle (asyncbroker used 11-17% of a CPU): the client,
+not the broker, set the single-producer figure."""
+
+
+def produce_parallel(bootstrap: str, topic: str, count: int, size: int, acks: str) -> float:
+    """Messages per second for `count` messages of `size` bytes into `topic`'s partition 0 from
+    PRODUCER_PROCESSES processes at once (each its own confluent-kafka producer, `count` shared
+    out): from the first one's start to the last one's last acknowledgement."""
+    import multiprocessing
+
+    produce(bootstrap, topic, 1, size, acks)  # the topic, made before the clock starts
+    spawn = multiprocessing.get_context("spawn")  # no fork of a process with librdkafka threads
+    ready, go, results = spawn.Barrier(PRODUCER_PROCESSES + 1), spawn.Event(), spawn.Queue()
+    share = count // PRODUCER_PROCESSES
+    workers = [spawn.Process(target=_produce_worker, args=(bootstrap, topic, share, size, acks, ready, go, results))
+               for _ in range(PRODUCER_PROCESSES)]
+    for w in workers:
+        w.start()
+    try:
+        ready.wait(120)  # every producer connected and delivered its first message
+        go.set()
+        spans = [results.get(timeout=300) for _ in workers]
+    finally:
+        for w in workers:
+            w.join(30)
+    failed = [span for span in spans if isinstance(span, str)]
+    if failed:
+        raise RuntimeError(f"a producer process failed: {failed[0]}")
+    return share * PRODUCER_PROCESSES / (max(end for _, end in spans) - min(start for start, _ in spans))
+
+
+def _produce_worker(bootstrap: str, topic: str, count: int, size: int, acks: str, ready: Any, go: Any,
+                    results: Any) -> None:
+    try:
+        p, errors, payload = _ready_producer(bootstrap, topic, size, acks)
+        ready.wait(120)
+        go.wait(120)
+        started = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process of the machine
+        _send_all(p, topic, payload, count, errors)
+        results.put((started, time.monotonic()))
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
+        results.put(f"{type(exc).__name__}: {exc}")
 
 
 def warm_up_group_coordinator(bootstrap: str, topic: str, group: str = "bench") -> None:
@@ -295,6 +354,11 @@ def produce_run(bootstrap: str, topic: str, count: int, size: int, acks: str, ru
     """One produce run, into a topic of its own (`<topic>-<run>`): a consumer reading the
     first run's topic finds exactly `count` messages (and one more), no backlog to prefetch."""
     return produce(bootstrap, f"{topic}-{run}", count, size, acks)
+
+
+def produce_parallel_run(bootstrap: str, topic: str, count: int, size: int, acks: str, run: int) -> float:
+    """One parallel produce run, into a topic of its own, as produce_run."""
+    return produce_parallel(bootstrap, f"{topic}-{run}", count, size, acks)
 
 
 def consume_run(bootstrap: str, topic: str, partitions: int, count: int, run: int, *, tuned: bool = True) -> float:
@@ -640,6 +704,14 @@ def measure(kind: str, report: Report, echo: tuple[int, int]) -> None:
                 report.add(kind, f"produce 100 B acks={acks} p={partitions}", rate, "msgs/s",
                            ">= Kafka, >= 1.8 M on p=1", higher_is_better=True,
                            note=f"broker CPU {share:.0%}, {cpu_s / SMALL_COUNT * 1e6:.2f} us/msg")
+            if partitions == 1:
+                for acks in ("1", "-1"):
+                    topic = f"parallel-acks{acks.replace('-', 'm')}"
+                    count = SMALL_COUNT * PRODUCER_PROCESSES
+                    rate, share, cpu_s = median_of_runs(pid, partial(produce_parallel_run, bs, topic, count, 100, acks))
+                    report.add(kind, f"produce 100 B acks={acks} p=1, {PRODUCER_PROCESSES} producer processes", rate,
+                               "msgs/s", ">= Kafka, >= 1.8 M", higher_is_better=True,
+                               note=f"broker CPU {share:.0%}, {cpu_s / count * 1e6:.2f} us/msg")
             warm_up_group_coordinator(bs, "small-acks1-0")
             consumes = [(True, f"consume 100 B p={partitions}", ">= Kafka, >= 1 M on p=1")]
             if partitions == 1:
