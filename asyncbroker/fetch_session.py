@@ -60,6 +60,11 @@ EVICTION_MS = 120_000
 PartitionKey = tuple[Any, int]  # (topic id, partition) in a session by id (v13+); else (name, partition)
 
 
+def partition_key(read: PartitionRead, uses_topic_ids: bool) -> PartitionKey:
+    """How a session names a partition: by topic id when it was opened by id, else by name."""
+    return (read.topic_id, read.index) if uses_topic_ids else (read.topic, read.index)
+
+
 def next_epoch(epoch: int) -> int:
     """The epoch a session expects after `epoch` (FINAL_EPOCH stays final; wraps to 1)."""
     if epoch < 0:
@@ -143,7 +148,7 @@ class FetchSession:
         self.evictable_by_all = False  # at its last use, older than EVICTION_MS
 
     def key(self, read: PartitionRead) -> PartitionKey:
-        return (read.topic_id, read.index) if self.uses_topic_ids else (read.topic, read.index)
+        return partition_key(read, self.uses_topic_ids)
 
     def evictable_key(self) -> tuple[bool, int, int]:
         return (self.privileged, self.cached_size, self.id)
@@ -324,7 +329,7 @@ class FullFetchContext(FetchContext):
             for r in reads:
                 c = CachedPartition(r)
                 c.high_watermark, c.log_start_offset = r.high_watermark, r.log_start_offset
-                cached[(r.topic_id, r.index) if self._uses_topic_ids else (r.topic, r.index)] = c
+                cached[partition_key(r, self._uses_topic_ids)] = c
             return cached
 
         session_id = self._manager.cache.next_shard().maybe_create_session(
