@@ -29,7 +29,7 @@ def test_the_connection_creation_rate_holds_the_acceptor_back(brokers) -> None: 
     (also on failure: the brokers are shared by the session)."""
     import time
 
-    from admin_steps import BROKER, DELETE, SET, incremental_alter_configs
+    from admin_steps import BROKER, DELETE, SET, describe_configs, incremental_alter_configs
     from differential import Connection, ScenarioRun, entity, request_class_name
 
     def served_after(run: ScenarioRun) -> float:
@@ -45,6 +45,10 @@ def test_the_connection_creation_rate_holds_the_acceptor_back(brokers) -> None: 
     def scenario(run: ScenarioRun) -> None:
         incremental_alter_configs(run, [(BROKER, "", [("max.connection.creation.rate", SET, "2")])], label="set")
         try:
+            # Kafka takes the change through its metadata log: connect once it is in force.
+            run.wait_until(lambda: describe_configs(run, [(BROKER, "1", ("max.connection.creation.rate",))],
+                                                    record=False).results[0].configs[0].value == "2",
+                           "max.connection.creation.rate=2 in force")
             waits = [served_after(run) for _ in range(26)]
             run.note("at least 3 of the last 5 connections waited 0.4 s or more", sum(w >= 0.4 for w in waits[-5:]) >= 3)
         finally:
