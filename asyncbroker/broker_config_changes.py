@@ -11,7 +11,8 @@ asyncbroker applies the dynamic keys that are topic defaults (log.retention.ms,
 message.max.bytes, log.cleanup.policy, ..., and the cluster's
 min.insync.replicas): TopicManager pushes the new defaults to every log. It
 applies the cleaner's backoff and I/O throttle too (the running cleaner reads
-them again), and the connection limits (the server's ConnectionQuotas). The other keys Kafka reconfigures (cleaner and thread pool sizes,
+them again), and the connection limits, each listener's own too (the server's
+ConnectionQuotas). The other keys Kafka reconfigures (cleaner and thread pool sizes,
 listeners, producer.id.expiration.ms) and custom keys are validated but not
 applied: such a change is refused with BrokerConfigNotAppliedError unless it
 only validates.
@@ -37,6 +38,7 @@ from asyncbroker.config import (
     PER_BROKER_ONLY_KEYS,
     TOPIC_DEFAULT_SYNONYMS,
     KafkaConfig,
+    listener_limit_key,
 )
 
 log = logging.getLogger(__name__)
@@ -84,17 +86,25 @@ def check_broker_changes(resource_name: str, node_id: int, changes: Sequence[tup
     if static:
         raise InvalidRequestError(f"Cannot update these configs dynamically: [{', '.join(static)}]")
     for key, op, value in changes:
-        if op == DELETE or key not in BROKER_KEYS or value is None:
+        if op in (APPEND, SUBTRACT) and key not in BROKER_KEYS:
+            # A list operation needs the key's definition; a listener's limit or a custom key has none.
+            raise InvalidConfigurationError(f"Unknown config name: {key}")
+        limit = listener_limit_key(key)
+        if op == DELETE or (key not in BROKER_KEYS and limit is None) or value is None:
             continue
-        definition = BROKER_KEYS[key]
+        definition = BROKER_KEYS[key if limit is None else limit[1]]  # a listener's limit: the broker-wide key's
         if op in (APPEND, SUBTRACT) and definition.type is not ConfigType.LIST:
             # Kafka's broker-side wording (topics get "Can't APPEND to key ...").
             raise InvalidConfigurationError(
                 f"Config value {'append' if op == APPEND else 'subtract'} is not allowed for config key: {key}")
         try:
-            parse_value(definition, value)
+            parsed = parse_value(definition, value)  # Kafka's messages name the broker-wide key
         except ConfigException as exc:
             raise InvalidRequestError(str(exc)) from None
+        if limit is not None and parsed <= 0:
+            # The listener's quota refuses it (Kafka's validateReconfiguration), in these words.
+            raise InvalidRequestError(f"Invalid value org.apache.kafka.common.config.ConfigException: Invalid "
+                                      f"{limit[1]} {parsed} for configuration Invalid dynamic configuration")
     if resource_name == "":
         cluster_level = [key for key in names if key in PER_BROKER_ONLY_KEYS]
         if cluster_level:
@@ -107,7 +117,7 @@ def check_broker_changes(resource_name: str, node_id: int, changes: Sequence[tup
     if resource_name == "" and any(key == "min.insync.replicas" and op == DELETE for key, op, _ in changes):
         # ... and it may not go away.
         raise InvalidConfigurationError("Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
-    not_applied = [key for key in names if key not in APPLIED_KEYS]
+    not_applied = [key for key in names if key not in APPLIED_KEYS and listener_limit_key(key) is None]
     if not validate_only and not_applied:
         raise BrokerConfigNotAppliedError(
             "asyncbroker does not change these broker configs at runtime; set them in server.properties: "
@@ -161,7 +171,7 @@ def read_dynamic_configs(log_dirs: Sequence[str | Path], node_id: int
 
 
 def _dynamic_only(layer: dict[str, str], log_dir: str | Path) -> dict[str, str]:
-    kept = {k: v for k, v in layer.items() if k in DYNAMIC_BROKER_KEYS}
+    kept = {k: v for k, v in layer.items() if k in DYNAMIC_BROKER_KEYS or listener_limit_key(k) is not None}
     if len(kept) < len(layer):
         log.warning("Ignoring dynamic broker configs from Kafka's metadata log in %s that are not dynamic "
                     "here: %s", log_dir, sorted(set(layer) - set(kept)))

@@ -165,6 +165,15 @@ _LISTENER_JAAS = re.compile(r"^listener\.name\.([A-Za-z0-9_-]+)\.([A-Za-z0-9-]+)
 # A listener's own connection limits, in place of the broker-wide values for that listener alone.
 _LISTENER_CONNECTION_LIMIT = re.compile(
     r"^listener\.name\.([A-Za-z0-9_-]+)\.(max\.connections|max\.connection\.creation\.rate)$")
+
+
+def listener_limit_key(name: str) -> tuple[str, str] | None:
+    """(listener in upper case, broker-wide key) of a listener's own connection limit key
+    (listener.name.<l>.max.connections, listener.name.<l>.max.connection.creation.rate), else None."""
+    m = _LISTENER_CONNECTION_LIMIT.match(name)
+    return (m.group(1).upper(), m.group(2)) if m is not None else None
+
+
 # ... and its per-listener server callback handler (which validator OAUTHBEARER tokens get).
 _LISTENER_HANDLER = re.compile(
     r"^listener\.name\.([A-Za-z0-9_-]+)\.([A-Za-z0-9-]+)\.sasl\.server\.callback\.handler\.class$")
@@ -386,9 +395,9 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     listener_jaas_configs: dict[str, str] = msgspec.field(default_factory=dict)
     # listener.name.<listener>.<mechanism>.sasl.server.callback.handler.class, keyed the same way.
     listener_callback_handlers: dict[str, str] = msgspec.field(default_factory=dict)
-    # listener.name.<listener>.max.connections / .max.connection.creation.rate, by listener
-    # (upper case) then key; static only (Kafka also takes them at runtime).
-    listener_connection_limits: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
+    # listener.name.<listener>.max.connections / .max.connection.creation.rate as set statically,
+    # by key as written; effective_listener_limits adds the dynamic values.
+    listener_connection_limits: dict[str, int] = msgspec.field(default_factory=dict)
     # Dynamic broker configs (IncrementalAlterConfigs / AlterConfigs on a BROKER resource),
     # raw values by key: this node's ("1") and the cluster-wide defaults (""). They win over
     # the static values; asyncbroker.broker_config_changes keeps them and persists them.
@@ -446,7 +455,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         values: dict[str, Any] = {}
         jaas: dict[str, str] = {}
         handlers: dict[str, str] = {}
-        listener_limits: dict[str, dict[str, int]] = {}
+        listener_limits: dict[str, int] = {}
         rsm_prefix = props.get("remote.log.storage.manager.impl.prefix", "rsm.config.")
         rlmm_prefix = props.get("remote.log.metadata.manager.impl.prefix", "rlmm.config.")
         plugin_props: dict[str, dict[str, str]] = {rsm_prefix: {}, rlmm_prefix: {}}
@@ -459,8 +468,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
                 jaas[f"{m.group(1).upper()} {m.group(2).upper()}"] = raw
                 continue
             if (m := _LISTENER_CONNECTION_LIMIT.match(name)) is not None:
-                limit = parse_value(BROKER_KEYS[m.group(2)], raw, name)
-                listener_limits.setdefault(m.group(1).upper(), {})[m.group(2)] = limit
+                listener_limits[name] = parse_value(BROKER_KEYS[m.group(2)], raw, name)
                 continue
             if (m := _LISTENER_HANDLER.match(name)) is not None:
                 if m.group(2).upper() != "OAUTHBEARER" or raw.strip() not in (OAUTHBEARER_UNSECURED_HANDLER,
@@ -640,6 +648,19 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             return None
         return (self.inter_broker_listener_name or self.security_inter_broker_protocol).upper()
 
+    def effective_listener_limits(self) -> dict[str, dict[str, int]]:
+        """Each listener's own connection limits in force, by listener (upper case) then
+        broker-wide key: the static values under the cluster-wide dynamic ones, under this
+        node's (values checked when they were set)."""
+        limits: dict[str, dict[str, int]] = {}
+        for layer in (self.listener_connection_limits, self.dynamic_cluster, self.dynamic_broker):
+            for name, value in layer.items():
+                found = listener_limit_key(name)
+                if found is not None:
+                    listener, key = found
+                    limits.setdefault(listener, {})[key] = int(value)
+        return limits
+
     def served_listeners(self) -> list[Endpoint]:
         """The listeners this broker accepts clients on (controller listeners excluded)."""
         controller = {n.upper() for n in self.controller_listener_names}
@@ -710,25 +731,47 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         file, environment or --override, the built-in default), each layer over the key's
         family (log.retention.ms/.minutes/.hours), then everything before the first entry of
         `name` itself dropped, so a family member's value never shows without the key's own."""
-        family = BROKER_SYNONYMS.get(name, (name,))
+        limit = listener_limit_key(name)
+        # A listener's own limit is a synonym of the broker-wide key: that one's values follow.
+        family = (name, limit[1]) if limit is not None else BROKER_SYNONYMS.get(name, (name,))
         defaults = self.cluster_defaults()
         out: list[ConfigSynonym] = [ConfigSynonym(k, self.dynamic_broker[k], ConfigSource.DYNAMIC_BROKER_CONFIG)
                                     for k in family if k in self.dynamic_broker]
         out += [ConfigSynonym(k, defaults[k], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) for k in family if k in defaults]
-        out += [ConfigSynonym(k, format_value(self.get(k)), ConfigSource.STATIC_BROKER_CONFIG)
-                for k in family if self.is_explicit(k)]
+        out += [ConfigSynonym(k, self._static_value(k), ConfigSource.STATIC_BROKER_CONFIG)
+                for k in family if self.is_explicit(k) or k in self.listener_connection_limits]
         out += [ConfigSynonym(k, format_value(BROKER_KEYS[k].default), ConfigSource.DEFAULT_CONFIG)
-                for k in family if BROKER_KEYS[k].default is not None and k not in NO_KAFKA_DEFAULT]
+                for k in family if k in BROKER_KEYS and BROKER_KEYS[k].default is not None and k not in NO_KAFKA_DEFAULT]
         while out and out[0].name != name:
             out.pop(0)
         return tuple(out)
 
+    def _static_value(self, name: str) -> str | None:
+        if name in self.listener_connection_limits:
+            return str(self.listener_connection_limits[name])
+        return format_value(self.get(name))
+
+    def _listener_limit_names(self) -> set[str]:
+        """The listener connection limit keys set anywhere (statically, or in a dynamic layer)."""
+        return {name for layer in (self.listener_connection_limits, self.dynamic_cluster, self.dynamic_broker)
+                for name in layer if listener_limit_key(name) is not None}
+
     def describe(self, names: Sequence[str] | None = None) -> list[ConfigEntry]:
         """DescribeConfigs for this broker's BROKER resource: every key (or `names`); the keys
-        Kafka reconfigures at runtime are not read-only."""
-        wanted = BROKER_KEYS if names is None else [n for n in names if n in BROKER_KEYS]
+        Kafka reconfigures at runtime are not read-only. A listener's own connection limit is
+        described where set, read-only (as Kafka describes keys outside its definitions) and
+        typed as the broker-wide key."""
+        limits = self._listener_limit_names()
+        wanted = [*BROKER_KEYS, *limits] if names is None else [n for n in names if n in BROKER_KEYS or n in limits]
         entries: list[ConfigEntry] = []
-        for name in sorted(wanted):
+        for name in sorted(set(wanted)):
+            limit = listener_limit_key(name)
+            if limit is not None:
+                synonyms = self.synonyms(name)
+                entries.append(ConfigEntry(
+                    name=name, value=synonyms[0].value, source=synonyms[0].source, read_only=True, is_sensitive=False,
+                    synonyms=synonyms, type=BROKER_KEYS[limit[1]].type, documentation=None))
+                continue
             key = BROKER_KEYS[name]
             if key.internal:
                 continue
@@ -754,11 +797,12 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         for name, value in sorted(self.cluster_defaults().items()):
             if names is not None and name not in names:
                 continue
-            key = BROKER_KEYS[name]
+            limit = listener_limit_key(name)
+            key = BROKER_KEYS[name if limit is None else limit[1]]
             entries.append(ConfigEntry(
-                name=name, value=value, source=ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, read_only=False,
+                name=name, value=value, source=ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, read_only=limit is not None,
                 is_sensitive=False, synonyms=(ConfigSynonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),),
-                type=key.type, documentation=key.doc,
+                type=key.type, documentation=key.doc if limit is None else None,
             ))
         return entries
 

@@ -13,8 +13,8 @@ waits out the throttle time, then serves the connection it holds (KIP-612 again)
 
 Both broker-wide limits hold twice, as in Kafka: over every listener together, and over each
 listener alone, where `listener.name.<l>.max.connections` and
-`listener.name.<l>.max.connection.creation.rate` take the broker-wide value's place (static
-keys here; Kafka also changes them at runtime). With more than one listener, the inter-broker
+`listener.name.<l>.max.connection.creation.rate` take the broker-wide value's place (set
+statically or at runtime, on this broker or cluster-wide). With more than one listener, the inter-broker
 one (`protected_listener`) is held to its own limits only, so clients on the others cannot lock
 it out.
 """
@@ -58,11 +58,12 @@ class ConnectionQuotas:
         self._ip_rates: dict[str, SampledRate] = {}
 
     def reconfigure(self, max_connections: int, max_per_ip: int, per_ip_overrides: dict[str, int],
-                    max_creation_rate: int) -> None:
+                    max_creation_rate: int, listener_limits: dict[str, dict[str, int]]) -> None:
         """New limits (a dynamic config change): they bound the connections accepted from now
         on; the ones already open stay, as on Kafka."""
         self.max_connections, self.max_per_ip, self.per_ip_overrides = max_connections, max_per_ip, per_ip_overrides
         self.max_creation_rate = max_creation_rate
+        self.listener_limits = listener_limits
         self._slot_freed.set()  # a raised limit lets a waiting acceptor go on
 
     def count(self, ip: str) -> int:

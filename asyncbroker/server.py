@@ -116,7 +116,7 @@ class KafkaServer:
         for e, _ in listeners:
             self._check_sasl(e)
         self.quotas = quotas = ConnectionQuotas(*self._quota_limits(), self.config.protected_listener(),
-                                                self.config.listener_connection_limits)
+                                                self.config.effective_listener_limits())
         if self.owns_process and not framing.retain_receive_buffers(READ_AHEAD_BYTES):
             log.debug("The C library does not say how much freed memory to keep; receive buffers are its choice")
         if self.owns_process and (raised := raise_open_files_limit()) is not None:
@@ -133,8 +133,9 @@ class KafkaServer:
         quotas.client_quotas = broker.quota_managers.quotas
         quotas.window_seconds, quotas.num_samples = self.config.quota_window_size_seconds, self.config.quota_window_num
         # The limits in force: dynamic values set before the last shutdown too, and any change.
-        quotas.reconfigure(*self._quota_limits())
-        broker.config_change_listeners.append(lambda: quotas.reconfigure(*self._quota_limits()))
+        quotas.reconfigure(*self._quota_limits(), self.config.effective_listener_limits())
+        broker.config_change_listeners.append(
+            lambda: quotas.reconfigure(*self._quota_limits(), self.config.effective_listener_limits()))
         loop = asyncio.get_running_loop()
         self._request_channel = RequestChannel(loop)
         for endpoint, context in listeners:

@@ -196,6 +196,47 @@ def test_a_listener_of_its_own_limits(sockets: list[socket.socket]) -> None:
         assert sum(w >= 0.4 for w in waits[-3:]) >= 2, waits
 
 
+def test_a_listeners_limits_change_at_runtime(sockets: list[socket.socket]) -> None:
+    """kafka-configs.sh sets a listener's own max.connections at runtime, cluster-wide and on
+    this broker (which wins), as Kafka 4.4 takes it: it holds that listener alone at once,
+    survives a restart, and deleting it hands the listener back to the cluster-wide value."""
+    from jvm.kafka_jvm import run_tool
+
+    def configs(entity: list[str], change: list[str]) -> None:
+        result = run_tool("org.apache.kafka.tools.ConfigCommand", [
+            "--bootstrap-server", f"127.0.0.1:{b.listener_ports['PLAINTEXT']}", "--entity-type", "brokers", *entity,
+            "--alter", *change])
+        assert result.returncode == 0, result.stderr[-2000:]
+
+    def outcome(port: int, count: int) -> list[bool | None]:
+        """`count` new connections to `port`, the last given a second (not accepted: None)."""
+        for s in sockets:
+            s.close()
+        sockets.clear()
+        sockets.extend(connect(port) for _ in range(count))
+        return [answered(s, 10) for s in sockets[:-1]] + [answered(sockets[-1], 1.0)]
+
+    def until(port: int, count: int, expected: list[bool | None]) -> None:
+        deadline = time.monotonic() + 15  # the tool's own connection closes as it exits
+        while (got := outcome(port, count)) != expected:
+            assert time.monotonic() < deadline, got
+
+    listeners = ["listeners=PLAINTEXT://127.0.0.1:0,CLIENT://127.0.0.1:0",
+                 "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT"]
+    with BrokerProcess(listeners) as b:
+        configs(["--entity-default"], ["--add-config", "listener.name.client.max.connections=3"])
+        configs(["--entity-name", "1"], ["--add-config", "listener.name.client.max.connections=2"])
+        until(b.listener_ports["CLIENT"], 3, [True, True, None])
+        assert outcome(b.listener_ports["PLAINTEXT"], 4) == [True, True, True, True]  # another listener: free
+        for s in sockets:
+            s.close()
+        sockets.clear()
+        b.restart()
+        assert outcome(b.listener_ports["CLIENT"], 3) == [True, True, None]  # the persisted values
+        configs(["--entity-name", "1"], ["--delete-config", "listener.name.client.max.connections"])
+        until(b.listener_ports["CLIENT"], 4, [True, True, True, None])
+
+
 def test_a_bad_listener_limit_stops_startup() -> None:
     b = BrokerProcess(["listener.name.plaintext.max.connections=-1"])
     with pytest.raises(Exception) as err:

@@ -490,3 +490,55 @@ def test_alter_configs_broker_replaces_dynamic_set(brokers) -> None:  # type: ig
 def _lz4_level(run: ScenarioRun) -> str | None:
     entries = describe_configs(run, [(BROKER, "1", ("compression.lz4.level",))], record=False).results[0].configs
     return entries[0].value
+
+
+LISTENER_LIMITS = ("listener.name.plaintext.max.connections", "listener.name.plaintext.max.connection.creation.rate")
+
+
+def test_listener_connection_limits_at_runtime(brokers) -> None:  # type: ignore[no-untyped-def]
+    """A listener's own max.connections and max.connection.creation.rate, which Kafka
+    reconfigures at runtime on a broker and cluster-wide: what it takes, what it refuses, how
+    the set ones are described; put back at the end (the brokers are the session's)."""
+    def scenario(run: ScenarioRun) -> None:
+        cases = [
+            ("a listener's max.connections", [(LISTENER_LIMITS[0], SET, "5")]),
+            ("a listener's creation rate", [(LISTENER_LIMITS[1], SET, "10")]),
+            ("a listener not served", [("listener.name.nosuch.max.connections", SET, "5")]),
+            ("zero", [(LISTENER_LIMITS[0], SET, "0")]),
+            ("negative", [(LISTENER_LIMITS[1], SET, "-1")]),
+            ("negative connections", [(LISTENER_LIMITS[0], SET, "-1")]),
+            ("zero rate", [(LISTENER_LIMITS[1], SET, "0")]),
+            ("append", [(LISTENER_LIMITS[0], APPEND, "5")]),
+            ("append to an unknown key", [("no.such.key", APPEND, "5")]),
+            ("subtract from an unknown key", [("no.such.key", SUBTRACT, "5")]),
+            ("not a number", [(LISTENER_LIMITS[0], SET, "x")]),
+            ("delete", [(LISTENER_LIMITS[0], DELETE, None)]),
+        ]
+        for label, ops in cases:
+            for name in ("1", ""):
+                incremental_alter_configs(run, [(BROKER, name, ops)], validate_only=True,
+                                          label=f"{label} on {name or 'the cluster'}")
+        try:
+            incremental_alter_configs(run, [(BROKER, "1", [(LISTENER_LIMITS[0], SET, "1000")])], label="on this broker")
+            incremental_alter_configs(run, [(BROKER, "", [(LISTENER_LIMITS[0], SET, "2000"),
+                                                          (LISTENER_LIMITS[1], SET, "3000")])], label="cluster-wide")
+            run.wait_until(lambda: len(describe_configs(run, [(BROKER, "1", LISTENER_LIMITS)], record=False)
+                                       .results[0].configs) == 2, "the listener's limits described")
+            describe_configs(run, [(BROKER, "1", LISTENER_LIMITS)], label="this broker, by name")
+            describe_configs(run, [(BROKER, "", LISTENER_LIMITS)], label="cluster defaults, by name")
+            describe_configs(run, [(BROKER, "", None)], label="cluster defaults, every key")
+            response = run.call(DESCRIBE_CONFIGS, 4, _record=False, resources=(_resource(BROKER, "1", None),),
+                                include_synonyms=True, include_documentation=False)
+            view = run.normalise(response)
+            view["results"][0]["configs"] = [c for c in view["results"][0]["configs"]
+                                             if c["name"].startswith("listener.name.")]
+            run.note("DescribeConfigs v4 (this broker, every key: the listeners' own)", view)
+        finally:
+            incremental_alter_configs(run, [(BROKER, "1", [(LISTENER_LIMITS[0], DELETE, None)])], label="put back")
+            incremental_alter_configs(run, [(BROKER, "", [(LISTENER_LIMITS[0], DELETE, None),
+                                                          (LISTENER_LIMITS[1], DELETE, None)])],
+                                      label="put back cluster-wide")
+            run.wait_until(lambda: not describe_configs(run, [(BROKER, "1", LISTENER_LIMITS)], record=False)
+                           .results[0].configs, "the listener's limits gone")
+
+    brokers.compare(scenario)

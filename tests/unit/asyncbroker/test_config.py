@@ -249,6 +249,36 @@ def test_broker_describe_sources() -> None:
         ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG]
 
 
+def test_a_static_listener_limit_is_described_as_kafka_describes_it() -> None:
+    # As Kafka 4.4 answered with listener.name.plaintext.max.connections=50 and max.connections=900
+    # in its server.properties: listed (by name and among every key), read-only, typed as
+    # max.connections, with that key's values after its own.
+    c = KafkaConfig.load(None, ["listener.name.plaintext.max.connections=50", "max.connections=900"], {})
+    named = c.describe(["listener.name.plaintext.max.connections", "max.connections",
+                        "listener.name.plaintext.max.connection.creation.rate"])
+    assert [e.name for e in named] == ["listener.name.plaintext.max.connections", "max.connections"]
+    limit = named[0]
+    assert (limit.value, limit.source, limit.read_only, limit.type, limit.documentation) == (
+        "50", ConfigSource.STATIC_BROKER_CONFIG, True, BROKER_KEYS["max.connections"].type, None)
+    assert [(s.name, s.value, s.source) for s in limit.synonyms] == [
+        ("listener.name.plaintext.max.connections", "50", ConfigSource.STATIC_BROKER_CONFIG),
+        ("max.connections", "900", ConfigSource.STATIC_BROKER_CONFIG),
+        ("max.connections", "2147483647", ConfigSource.DEFAULT_CONFIG)]
+    assert [(s.name, s.source) for s in named[1].synonyms] == [  # the broker-wide key lists no listener's
+        ("max.connections", ConfigSource.STATIC_BROKER_CONFIG), ("max.connections", ConfigSource.DEFAULT_CONFIG)]
+    assert "listener.name.plaintext.max.connections" in {e.name for e in c.describe()}
+    assert c.effective_listener_limits() == {"PLAINTEXT": {"max.connections": 50}}
+
+
+def test_listener_limits_in_force_layer_by_layer() -> None:
+    c = KafkaConfig.load(None, ["listener.name.client.max.connections=5",
+                                "listener.name.client.max.connection.creation.rate=7"], {})
+    c.dynamic_cluster = {"listener.name.client.max.connections": "6", "listener.name.other.max.connections": "9"}
+    c.dynamic_broker = {"listener.name.CLIENT.max.connections": "4"}
+    assert c.effective_listener_limits() == {
+        "CLIENT": {"max.connections": 4, "max.connection.creation.rate": 7}, "OTHER": {"max.connections": 9}}
+
+
 def test_config_is_a_msgspec_struct() -> None:
     c = KafkaConfig.load(None, ["num.partitions=3"], {})
     assert msgspec.json.decode(msgspec.json.encode(c), type=KafkaConfig) == c
