@@ -38,7 +38,7 @@ import tempfile
 import textwrap
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -364,27 +364,12 @@ def alternating_runs(running: dict[str, Running], run: Callable[[Running, int], 
     return {kind: (sorted(rates[kind])[RUNS // 2], cpu[kind] / wall[kind], cpu[kind] / RUNS) for kind in running}
 
 
-@contextmanager
-def in_background(pids: list[int]) -> Iterator[None]:
+def in_background(pids: list[int]) -> AbstractContextManager[None]:
     """Every thread of these processes at nice 19, put back on exit: a broker waiting its turn
     yields the CPUs to the one measured. Kafka's JVM, idle after a run, went on using 4-12% of
     a CPU for seconds (its compiler and collector threads); asyncbroker idle uses none."""
-    before: dict[int, int] = {}
-    for pid in pids:
-        for tid in (int(t) for t in os.listdir(f"/proc/{pid}/task")):
-            try:
-                before[tid] = os.getpriority(os.PRIO_PROCESS, tid)
-                os.setpriority(os.PRIO_PROCESS, tid, 19)
-            except ProcessLookupError:  # a thread that ended meanwhile
-                pass
-    try:
-        yield
-    finally:
-        for tid, nice in before.items():
-            try:
-                os.setpriority(os.PRIO_PROCESS, tid, nice)
-            except ProcessLookupError:
-                pass
+    return each_thread(pids, lambda tid: os.getpriority(os.PRIO_PROCESS, tid),
+                       lambda tid, nice: os.setpriority(os.PRIO_PROCESS, tid, nice), 19)
 
 
 def add_rates(report: Report, results: Rates, name: str, unit: str, target: str, *, per: int = 0,
@@ -575,24 +560,31 @@ CLIENT_CPU, SERVER_CPU = 0, 1
 
 
 @contextmanager
-def pinned(pid: int, cpu: int) -> Iterator[None]:
-    """Every thread of `pid` on `cpu` (0 = this process), put back as it was on exit."""
-    tasks = [int(t) for t in os.listdir(f"/proc/{pid or os.getpid()}/task")]
-    before = {}
-    for tid in tasks:
-        try:
-            before[tid] = os.sched_getaffinity(tid)
-            os.sched_setaffinity(tid, {cpu})
-        except ProcessLookupError:  # a thread that ended meanwhile
-            pass
+def each_thread(pids: list[int], get: Callable[[int], Any], put: Callable[[int, Any], None], value: Any
+                ) -> Iterator[None]:
+    """Every thread of these processes (0 = this one) given `value` through `put`, each put
+    back on exit as `get` found it."""
+    before: dict[int, Any] = {}
+    for pid in pids:
+        for tid in (int(t) for t in os.listdir(f"/proc/{pid or os.getpid()}/task")):
+            try:
+                before[tid] = get(tid)
+                put(tid, value)
+            except ProcessLookupError:  # a thread that ended meanwhile
+                pass
     try:
         yield
     finally:
-        for tid, cpus in before.items():
+        for tid, old in before.items():
             try:
-                os.sched_setaffinity(tid, cpus)
+                put(tid, old)
             except ProcessLookupError:
                 pass
+
+
+def pinned(pid: int, cpu: int) -> AbstractContextManager[None]:
+    """Every thread of `pid` on `cpu` (0 = this process), put back as it was on exit."""
+    return each_thread([pid], os.sched_getaffinity, os.sched_setaffinity, {cpu})
 
 
 def round_trips_beside_echo(port: int, pid: int, echo_port: int, echo_pid: int, frame: bytes, count: int, *,
