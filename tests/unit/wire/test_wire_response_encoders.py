@@ -228,6 +228,18 @@ def test_fetch_response_matches_kio(version: int, topics: list, throttle: int, e
     assert all(isinstance(q, (bytes, bytearray, memoryview)) for q in parts if not isinstance(q, Region))
 
 
+@pytest.mark.parametrize("version", range(FETCH_VERSIONS[0], FETCH_VERSIONS[1] + 1))
+def test_idle_partitions_match_kio(version: int) -> None:
+    # Partitions with nothing but offsets (no records, no aborted transactions, no tagged
+    # fields): flexible versions write each in one piece. Null and empty aborted lists differ.
+    idle = [FetchPartitionData(p, error_code=6 if p == 2 else 0, high_watermark=100 + p, last_stable_offset=90 + p,
+                               log_start_offset=p, aborted_transactions=None if p % 2 else [],
+                               preferred_read_replica=-1, records=()) for p in range(4)]
+    topics = [FetchTopicData("t", idle, uuid.UUID(int=7))]
+    parts = encode_fetch_response(version, topics, session_id=5)
+    assert join_parts(parts) == kio_fetch(version, topics, 0, 0, 5, [])
+
+
 def test_fetch_records_are_passed_through_without_copy() -> None:
     big = bytearray(b"x" * 100_000)
     view = memoryview(big)[10:90_010]
