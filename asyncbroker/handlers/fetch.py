@@ -69,11 +69,11 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             name, topic_id = (meta.name if meta is not None else None), t.topic_id
         else:
             name, topic_id = t.topic, None  # by name: no id to hold the log to (Kafka's zero id)
-        for p in t.partitions:
-            fetch_data[(t.topic_id if version >= 13 else t.topic, p.partition)] = PartitionRead(
+        key = t.topic_id if version >= 13 else t.topic
+        for p in t.partitions:  # current_leader_epoch from v9, last_fetched_epoch from v12
+            fetch_data[(key, p.partition)] = PartitionRead(
                 name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                current_leader_epoch=getattr(p, "current_leader_epoch", -1),
-                last_fetched_epoch=getattr(p, "last_fetched_epoch", -1) if version >= 12 else -1)
+                p.current_leader_epoch if version >= 9 else -1, p.last_fetched_epoch if version >= 12 else -1)
     forgotten = [(ft.topic_id if version >= 13 else ft.topic, index)
                  for ft in getattr(request, "forgotten_topics_data", ()) for index in ft.partitions]
     try:
