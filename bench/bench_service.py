@@ -4,21 +4,20 @@ For each broker (asyncbroker as `asyncbroker serve` starts it, and a single-node
 from the jars `make jvm` fetched, run as kafka-server-start.sh runs it: see KafkaServer's
 `as_scripts`): startup to the first Metadata answer (the median of five starts; for asyncbroker
 also with the web console, as `make run` starts it, and beside what any asyncio broker on uvloop
-pays first: the interpreter and the imports of asyncio and uvloop), idle RSS, produce throughput
-of 1,000,000 x 100 B (acks=1 and -1, 1 and 4 partitions; on 1 partition also 2,000,000 from two
-producer processes at once, since one Python producer is the limit there), consume of the same from offset 0 (with
-fetch sizes and queue limits raised, and on 1 partition with the client's defaults too), the
-same on 1 partition through Kafka's own perf tools (the Java client: 5,000,000 x 100 B produced
-with acks=1 and -1, and consumed with the consumer's defaults), 20,000 x 10 KiB both ways,
+pays first: the interpreter and the imports of asyncio and uvloop), idle RSS, produce throughput of
+1,000,000 x 100 B (acks=1 and -1, 1 and 4 partitions; on 1 partition also 2,000,000 from two
+producer processes at once, since one Python producer is the limit there), consume of the same from
+offset 0 (with fetch sizes and queue limits raised, and on 1 partition with the client's defaults
+too), the same on 1 partition through Kafka's own perf tools (the Java client: 5,000,000 x 100 B
+produced with acks=1 and -1, and consumed with the consumer's defaults), 20,000 x 10 KiB both ways,
 sequential acks=-1 produce round trips (p50/p99) from a raw socket and from confluent-kafka, idle
 RSS again after those loads, and peak RSS. The two brokers run side by side, and each throughput
-row's runs alternate between them (alternating_runs). A bare uvloop
-echo server answering the same Produce frame gives the loopback floor for the round trips: its
-round trips alternate with each broker's, in chunks of 100, with the client and the servers
-pinned to CPUs (see round_trips_beside_echo), so the floor and the broker are measured under the
-same conditions. Each figure is printed with
-Kafka's beside it and the ratio; RESULT lines feed `python -m bench`. The targets live here,
-never in tests.
+row's runs alternate between them (alternating_runs). A bare uvloop echo server answering the same
+Produce frame gives the loopback floor for the round trips: its round trips alternate with each
+broker's, in chunks of 100, with the client and the servers pinned to CPUs (see
+round_trips_beside_echo), so the floor and the broker are measured under the same conditions. Each
+figure is printed with Kafka's beside it and the ratio; RESULT lines feed `python -m bench`. The
+targets live here, never in tests.
 
     BENCH_SCALE=0.1 .venv/bin/python bench/bench_service.py      # a quick look
     BENCH_BROKERS=asyncbroker .venv/bin/python bench/bench_service.py   # skip Kafka
@@ -373,13 +372,13 @@ def in_background(pids: list[int]) -> AbstractContextManager[None]:
 
 
 def add_rates(report: Report, results: Rates, name: str, unit: str, target: str, *, per: int = 0,
-              scale: float = 1.0, fmt: str = "{:,.0f}", note: str = "") -> None:
+              scale: float = 1.0, fmt: str = "{:,.0f}") -> None:
     """One row from alternating_runs' results: the rate times `scale`, the broker's CPU share,
     and with `per` its CPU per message of a run of that many."""
     for kind, (rate, share, cpu_s) in results.items():
         cost = f", {cpu_s / per * 1e6:.2f} us/msg" if per else ""
         report.add(kind, name, rate * scale, unit, target, higher_is_better=True, fmt=fmt,
-                   note=f"broker CPU {share:.0%}{cost}{note}")
+                   note=f"broker CPU {share:.0%}{cost}")
 
 
 def produce_run(bootstrap: str, topic: str, count: int, size: int, acks: str, run: int) -> float:
