@@ -653,13 +653,16 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
         broker-wide key: the static values under the cluster-wide dynamic ones, under this
         node's (values checked when they were set)."""
         limits: dict[str, dict[str, int]] = {}
-        for layer in (self.listener_connection_limits, self.dynamic_cluster, self.dynamic_broker):
-            for name, value in layer.items():
-                found = listener_limit_key(name)
-                if found is not None:
-                    listener, key = found
-                    limits.setdefault(listener, {})[key] = int(value)
+        for _name, (listener, key), value in self._listener_limit_items():
+            limits.setdefault(listener, {})[key] = int(value)
         return limits
+
+    def _listener_limit_items(self) -> list[tuple[str, tuple[str, str], int | str]]:
+        """The listener connection limit keys set statically, then cluster-wide, then on this
+        node (the later layers win): each key, its (listener, broker-wide key), its value."""
+        return [(name, limit, value)
+                for layer in (self.listener_connection_limits, self.dynamic_cluster, self.dynamic_broker)
+                for name, value in layer.items() if (limit := listener_limit_key(name)) is not None]
 
     def served_listeners(self) -> list[Endpoint]:
         """The listeners this broker accepts clients on (controller listeners excluded)."""
@@ -751,20 +754,15 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
             return str(self.listener_connection_limits[name])
         return format_value(self.get(name))
 
-    def _listener_limit_names(self) -> set[str]:
-        """The listener connection limit keys set anywhere (statically, or in a dynamic layer)."""
-        return {name for layer in (self.listener_connection_limits, self.dynamic_cluster, self.dynamic_broker)
-                for name in layer if listener_limit_key(name) is not None}
-
     def describe(self, names: Sequence[str] | None = None) -> list[ConfigEntry]:
         """DescribeConfigs for this broker's BROKER resource: every key (or `names`); the keys
         Kafka reconfigures at runtime are not read-only. A listener's own connection limit is
         described where set, read-only (as Kafka describes keys outside its definitions) and
         typed as the broker-wide key."""
-        limits = self._listener_limit_names()
+        limits = {name for name, _, _ in self._listener_limit_items()}
         wanted = [*BROKER_KEYS, *limits] if names is None else [n for n in names if n in BROKER_KEYS or n in limits]
         entries: list[ConfigEntry] = []
-        for name in sorted(set(wanted)):
+        for name in sorted(wanted):
             limit = listener_limit_key(name)
             if limit is not None:
                 synonyms = self.synonyms(name)

@@ -38,8 +38,8 @@ log = logging.getLogger(__name__)
 
 class ConnectionQuotas:
     def __init__(self, max_connections: int, max_per_ip: int, per_ip_overrides: dict[str, int],
-                 max_creation_rate: int, protected_listener: str | None,
-                 listener_limits: dict[str, dict[str, int]]) -> None:
+                 max_creation_rate: int, listener_limits: dict[str, dict[str, int]],
+                 protected_listener: str | None) -> None:
         self.max_connections = max_connections
         self.listener_limits = listener_limits  # listener -> its own max.connections / creation rate
         self.max_per_ip = max_per_ip

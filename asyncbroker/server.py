@@ -115,8 +115,7 @@ class KafkaServer:
         listeners = [(e, self._ssl_context(e)) for e in self.config.served_listeners()]
         for e, _ in listeners:
             self._check_sasl(e)
-        self.quotas = quotas = ConnectionQuotas(*self._quota_limits(), self.config.protected_listener(),
-                                                self.config.effective_listener_limits())
+        self.quotas = quotas = ConnectionQuotas(*self._quota_limits(), self.config.protected_listener())
         if self.owns_process and not framing.retain_receive_buffers(READ_AHEAD_BYTES):
             log.debug("The C library does not say how much freed memory to keep; receive buffers are its choice")
         if self.owns_process and (raised := raise_open_files_limit()) is not None:
@@ -133,9 +132,8 @@ class KafkaServer:
         quotas.client_quotas = broker.quota_managers.quotas
         quotas.window_seconds, quotas.num_samples = self.config.quota_window_size_seconds, self.config.quota_window_num
         # The limits in force: dynamic values set before the last shutdown too, and any change.
-        quotas.reconfigure(*self._quota_limits(), self.config.effective_listener_limits())
-        broker.config_change_listeners.append(
-            lambda: quotas.reconfigure(*self._quota_limits(), self.config.effective_listener_limits()))
+        quotas.reconfigure(*self._quota_limits())
+        broker.config_change_listeners.append(lambda: quotas.reconfigure(*self._quota_limits()))
         loop = asyncio.get_running_loop()
         self._request_channel = RequestChannel(loop)
         for endpoint, context in listeners:
@@ -183,12 +181,13 @@ class KafkaServer:
         for name in listeners:
             broker.jwks_validators[name] = validator
 
-    def _quota_limits(self) -> tuple[int, int, dict[str, int], int]:
+    def _quota_limits(self) -> tuple[int, int, dict[str, int], int, dict[str, dict[str, int]]]:
+        """The connection limits in force, as ConnectionQuotas takes them."""
         c = self.config
         # The overrides were validated (HostCounts) when they were set.
         return (int(c.effective("max.connections")), int(c.effective("max.connections.per.ip")),
                 parse_host_counts(str(c.effective("max.connections.per.ip.overrides"))),
-                int(c.effective("max.connection.creation.rate")))
+                int(c.effective("max.connection.creation.rate")), c.effective_listener_limits())
 
     def _connection_factory(self, broker: Broker, listener_name: str) -> Callable[[str], KafkaConnection]:
         """KafkaConnections of one listener; each frees its ConnectionQuotas slot as it closes."""
