@@ -250,11 +250,7 @@ def test_compaction_survives_sigkill_during_the_swap(tmp_path: Path) -> None:
 
 def test_compaction_survives_sigkill_while_the_worker_cleans(tmp_path: Path) -> None:
     topic = "compacted-crash-worker"
-    # The cleaner's I/O throttle keeps a clean's .cleaned output on disk for a while. Unthrottled,
-    # no .cleaned file appeared in 30 s in 1 run of 5 here and once in CI; the likely cause: the
-    # cleaner loop (by dirty ratio, while the records were still being produced) could clean
-    # every rolled segment before clean_now, which then had nothing to clean.
-    b = BrokerProcess(["log.cleaner.io.max.bytes.per.second=4194304"], log_dir=tmp_path, monitor=True)
+    b = BrokerProcess(log_dir=tmp_path, monitor=True)
     try:
         b.start()
         compacted_topic(b.bootstrap, topic)
