@@ -21,6 +21,7 @@ from cleaner.cleaner_config import CleanerConfig
 from cleaner.errors import LogCleaningAbortedError
 from cleaner.offset_map import SkimpyOffsetMap
 from cleaner.throttler import Throttler, ThrottleState
+from storage import fault_injection
 
 __all__ = ["initialize_worker", "run_clean", "worker_pid", "WorkerContext"]
 
@@ -30,8 +31,10 @@ logger = logging.getLogger(__name__)
 class WorkerContext:
     """One worker slot's state inside its process (or thread, for in-process pools)."""
 
-    def __init__(self, slot: int, abort_flags: Any, throttle_state: ThrottleState, config: CleanerConfig) -> None:
+    def __init__(self, slot: int, abort_flags: Any, throttle_state: ThrottleState, config: CleanerConfig,
+                 broker_pid: int | None = None) -> None:
         self.slot = slot
+        self.broker_pid = broker_pid  # None: this "worker" is a thread of the broker itself
         self.abort_flags = abort_flags
         self.config = config
         # The rate lives in the shared state (set by the pool, reconfigurable at run time).
@@ -65,7 +68,7 @@ def initialize_worker(slot: int, abort_flags: Any, throttle_state: ThrottleState
                       broker_pid: int | None = None) -> None:
     """ProcessPoolExecutor initializer: remember this process's slot and shared memory; with
     `broker_pid` (worker processes), exit when that process does."""
-    _contexts[slot] = WorkerContext(slot, abort_flags, throttle_state, config)
+    _contexts[slot] = WorkerContext(slot, abort_flags, throttle_state, config, broker_pid)
     if broker_pid is not None:
         threading.Thread(target=_exit_with, args=(broker_pid,), name="broker-watchdog", daemon=True).start()
 
@@ -97,7 +100,10 @@ def run_clean(slot: int, request: CleanRequest) -> CleanResult:
     """Clean one log in this worker; raises LogCleaningAbortedError when aborted."""
     context = _contexts[slot]
     context.check_done()
-    return context.cleaner.clean(request)
+    result = context.cleaner.clean(request)
+    if fault_injection.hit("cleaner.cleaned"):  # crash-test hook; no-op unless armed
+        fault_injection.crash(context.broker_pid)  # the `.cleaned` output is on disk, not yet swapped in
+    return result
 
 
 def worker_pid(slot: int, prefault: bool = True) -> int:

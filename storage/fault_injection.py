@@ -14,6 +14,8 @@ is interrupted:
     flush          after an fsync, before the recovery point advances
     checkpoint     the temp file is written, not yet renamed over the checkpoint
     delete.topic   the partition dir is renamed `-delete`, checkpoints not yet rewritten
+    cleaner.cleaned  a cleaner worker has written its `.cleaned` segments, the broker has not yet
+                   swapped them in (hit in the worker process; it kills the broker, then itself)
     cleaner.swap   the cleaner's `.swap` files exist, the old segments not yet replaced
     txn.markers    a transaction's PrepareCommit/PrepareAbort is logged, no marker written yet
     txn.marker     after one partition's COMMIT/ABORT marker (the others not yet written)
@@ -44,8 +46,11 @@ def _parse(spec: str) -> dict[str, int]:
     return points
 
 
-def crash() -> None:
-    """Die now, as a power cut would: no unwinding, no atexit, no buffered writes."""
+def crash(broker_pid: int | None = None) -> None:
+    """Die now, as a power cut would: no unwinding, no atexit, no buffered writes. From a
+    worker process, `broker_pid` dies first: a power cut takes the broker and its workers."""
+    if broker_pid is not None:
+        os.kill(broker_pid, signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
     os._exit(137)  # not reached unless SIGKILL is blocked
 

@@ -249,24 +249,37 @@ def test_compaction_survives_sigkill_during_the_swap(tmp_path: Path) -> None:
 
 
 def test_compaction_survives_sigkill_while_the_worker_cleans(tmp_path: Path) -> None:
+    """The broker dies once a worker has written its `.cleaned` segments and before it swaps them
+    in (the worker's `cleaner.cleaned` fault point kills the broker, then the worker); the next
+    start drops that output and keeps every key's latest value."""
     topic = "compacted-crash-worker"
-    b = BrokerProcess(log_dir=tmp_path, monitor=True)
+    env = {**os.environ, "BROKER_FAULT_POINT": "cleaner.cleaned:1"}
+    # As in the swap test: the first clean of any worker must be clean_now's, so the background
+    # loop (at the cleaner's start and on CreateTopics) has had its turn before anything is produced.
+    b = BrokerProcess(["log.cleaner.backoff.ms=3600000"], log_dir=tmp_path, monitor=True, env=env)
+    partition_dir = tmp_path / f"{topic}-0"
     try:
         b.start()
         compacted_topic(b.bootstrap, topic)
+        assert b.clean_now(topic) == {0: None}
         latest = produce_updates(b.bootstrap, topic, UPDATES, KEYS)
-        b.clean_now(topic, wait=False)
-        wait_until(lambda: list((tmp_path / f"{topic}-0").glob("*.cleaned")), timeout=30,
-                   interval=0.001, message="the worker never wrote .cleaned output")
-        b.kill()
+        with pytest.raises((MonitorCommandError, OSError)):
+            b.clean_now(topic, timeout=60)  # the worker kills the broker before the swap
+        wait_until(lambda: b.returncode is not None, timeout=30, message="broker did not die")
+        assert b.kill() == -9
+        assert list(partition_dir.glob("*.cleaned")), "the worker's output should be on disk"
+        assert not list(partition_dir.glob("*.swap"))  # the swap never began
+
+        b.env = {k: v for k, v in os.environ.items() if k != "BROKER_FAULT_POINT"}
         b.start()
         records = consume(b.bootstrap, topic)
         assert latest_by_key(records) == latest
-        # (The restarted broker's cleaner loop may already be cleaning it again, by dirty ratio.)
+        # (The restarted broker's cleaner loop may be cleaning it again, by dirty ratio; clean_now
+        # waits for that clean, and the long backoff starts no other.)
         b.clean_now(topic)
         records = consume(b.bootstrap, topic)
         assert len(records) == KEYS and latest_by_key(records) == latest
-        assert not list((tmp_path / f"{topic}-0").glob("*.cleaned"))  # no partial output left behind
+        assert not list(partition_dir.glob("*.cleaned"))  # no partial output left behind
     finally:
         b.cleanup()
 
