@@ -46,6 +46,7 @@ from asyncbroker.fetch_session import FetchManager
 from asyncbroker.fetch_waiters import FetchWaiters
 from asyncbroker.handlers import HandlerRegistry
 from asyncbroker.log_jobs import LogJobs
+from asyncbroker.memory_pool import MemoryPool
 from asyncbroker.metadata_response_cache import MetadataResponseCache
 
 if TYPE_CHECKING:  # the parts are imported where they are built (startup), to keep the first answer fast
@@ -89,6 +90,9 @@ class Broker:
         self.clock: Clock = clock if clock is not None else AdjustableClock()
         self.node_id: int = config.node_id
         self.socket_request_max_bytes: int = config.socket_request_max_bytes
+        # queued.max.request.bytes: the received requests' budget of every connection; unset, none.
+        self.memory_pool: MemoryPool | None = (MemoryPool(config.queued_max_request_bytes)
+                                               if config.queued_max_request_bytes > 0 else None)
         # sendfile from executor threads for large fetch slices (see connection.py).
         self.use_sendfile = True
         self.handlers = HandlerRegistry.discover()

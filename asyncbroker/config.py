@@ -208,6 +208,7 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
     connections_max_idle_ms: int = broker_default("connections.max.idle.ms")
     connection_failed_authentication_delay_ms: int = broker_default("connection.failed.authentication.delay.ms")
     queued_max_requests: int = broker_default("queued.max.requests")
+    queued_max_request_bytes: int = broker_default("queued.max.request.bytes")
     max_connections: int = broker_default("max.connections")
     max_connection_creation_rate: int = broker_default("max.connection.creation.rate")
     max_connections_per_ip: int = broker_default("max.connections.per.ip")
@@ -559,6 +560,10 @@ class KafkaConfig(msgspec.Struct, kw_only=True):
                 "(clients cannot connect to the meta-address)",
             )
 
+        if 0 < self.queued_max_request_bytes < self.socket_request_max_bytes:
+            # Kafka's KafkaConfig requirement, word for word (a pool must grant the largest request).
+            raise ConfigException("queued.max.request.bytes", "requirement failed: queued.max.request.bytes must be "
+                                  "larger or equal to socket.request.max.bytes")
         self._check_consumer_group_bounds()
         self._check_topic_defaults()
 

@@ -5,7 +5,8 @@ requests in the order they arrived; clients rely on that (they match
 responses to requests by order as well as by correlation id). So each
 connection has one worker task draining a queue of frames, and reading is
 paused while too many frames are queued (backpressure instead of unbounded
-memory). When a worker starts is the request channel's call
+memory), or while queued.max.request.bytes, the budget of every connection's
+frames, is spent (asyncbroker.memory_pool). When a worker starts is the request channel's call
 (asyncbroker.request_channel): across connections, in arrival order.
 Anything the connection cannot parse ends the connection, as it does in
 Kafka, and never affects other connections.
@@ -123,6 +124,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._connections = connections
         self._loop = asyncio.get_running_loop()
         self._frames = FrameReader(broker.socket_request_max_bytes)
+        # queued.max.request.bytes (asyncbroker.memory_pool): None when unbounded. Each frame this
+        # connection has taken from the pool counts in _pool_bytes until it is answered; what is
+        # left when the connection closes goes back then.
+        self._pool = broker.memory_pool
+        self._pool_bytes = 0
+        self._memory_muted = False  # reading stopped: the pool refused the next frame
+        if self._pool is not None:
+            self._frames.reserve = self._reserve
         self._queue: collections.deque[Any] = collections.deque()
         # Bytes of complete frames waiting in _queue. Reading pauses at READ_AHEAD_BYTES (or one
         # maximal request, socket.request.max.bytes, if smaller), so a connection holds that
@@ -182,23 +191,48 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         METRICS.bytes_in(nbytes)
         self.last_active = self._loop.time()
+        self._take_frames(nbytes)
+
+    def _take_frames(self, nbytes: int) -> None:
         try:
             frames = self._frames.buffer_updated(nbytes)
         except FramingError as exc:
             log.warning("Closing socket connection to %s due to invalid frame: %s", self._peer, exc)
             self._abort()
             return
-        if not frames:
-            return
-        self._queue.extend(frames)
-        self._queued_bytes += len(frames[0]) if len(frames) == 1 else sum(len(f) for f in frames)
-        if self._worker is None and not self._worker_due:
-            self._worker_due = True
-            self._channel.submit(self._start_worker)
-        if (len(self._queue) >= MAX_QUEUED_FRAMES or self._queued_bytes >= self._max_queued_bytes) \
-                and not self._reading_paused:
+        if frames:
+            self._queue.extend(frames)
+            self._queued_bytes += len(frames[0]) if len(frames) == 1 else sum(len(f) for f in frames)
+            if self._worker is None and not self._worker_due:
+                self._worker_due = True
+                self._channel.submit(self._start_worker)
+        if (self._memory_muted or len(self._queue) >= MAX_QUEUED_FRAMES
+                or self._queued_bytes >= self._max_queued_bytes) and not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()  # type: ignore[union-attr]
+
+    def _reserve(self, size: int) -> bool:
+        """FrameReader.reserve: take the next frame's bytes from the pool, or stop reading."""
+        assert self._pool is not None
+        if self._pool.try_allocate(size):
+            self._pool_bytes += size
+            return True
+        if not self._memory_muted:
+            self._memory_muted = True
+            self._pool.wait(self._memory_available)
+        return False
+
+    def _memory_available(self) -> None:
+        """The pool has memory again: take the frame it refused, and read on."""
+        if not self._memory_muted or self._closing or self._closed:
+            return
+        self._memory_muted = False
+        self._take_frames(0)  # may be refused again (the pool is shared): then muted again
+        if self._reading_paused and not (self._memory_muted or self._closing or self._closed
+                                         or len(self._queue) >= MAX_QUEUED_FRAMES
+                                         or self._queued_bytes >= self._max_queued_bytes):
+            self._reading_paused = False
+            self._transport.resume_reading()  # type: ignore[union-attr]
 
     def eof_received(self) -> bool | None:
         # The client half-closed: finish answering what it sent, then close.
@@ -209,6 +243,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._pool is not None:
+            self._pool.cancel_wait(self._memory_available)
+            if self._pool_bytes:  # frames read and never answered
+                self._pool.release(self._pool_bytes)
+                self._pool_bytes = 0
         if self._on_close is not None:
             on_close, self._on_close = self._on_close, None
             on_close()
@@ -301,11 +340,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
             while self._queue and not self._closed:
                 frame = self._queue.popleft()
                 self._queued_bytes -= len(frame)
-                if self._reading_paused and not self._closing and len(self._queue) < MAX_QUEUED_FRAMES // 2 \
-                        and self._queued_bytes < self._max_queued_bytes // 2:
+                if self._reading_paused and not self._closing and not self._memory_muted \
+                        and len(self._queue) < MAX_QUEUED_FRAMES // 2 and self._queued_bytes < self._max_queued_bytes // 2:
                     self._reading_paused = False
                     self._transport.resume_reading()  # type: ignore[union-attr]
-                await self._serve_one(frame)
+                try:
+                    await self._serve_one(frame)
+                finally:
+                    if self._pool is not None and not self._closed:  # (closed: connection_lost returned them all)
+                        self._pool_bytes -= len(frame)
+                        self._pool.release(len(frame))
                 if self._write_ready is not None and not self._write_ready.done():
                     await self._write_ready  # the client reads slower than we answer
         except asyncio.CancelledError:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from cleaner.log_cleaner import LogCleaner
     from storage.log_manager import LogManager
 
+    from asyncbroker.memory_pool import MemoryPool
     from asyncbroker.topics import TopicManager
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,8 @@ class ScrapedBroker(Protocol):
     def fetch_manager(self) -> FetchSessions: ...
     @property
     def loop(self) -> asyncio.AbstractEventLoop | None: ...
+    @property
+    def memory_pool(self) -> MemoryPool | None: ...
     async def cleaner_ready(self) -> LogCleaner: ...
 
 
@@ -271,6 +274,16 @@ class _CounterCollector(_Collector):
         yield CounterMetricFamily("asyncbroker_connections_accepted", "Client connections accepted",
                                   value=m._connections_total)
         yield GaugeMetricFamily("asyncbroker_connections", "Open client connections", value=m._connections)
+        # Kafka's SocketServer MemoryPoolAvailable / MemoryPoolUsed and its selectors'
+        # memory-pool-depleted-time-total; with no pool (queued.max.request.bytes unset) Kafka
+        # reports Long.MAX_VALUE available and none used.
+        pool = m.broker.memory_pool if m.broker is not None else None
+        yield GaugeMetricFamily("asyncbroker_memory_pool_available_bytes", "Bytes left for received requests "
+                                "(queued.max.request.bytes)", value=pool.available if pool is not None else (1 << 63) - 1)
+        yield GaugeMetricFamily("asyncbroker_memory_pool_used_bytes", "Bytes held by received requests not yet "
+                                "answered (with queued.max.request.bytes)", value=pool.used if pool is not None else 0)
+        yield CounterMetricFamily("asyncbroker_memory_pool_depleted_seconds", "Time with no bytes left for received "
+                                  "requests", value=pool.depleted_seconds if pool is not None else 0.0)
 
 
 TIME_BUCKETS = 48  # bucket b holds handling times of bit length b: [2^(b-1), 2^b) ns

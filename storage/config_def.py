@@ -416,6 +416,9 @@ _BROKER_KEYS = [
             "host:count,host:count.", HostCounts(), dynamic=True),
     _broker("queued.max.requests", I, 500, "Accepted for compatibility; there is no broker-wide request queue: "
             "each connection reads ahead at most 32 requests or 4 MiB of them, then pauses.", AtLeast(1), inert=True),
+    _broker("queued.max.request.bytes", L, -1, "Bytes of received requests all connections together may hold "
+            "(-1 or 0: no bound). A connection whose next request finds none left stops reading until answered "
+            "requests return theirs; a request is granted while any is left, so at least socket.request.max.bytes."),
     # -- topics
     _broker("num.partitions", I, 1, "Partitions of a topic created without an explicit count.", AtLeast(1)),
     _broker("default.replication.factor", I, 1, "Replication factor of topics created without one; a single node supports only 1.", Between(1, 1)),

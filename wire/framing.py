@@ -24,11 +24,18 @@ Memory is bounded: apart from the fixed scratch buffer, at most one partial
 frame is held (<= max_size + 4 bytes), and a bad size prefix is a typed
 error raised as soon as its 4 bytes are seen, so a hostile peer can neither
 hang the reader nor make it allocate.
+
+A broker-wide budget (queued.max.request.bytes) plugs in as `reserve`: asked
+once for each frame's size, when the frame is complete or (a large one)
+before its own buffer is allocated, it may refuse; the reader then stops at that frame, which
+stays in the scratch buffer, until the caller stops reading and later calls
+`buffer_updated(0)` to try again.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from wire._receive_buffer import receive_buffer, release_freed_buffers, retain_freed_buffers
 from wire.errors import FrameTooLargeError, FramingError, InvalidFrameError
@@ -64,7 +71,7 @@ class FrameReader:
     be closed.
     """
 
-    __slots__ = ("max_size", "_scratch", "_view", "_start", "_end", "_big", "_big_pos", "_error")
+    __slots__ = ("max_size", "reserve", "_scratch", "_view", "_start", "_end", "_big", "_big_pos", "_error")
 
     def __init__(self, max_size: int = DEFAULT_MAX_FRAME_SIZE, *, scratch_size: int = SCRATCH_SIZE) -> None:
         if max_size < 0:
@@ -72,6 +79,8 @@ class FrameReader:
         if scratch_size < 4:
             raise ValueError("scratch_size must be >= 4")
         self.max_size = max_size
+        # frame size -> whether it may be received now (see the module docstring); None: always.
+        self.reserve: Callable[[int], bool] | None = None
         # No frame can outgrow max_size + 4, so a larger scratch would be waste.
         self._scratch = bytearray(min(scratch_size, max_size + 4))
         self._view = memoryview(self._scratch)
@@ -119,6 +128,7 @@ class FrameReader:
         end = self._end + nbytes
         unpack = _SIZE.unpack_from
         max_size = self.max_size
+        reserve = self.reserve
         while end - start >= 4:
             size = unpack(view, start)[0]
             if size < 0 or size > max_size:
@@ -126,11 +136,16 @@ class FrameReader:
                 raise self._fail(size)
             begin = start + 4
             available = end - begin
+            # (reserve is asked once per frame: when it is handed out, or gets its own buffer.)
             if available >= size:
+                if reserve is not None and not reserve(size):
+                    break  # no budget for it: it waits here for buffer_updated(0)
                 start = begin + size
                 frames.append(bytes(view[begin:start]))
                 continue
             if size > len(view) - 4:
+                if reserve is not None and not reserve(size):
+                    break  # no budget for it: its first bytes wait here for buffer_updated(0)
                 # Large frame: receive the rest directly into its own buffer.
                 big = receive_buffer(size)  # not zero-filled: the rest is received into it
                 big[:available] = view[begin:end]
@@ -151,6 +166,8 @@ class FrameReader:
         pos, end = 0, len(mv)
         while pos < end:
             buf = self.get_buffer()
+            if not buf:  # a frame `reserve` refused fills the scratch: nothing more fits now
+                raise BufferError("FrameReader.feed: the scratch buffer is full behind a frame reserve refused")
             n = min(len(buf), end - pos)
             buf[:n] = mv[pos : pos + n]
             pos += n

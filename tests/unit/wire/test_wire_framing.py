@@ -419,3 +419,63 @@ def test_multi_chunk_produce_frame_decodes_with_kio(version: int, value_size: in
         request = decode_request(header, f, offset)
         assert bytes(request.topic_data[0].partition_data[0].records) == batch
     assert len(received) == 2 and len(fed) == 2
+
+
+# -- reserve: a budget that may refuse a frame (queued.max.request.bytes) -----------------------------
+
+class _Budget:
+    """A reserve callback that grants while `left` > 0 (non-strict, as Kafka's pool) and logs asks."""
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+        self.asked: list[int] = []
+
+    def __call__(self, size: int) -> bool:
+        self.asked.append(size)
+        if self.left <= 0:
+            return False
+        self.left -= size
+        return True
+
+
+def test_a_refused_frame_waits_in_the_reader_until_asked_again() -> None:
+    payloads = [b"a" * 10, b"b" * 20, b"c" * 30]
+    r = FrameReader(1 << 20)
+    budget = r.reserve = _Budget(25)
+    assert r.feed(b"".join(frame(p) for p in payloads)) == [payloads[0], payloads[1]]  # 25 - 10 - 20 < 0
+    assert budget.asked == [10, 20, 30]
+    assert r.buffered == 4 + 30  # the refused frame, whole, stays
+    assert r.buffer_updated(0) == []  # still refused
+    budget.left = 1
+    assert r.buffer_updated(0) == [payloads[2]]
+    assert budget.asked == [10, 20, 30, 30, 30]
+    assert r.buffered == 0
+
+
+def test_reserve_is_asked_once_per_frame_however_it_arrives() -> None:
+    payloads = [bytes([n]) * n for n in range(1, 40)] + [b"L" * (SCRATCH_SIZE * 3)]
+    data = b"".join(frame(p) for p in payloads)
+    r = FrameReader(1 << 20)
+    budget = r.reserve = _Budget(1 << 30)
+    out: list[bytes] = []
+    for i in range(0, len(data), 7):
+        out += [bytes(f) for f in r.feed(data[i:i + 7])]
+    assert out == payloads
+    assert budget.asked == [len(p) for p in payloads]
+
+
+def test_a_large_frame_is_asked_for_before_its_buffer_exists() -> None:
+    big = b"L" * (SCRATCH_SIZE * 2)
+    data = frame(big)
+    r = FrameReader(1 << 20)
+    budget = r.reserve = _Budget(0)
+    buf = r.get_buffer()
+    buf[:1000] = data[:1000]
+    assert r.buffer_updated(1000) == []
+    assert budget.asked == [len(big)]
+    assert r.buffered == 1000  # its first bytes wait in the scratch: no buffer of its size yet
+    budget.left = 1
+    assert r.buffer_updated(0) == []  # granted: the frame now has its own buffer
+    assert budget.asked == [len(big), len(big)]
+    assert r.feed(data[1000:]) == [big]
+    assert budget.asked == [len(big), len(big)]
