@@ -146,12 +146,6 @@ class PartitionRead(msgspec.Struct, gc=False):
             other.size, other.aborted
         other.records, other.size = b"", 0  # handed over: releasing `other` must not close it
 
-    def topic_partition(self) -> TopicPartition:
-        """The partition read; only for reads whose topic is known (named, or its id resolved)."""
-        if self.topic is None:
-            raise ValueError(f"partition {self.index} of topic id {self.topic_id} was never resolved to a name")
-        return TopicPartition(self.topic, self.index)
-
 
 def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: bool, use_file_regions: bool,
                     nonblocking: bool = False, remote: Any = None) -> int:
@@ -174,12 +168,23 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
         log_ = r.log
         if log_ is None:
             continue
-        # Release an earlier read's region before re-reading (long-poll completion).
-        _release(r)
+        if r.size:
+            _release(r)  # an earlier read's, before re-reading (long-poll completion)
         # Offsets as they were before the read, as Kafka reports them.
-        high_watermark, last_stable, log_start = log_.high_watermark, log_.last_stable_offset, log_.log_start_offset
+        high_watermark, last_stable, log_start, log_end = log_.fetch_offsets()
         if r.diverging_epoch is not None:
             r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
+            continue
+        offset = r.fetch_offset
+        if offset == (last_stable if read_committed else high_watermark) == log_end \
+                and offset >= log_start and not log_.is_closed:
+            # Caught up (most partitions of an idle consumer's fetch): what Log.read answers
+            # there, an empty read with no aborted transactions, without building it. (At the
+            # log end the offset is in the local log, tiered or not.)
+            r.error = ErrorCode.NONE
+            r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
+            if read_committed:
+                r.aborted = []
             continue
         limit = min(r.max_bytes, remaining)
         in_remote = remote is not None and log_start <= r.fetch_offset < log_.local_log_start_offset \
@@ -265,6 +270,20 @@ def _reads_remote(r: PartitionRead) -> bool:
     log_ = r.log
     return (log_ is not None and r.diverging_epoch is None and log_.remote_log_enabled
             and log_.log_start_offset <= r.fetch_offset < log_.local_log_start_offset)
+
+
+def _few_behind(reads: list[PartitionRead]) -> bool:
+    """At most INLINE_READ_MAX_PARTITIONS of the reads are short of their log's end: the others
+    (an idle consumer's many partitions) are answered without a read (read_partitions), so
+    the fetch costs the loop little more than a fetch of that many partitions."""
+    behind = 0
+    for r in reads:
+        log_ = r.log
+        if log_ is not None and r.fetch_offset != log_.log_end_offset:
+            behind += 1
+            if behind > INLINE_READ_MAX_PARTITIONS:
+                return False
+    return True
 
 
 def _release(r: PartitionRead) -> None:
@@ -612,6 +631,8 @@ class ReplicaManager:
         unhosted: list[PartitionRead] = []
         hosted: dict[str, bool] = {}  # asked once per topic (a consumer's fetch names many partitions of few)
         get_log = self._get_log
+        # Kafka answers at once when nothing can be read, or a read failed or diverged.
+        answer_now = False
         for r in reads:
             topic = r.topic
             log_ = None
@@ -620,7 +641,8 @@ class ReplicaManager:
                 if here is None:
                     here = hosted[topic] = self._hosts_topic(topic)
                 if here:
-                    log_ = get_log(TopicPartition(topic, r.index))
+                    tp = TopicPartition(topic, r.index)
+                    log_ = get_log(tp)
             if log_ is None:
                 # Kafka answers these before reading (aborted transactions: an empty list,
                 # not null) and lists them after the partitions it read.
@@ -633,21 +655,28 @@ class ReplicaManager:
                 # again under its name (as Kafka's ReplicaManager checks).
                 r.error = ErrorCode.INCONSISTENT_TOPIC_ID
                 served.append(r)
+                answer_now = True
                 continue
-            try:
-                r.diverging_epoch = _check_epochs(log_, replica_id, r)
-            except KafkaError as exc:
-                r.error = exc.error_code
+            if replica_id < 0 and r.last_fetched_epoch < 0 and (r.current_leader_epoch == LEADER_EPOCH
+                                                                 or r.current_leader_epoch < 0):
+                r.log = log_  # a consumer with nothing to check (_check_epochs would pass)
             else:
-                r.log = log_
+                try:
+                    r.diverging_epoch = _check_epochs(log_, replica_id, r)
+                except KafkaError as exc:
+                    r.error = exc.error_code
+                    answer_now = True
+                else:
+                    r.log = log_
+                    answer_now = answer_now or r.diverging_epoch is not None
             served.append(r)
-        # Kafka answers at once when nothing can be read, or a read failed or diverged.
-        answer_now = not served or any(r.error or r.diverging_epoch for r in served)
+        answer_now = answer_now or not served
         everything = served + unhosted
         waiter = None
         if max_wait_ms > 0 and min_bytes > 0 and not answer_now:
             # Registered before reading: an append racing with the read still wakes us.
-            waiter = self.fetch_waiters.watch([r.topic_partition() for r in served], min_bytes)
+            waiter = self.fetch_waiters.watch(
+                [TopicPartition(r.topic, r.index) for r in served if r.topic is not None], min_bytes)  # (all have one)
         try:
             deadline = time.monotonic() + max_wait_ms / 1000
             total = await self._read(everything, max_bytes, read_committed, use_file_regions)
@@ -682,7 +711,7 @@ class ReplicaManager:
         if remote is not None and any(_reads_remote(r) for r in reads):
             return await self._read_with_remote(reads, max_bytes, read_committed, use_file_regions, remote)
         else:
-            if len(reads) <= INLINE_READ_MAX_PARTITIONS:
+            if len(reads) <= INLINE_READ_MAX_PARTITIONS or _few_behind(reads):
                 try:
                     # `remote` too: a read that became remote meanwhile leaves the loop (ReadWouldBlock).
                     return read_partitions(reads, max_bytes, read_committed, use_file_regions, nonblocking=True,
