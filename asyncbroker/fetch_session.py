@@ -105,10 +105,10 @@ class CachedPartition:
         self.current_leader_epoch = read.current_leader_epoch
         self.last_fetched_epoch = read.last_fetched_epoch
 
-    def to_read(self) -> PartitionRead:
+    def to_read(self, key: PartitionKey) -> PartitionRead:
+        """The read of this partition, carrying (key, self) for the answer."""
         return PartitionRead(self.topic, self.topic_id, self.index, self.fetch_offset, self.max_bytes,
-                             current_leader_epoch=self.current_leader_epoch,
-                             last_fetched_epoch=self.last_fetched_epoch)
+                             self.current_leader_epoch, self.last_fetched_epoch, session_entry=(key, self))
 
     def must_respond(self, read: PartitionRead, update: bool) -> bool:
         """Whether the answer must carry this partition; with `update`, remember what it says."""
@@ -342,19 +342,14 @@ class IncrementalFetchContext(FetchContext):
         self._session = session
         self._expected_epoch = next_epoch(request_epoch)
         self._resolve_name = resolve_name
-        self._cached_of: dict[int, tuple[PartitionKey, CachedPartition]] = {}  # id(read) -> its partition
 
     def reads(self) -> list[PartitionRead]:
         session = self._session
-        reads = []
-        cached_of = self._cached_of
-        for key, cached in session.partitions.items():
-            if session.uses_topic_ids and cached.topic is None and cached.topic_id is not None:
-                cached.topic = self._resolve_name(cached.topic_id)  # a topic id learned since
-            read = cached.to_read()
-            cached_of[id(read)] = (key, cached)
-            reads.append(read)
-        return reads
+        if session.uses_topic_ids:
+            for cached in session.partitions.values():
+                if cached.topic is None and cached.topic_id is not None:
+                    cached.topic = self._resolve_name(cached.topic_id)  # a topic id learned since
+        return [cached.to_read(key) for key, cached in session.partitions.items()]
 
     def answer(self, reads: list[PartitionRead], update: bool = True) -> tuple[int, int, list[PartitionRead]]:
         session = self._session
@@ -363,10 +358,14 @@ class IncrementalFetchContext(FetchContext):
             log.info("Incremental fetch session %d expected epoch %d, but got %d. Possible duplicate request.",
                      session.id, self._expected_epoch, session.epoch)
             return ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id, []
-        partitions, cached_of = session.partitions, self._cached_of
+        partitions = session.partitions
         carried = []
         for r in reads:
-            key, cached = cached_of[id(r)]
+            entry: tuple[PartitionKey, CachedPartition] = r.session_entry
+            key, cached = entry
+            if (not r.size and r.diverging_epoch is None and not r.error and cached.high_watermark == r.high_watermark
+                    and cached.log_start_offset == r.log_start_offset):
+                continue  # nothing new (most partitions of an idle consumer's session): must_respond's answer
             if not cached.must_respond(r, update):
                 continue
             carried.append(r)

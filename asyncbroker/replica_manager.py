@@ -125,6 +125,9 @@ class PartitionRead(msgspec.Struct, gc=False):
     size: int = 0
     aborted: list[tuple[int, int]] | None = None
     diverging_epoch: tuple[int, int] | None = None
+    # An incremental fetch's session entry for the partition (asyncbroker.fetch_session):
+    # its answer compares what the read found with what was last sent.
+    session_entry: Any = None
 
     def clone_request(self) -> "PartitionRead":
         """The same request, and what the checks before the read found (log, diverging epoch)."""

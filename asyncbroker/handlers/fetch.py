@@ -134,10 +134,12 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                                                             session_id=session_id))
     error, session_id, carried = context.answer(reads)
     if len(carried) != len(reads):
-        kept = {id(r) for r in carried}
-        for r in reads:
-            if id(r) not in kept:
-                r.release()  # left out of an incremental answer: nothing new (no records)
+        holding = [r for r in reads if r.size]  # (an answer leaves out partitions with no records, mostly)
+        if holding:
+            kept = {id(r) for r in carried}
+            for r in holding:
+                if id(r) not in kept:
+                    r.release()  # left out of the answer (a session's duplicate): its file region closes
     return _response(version, carried, error=error, session_id=session_id)
 
 
