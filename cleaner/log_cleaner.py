@@ -98,20 +98,20 @@ class LogCleaner:
 
     # -- lifecycle ----------------------------------------------------------------------------------
     async def startup(self, *, background: bool = True, prefault: bool = False,
-                      prestart: bool | None = None) -> None:
-        """Start the cleaning loops (unless background=False) and, when some log is compacted
-        (or prestart=True), the worker processes.
+                      prestart: bool = False) -> None:
+        """Start the cleaning loops (unless background=False); with prestart=True, the worker
+        processes too.
 
-        A broker without compacted topics never starts a worker or the forkserver: they
-        would cost tens of MB and CPU at startup for nothing; the first clean starts its
-        worker. With prefault=False a worker allocates its offset map at its first clean,
-        so an idle broker does not hold dedupe.buffer.size of memory either."""
+        Otherwise the first clean starts its worker (and the forkserver and multiprocessing's
+        resource tracker): three processes of some 20 MB each, and multiprocessing loaded in
+        the broker. A broker whose only compacted log is __consumer_offsets (any broker a
+        consumer group has used) rarely cleans anything: its 100 MB segments seldom roll. With
+        prefault=False a worker allocates its offset map at its first clean, so an idle broker
+        does not hold dedupe.buffer.size of memory either."""
         self._stopping = False
         self._idle = asyncio.Queue()
         self._wakeup = asyncio.Event()
         self._prefault = prefault
-        if prestart is None:
-            prestart = any(log.config.compact for log in self.manager.logs().values())
         if prestart:
             # So that the first clean does not pay for process start-up.
             await asyncio.gather(*(self._start_worker(i) for i in range(self.num_workers)))

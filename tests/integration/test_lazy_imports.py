@@ -81,6 +81,47 @@ def test_the_cleaner_stack_loads_with_its_first_worker() -> None:
         assert mapped(b, "/_ctypes.")
 
 
+def _descendants(pid: int) -> list[str]:
+    """Command lines of the processes below `pid` (the forkserver is a child, workers its children)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, p in parents.items():
+            if p == parent:
+                frontier.append(child)
+                try:
+                    found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+                except OSError:
+                    continue
+    return found
+
+
+def test_a_consumer_group_starts_no_cleaner_process(broker: BrokerProcess) -> None:
+    """A group's first offset commit creates __consumer_offsets, a compacted topic, so the cleaner
+    starts; with nothing to clean yet (its 100 MB segments seldom roll) it starts no worker, no
+    forkserver and no resource tracker (some 20 MB each), and loads no multiprocessing."""
+    from confluent_kafka import TopicPartition
+
+    produce(broker.bootstrap, "grouped")
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "lazy", "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition("grouped", 0, 1)], asynchronous=False)
+        assert c.committed([TopicPartition("grouped", 0)], timeout=30)[0].offset == 1
+    finally:
+        c.close()
+    wait_until(lambda: "Started log cleaner" in broker.output(), timeout=30, message="the cleaner never started")
+    assert broker.process is not None
+    assert _descendants(broker.process.pid) == []
+    assert not mapped(broker, "/_ctypes.") and not mapped(broker, "/_multiprocessing.")
+
+
 def test_the_web_console_loads_only_with_console_port(broker: BrokerProcess) -> None:
     """aiohttp (and its C parser) and Jinja2's MarkupSafe speedups are mapped only by a broker
     started with --console-port: a plain start pays for neither."""

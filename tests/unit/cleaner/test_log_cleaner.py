@@ -148,7 +148,7 @@ async def test_a_dead_worker_is_replaced_and_counted(tmp_path, make_log, clock):
     other.roll()
     logs = {l.topic_partition: l for l in (slow, other)}
     lc = _cleaner(tmp_path, logs, clock, max_io_bytes_per_second=100_000.0, io_buffer_size=8 * 1024)
-    await lc.startup(background=False)
+    await lc.startup(background=False, prestart=True)  # the worker is up: its pid, before the clean
     try:
         loop = asyncio.get_running_loop()
         pid = await loop.run_in_executor(lc._executors[0], worker_module.worker_pid, 0)
