@@ -149,6 +149,12 @@ class PartitionRead(msgspec.Struct, gc=False):
             other.size, other.aborted
         other.records, other.size = b"", 0  # handed over: releasing `other` must not close it
 
+    def topic_partition(self) -> TopicPartition:
+        """The partition read; only for reads whose topic is known (named, or its id resolved)."""
+        if self.topic is None:
+            raise ValueError(f"partition {self.index} of topic id {self.topic_id} was never resolved to a name")
+        return TopicPartition(self.topic, self.index)
+
 
 def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: bool, use_file_regions: bool,
                     nonblocking: bool = False, remote: Any = None) -> int:
@@ -644,8 +650,7 @@ class ReplicaManager:
                 if here is None:
                     here = hosted[topic] = self._hosts_topic(topic)
                 if here:
-                    tp = TopicPartition(topic, r.index)
-                    log_ = get_log(tp)
+                    log_ = get_log(TopicPartition(topic, r.index))
             if log_ is None:
                 # Kafka answers these before reading (aborted transactions: an empty list,
                 # not null) and lists them after the partitions it read.
@@ -678,8 +683,7 @@ class ReplicaManager:
         waiter = None
         if max_wait_ms > 0 and min_bytes > 0 and not answer_now:
             # Registered before reading: an append racing with the read still wakes us.
-            waiter = self.fetch_waiters.watch(
-                [TopicPartition(r.topic, r.index) for r in served if r.topic is not None], min_bytes)  # (all have one)
+            waiter = self.fetch_waiters.watch([r.topic_partition() for r in served], min_bytes)
         try:
             deadline = time.monotonic() + max_wait_ms / 1000
             total = await self._read(everything, max_bytes, read_committed, use_file_regions)
