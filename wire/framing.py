@@ -27,9 +27,9 @@ hang the reader nor make it allocate.
 
 A broker-wide budget (queued.max.request.bytes) plugs in as `reserve`: asked
 once for each frame's size, when the frame is complete or (a large one)
-before its own buffer is allocated, it may refuse; the reader then stops at that frame, which
-stays in the scratch buffer, until the caller stops reading and later calls
-`buffer_updated(0)` to try again.
+before its own buffer is allocated, it may refuse. The reader then stops at
+that frame, which stays in the scratch buffer; the caller stops reading and
+later calls `buffer_updated(0)` to try again.
 """
 
 from __future__ import annotations
