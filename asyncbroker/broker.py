@@ -327,7 +327,7 @@ class Broker:
         from asyncbroker.replica_manager import ReplicaManager
 
         self.replica_manager = ReplicaManager(
-            get_log=self.log_manager.get_log, hosts_topic=self.topics.exists,
+            get_log=self.log_manager.get_log, topic_logs=self.log_manager.topic_logs, hosts_topic=self.topics.exists,
             fetch_waiters=self.fetch_waiters, run_blocking=self.run_blocking, cleaner=lambda: self.cleaner,
             checkpoint_log_start_offsets=self.log_jobs.checkpoint_log_start_offsets_now,
             clock_ms=self.clock.milliseconds, transaction_coordinator=lambda: self.transaction_coordinator,

@@ -484,12 +484,14 @@ async def _verify_transaction(coordinator: Any, logs: dict[TopicPartition, Any],
 
 
 class ReplicaManager:
-    def __init__(self, get_log: Callable[[TopicPartition], Any], hosts_topic: Callable[[str], bool],
+    def __init__(self, get_log: Callable[[TopicPartition], Any], topic_logs: Callable[[str], Mapping[int, Any]],
+                 hosts_topic: Callable[[str], bool],
                  fetch_waiters: FetchWaiters, run_blocking: Callable[..., Awaitable[Any]],
                  cleaner: Callable[[], Any], checkpoint_log_start_offsets: Callable[[], Awaitable[None]],
                  clock_ms: Callable[[], int], transaction_coordinator: Callable[[], Any],
                  verification_enabled: Callable[[], bool], remote_log_manager: Callable[[], Any] = lambda: None) -> None:
         self._get_log = get_log
+        self._topic_logs = topic_logs  # a topic's logs by partition number (LogManager.topic_logs)
         self._hosts_topic = hosts_topic
         self.fetch_waiters = fetch_waiters
         self._run_blocking = run_blocking
@@ -638,19 +640,19 @@ class ReplicaManager:
         """
         served: list[PartitionRead] = []
         unhosted: list[PartitionRead] = []
-        hosted: dict[str, bool] = {}  # asked once per topic (a consumer's fetch names many partitions of few)
-        get_log = self._get_log
+        # Per topic, asked once (a consumer's fetch names many partitions of few): its logs by
+        # partition number when this node hosts it, else none.
+        hosted: dict[str, Mapping[int, Any]] = {}
         # Kafka answers at once when nothing can be read, or a read failed or diverged.
         answer_now = False
         for r in reads:
             topic = r.topic
             log_ = None
             if topic is not None and not r.error:
-                here = hosted.get(topic)
-                if here is None:
-                    here = hosted[topic] = self._hosts_topic(topic)
-                if here:
-                    log_ = get_log(TopicPartition(topic, r.index))
+                logs = hosted.get(topic)
+                if logs is None:
+                    logs = hosted[topic] = self._topic_logs(topic) if self._hosts_topic(topic) else {}
+                log_ = logs.get(r.index)
             if log_ is None:
                 # Kafka answers these before reading (aborted transactions: an empty list,
                 # not null) and lists them after the partitions it read.

@@ -14,7 +14,9 @@ import os
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Callable
 
 import msgspec
@@ -41,6 +43,8 @@ from storage.topic_name import validate_topic_name
 from storage.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
+
+_NO_LOGS: Mapping[int, Log] = MappingProxyType({})
 
 LOCK_FILE = ".lock"
 TOPIC_CONFIGS_FILE = "asyncbroker-topic-configs.json"
@@ -78,6 +82,8 @@ class LogManager:
         self.directory_ids: dict[Path, str] = {}
         self.had_clean_shutdown: dict[Path, bool] = {}
         self._logs: dict[TopicPartition, Log] = {}
+        # The same logs by topic, then partition: a fetch looks up many partitions of few topics.
+        self._topic_logs: dict[str, dict[int, Log]] = {}
         self._lock = threading.RLock()  # Kafka's logCreationOrDeletionLock
         self._checkpoint_lock = threading.Lock()  # one writer per checkpoint file at a time
         self._dir_locks: dict[Path, int] = {}
@@ -267,7 +273,7 @@ class LogManager:
                     raise KafkaStorageError(
                         f"Duplicate log directories for {tp} are found in both {self._logs[tp].dir} and {log.dir}."
                     )
-                self._logs[tp] = log
+                self._add(tp, log)
         finally:
             for pool in pools:
                 pool.shutdown(wait=True)
@@ -294,8 +300,17 @@ class LogManager:
             pass  # shutting down: the final flush covers it
 
     # -- registry -------------------------------------------------------------------------------
+    def _add(self, tp: TopicPartition, log: Log) -> None:
+        self._logs[tp] = log
+        self._topic_logs.setdefault(tp.topic, {})[tp.partition] = log
+
     def get_log(self, tp: TopicPartition) -> Log | None:
         return self._logs.get(tp)
+
+    def topic_logs(self, topic: str) -> Mapping[int, Log]:
+        """The topic's open logs by partition (empty when none): a fetch of many partitions asks
+        once per topic, then looks each partition up by its number."""
+        return self._topic_logs.get(topic, _NO_LOGS)
 
     def all_logs(self) -> list[Log]:
         return list(self._logs.values())
@@ -348,7 +363,7 @@ class LogManager:
                 fsync_dir(parent)
             except OSError as exc:
                 raise self._report_io_error(parent, f"Error while creating log for {tp} in dir {parent}", exc) from exc
-            self._logs[tp] = log
+            self._add(tp, log)
         self._note_compaction(log.config)
         return log
 
@@ -358,6 +373,11 @@ class LogManager:
             log = self._logs.pop(tp, None)
             if log is None:
                 return None
+            partitions = self._topic_logs.get(tp.topic)
+            if partitions is not None:
+                partitions.pop(tp.partition, None)
+                if not partitions:
+                    del self._topic_logs[tp.topic]
             parent = log.dir.parent
             log.close_handlers()
             target = parent / f"{tp.dir_name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"

@@ -191,3 +191,21 @@ def test_parallel_load_many_partitions(manager, clock: MockClock) -> None:
     assert again.get_log(TopicPartition("many", 7)).log_end_offset == 2
 
 
+
+
+def test_topic_logs_follow_creation_deletion_and_restart(manager) -> None:
+    """The by-topic index a fetch reads: the same logs as get_log, through every way a log comes
+    and goes (created, loaded at startup, deleted; a topic's last partition leaves no entry)."""
+    lm = manager()
+    for p in range(3):
+        lm.create_log(TopicPartition("t", p))
+    lm.create_log(TopicPartition("u", 0))
+    assert dict(lm.topic_logs("t")) == {p: lm.get_log(TopicPartition("t", p)) for p in range(3)}
+    lm.delete_log(TopicPartition("t", 1))
+    assert sorted(lm.topic_logs("t")) == [0, 2]
+    lm.delete_log(TopicPartition("u", 0))
+    assert dict(lm.topic_logs("u")) == {} and "u" not in lm._topic_logs
+    assert dict(lm.topic_logs("never")) == {}
+    lm.shutdown()
+    again = manager()
+    assert dict(again.topic_logs("t")) == {p: again.get_log(TopicPartition("t", p)) for p in (0, 2)}
