@@ -133,12 +133,9 @@ def main() -> int:
                         results[kind].append(measure_round(clients[kind][incremental], running[kind].pid, incremental))
             for kind, rounds in results.items():
                 cpu, p50, p99 = (sorted(column)[ROUNDS // 2] for column in zip(*rounds))
-                report.add(kind, f"Fetch {PARTITIONS:,} idle partitions, {name}: broker CPU", cpu, "ms/request",
-                           "<= Kafka", higher_is_better=False, fmt="{:.3f}")
-                report.add(kind, f"Fetch {PARTITIONS:,} idle partitions, {name}: p50", p50, "ms", "<= Kafka",
-                           higher_is_better=False, fmt="{:.3f}")
-                report.add(kind, f"Fetch {PARTITIONS:,} idle partitions, {name}: p99", p99, "ms", "<= Kafka",
-                           higher_is_better=False, fmt="{:.3f}")
+                for label, value, unit in (("broker CPU", cpu, "ms/request"), ("p50", p50, "ms"), ("p99", p99, "ms")):
+                    report.add(kind, f"Fetch {PARTITIONS:,} idle partitions, {name}: {label}", value, unit, "<= Kafka",
+                               higher_is_better=False, fmt="{:.3f}")
     report.print()
     return 0
 
