@@ -579,14 +579,28 @@ class KafkaConnection(asyncio.BufferedProtocol):
             await asyncio.sleep(0.0005)
         if self._closed:
             return
-        fut = self._loop.run_in_executor(self._broker.io_executor, _sendfile_blocking, sock.fileno(), region)
+        # Duplicated here, on the loop: once the thread runs, the transport may have closed the
+        # socket and its number may name another connection's socket or a segment file.
+        sock_fd = os.dup(sock.fileno())
+        try:
+            fut = self._loop.run_in_executor(self._broker.io_executor, _sendfile_blocking, sock_fd, region)
+        except BaseException:
+            os.close(sock_fd)
+            raise
         try:
             sent = await asyncio.shield(fut)
         except asyncio.CancelledError:
             # The thread still uses the region's descriptor: close it only when done.
             owned = FileRegion(region.file, region.position, region.size)
             region.file = -1
-            fut.add_done_callback(lambda _f: owned.close())
+
+            def done(f: asyncio.Future[int]) -> None:
+                owned.close()
+                if f.cancelled():
+                    os.close(sock_fd)  # never ran (the pool shut down): the dup is still ours
+                else:
+                    f.exception()  # retrieved: a send that failed once the client had gone is no error
+            fut.add_done_callback(done)
             raise
         if sent < region.size and not self._closed:
             rest = FileRegion(region.file, region.position + sent, region.size - sent)
@@ -599,16 +613,15 @@ def _release_files(result: Any) -> None:
         result.close_files()
 
 
-def _sendfile_blocking(sock_fd: int, region: FileRegion, timeout_ms: int = 30_000) -> int:
-    """sendfile() the region to a dup of the socket; returns the bytes sent.
+def _sendfile_blocking(fd: int, region: FileRegion, timeout_ms: int = 30_000) -> int:
+    """sendfile() the region to `fd`, a dup of the socket this closes; returns the bytes sent.
 
     Runs in an executor thread. The dup keeps the descriptor valid even if
     the loop closes the transport meanwhile (then we get EPIPE and stop).
     """
-    file_fd = region.file if isinstance(region.file, int) else region.file.fileno()
-    fd = os.dup(sock_fd)
     sent = 0
     try:
+        file_fd = region.file if isinstance(region.file, int) else region.file.fileno()
         poller = select.poll()
         poller.register(fd, select.POLLOUT)
         while sent < region.size:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import gc
 import inspect
 
 from kio.schema import errors as _kio_errors
@@ -19,7 +20,18 @@ from kio.schema import errors as _kio_errors
 
 @functools.cache
 def _messages() -> dict[int, str]:
-    tree = ast.parse(inspect.getsource(_kio_errors))
+    # No cyclic GC while the tree is built. On CPython 3.11 the AST constructor keeps one depth
+    # counter per interpreter: a finalizer that a collection runs in the middle of it, and that
+    # parses source too, makes this parse fail with "SystemError: AST constructor recursion
+    # depth mismatch". Seen here: asyncio's "Future exception was never retrieved" log, whose
+    # traceback formatting parses each line to place its carets.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        tree = ast.parse(inspect.getsource(_kio_errors))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     (enum_class,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ErrorCode"]
     out: dict[int, str] = {}
     body = enum_class.body
