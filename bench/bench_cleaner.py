@@ -57,7 +57,7 @@ async def run_case(root: Path, value_size: int, superseded: float, workers: int,
         logs[log.topic_partition] = log
     config = CleanerConfig(num_threads=workers, dedupe_buffer_size=workers * 64 * MB)
     cleaner = LogCleaner(config, [root], lambda: logs)
-    await cleaner.startup(background=False)
+    await cleaner.startup(background=False, prestart=True)  # the workers are up before the clock starts
     try:
         started = time.perf_counter()
         stats = await asyncio.gather(*(cleaner.clean_now(tp) for tp in logs))
