@@ -214,7 +214,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _reserve(self, size: int) -> bool:
         """FrameReader.reserve: take the next frame's bytes from the pool, or stop reading."""
         assert self._pool is not None
-        if self._pool.try_allocate(size):
+        # Holding bytes already (a request queued or in service): this one is read ahead.
+        if self._pool.try_allocate(size, read_ahead=self._pool_bytes > 0):
             self._pool_bytes += size
             return True
         if not self._memory_muted:

@@ -11,9 +11,13 @@ again, in the order they ran out. Unset (-1, or 0) there is no pool: Kafka's Mem
 Where asyncbroker differs, and why. Kafka reads one request per connection at a time (a
 channel stays muted until its answer is sent); an asyncbroker connection reads ahead up to
 32 requests (asyncbroker.connection), and those draw on the pool as well, so the bound covers
-every request received. A request returns its bytes once answered, where Kafka returns them
-when its handler returns: here the frame is alive until then (a Produce appends from it, a
-parked Fetch keeps it), so the count is of memory really held.
+every request received. But a request read ahead never spends the pool's last bytes: were it
+allowed to, a connection whose first request waits long (a parked Fetch, a JoinGroup) could
+hold the pool with the requests queued behind it, and every other connection would wait for
+it; as in Kafka, only the one request each connection works on can empty the pool. A request
+returns its bytes once answered, where Kafka returns them when its handler returns: here the
+frame is alive until then (a Produce appends from it, a parked Fetch keeps it), so the count is
+of memory really held.
 """
 from __future__ import annotations
 
@@ -47,9 +51,12 @@ class MemoryPool:
     def out_of_memory(self) -> bool:
         return self.available <= 0
 
-    def try_allocate(self, size: int) -> bool:
-        """Grant `size` bytes when any memory is left (non-strict), else refuse."""
-        if self.available <= 0:
+    def try_allocate(self, size: int, *, read_ahead: bool = False) -> bool:
+        """Grant `size` bytes when any memory is left (non-strict), else refuse. A `read_ahead`
+        request (its connection already holds one) is granted only if some memory is left
+        after it: the last bytes go to connections' next requests, as in Kafka, where a
+        connection holds one request at a time."""
+        if self.available <= 0 or (read_ahead and self.available <= size):
             return False
         self.available -= size
         if self.available <= 0:
@@ -57,26 +64,23 @@ class MemoryPool:
         return True
 
     def release(self, size: int) -> None:
-        """Bytes back from an answered request (or a closed connection); wakes the waiting
-        connections once memory is left."""
+        """Bytes back from an answered request (or a closed connection); the waiting
+        connections try again (a request read ahead may need more than was freed)."""
         was_depleted = self.available <= 0
         self.available += size
-        if was_depleted and self.available > 0:
-            if self._depleted_since is not None:
-                self._depleted_ns += time.monotonic_ns() - self._depleted_since
-                self._depleted_since = None
-            if self._waiting and not self._wake_scheduled:
-                # Not from inside the releasing connection's own call: the woken connections
-                # start workers (asyncbroker.request_channel), so they run in a callback of their own.
-                self._wake_scheduled = True
-                (self._loop or asyncio.get_running_loop()).call_soon(self._wake)
-
-    def wait(self, callback: Callable[[], None]) -> None:
-        """Call `callback` (once) when memory is left; a connection that was refused calls this."""
-        self._waiting[callback] = None
-        if self.available > 0 and not self._wake_scheduled:  # released meanwhile
+        if was_depleted and self.available > 0 and self._depleted_since is not None:
+            self._depleted_ns += time.monotonic_ns() - self._depleted_since
+            self._depleted_since = None
+        if self._waiting and not self._wake_scheduled:
+            # Not from inside the releasing connection's own call: the woken connections
+            # start workers (asyncbroker.request_channel), so they run in a callback of their own.
             self._wake_scheduled = True
             (self._loop or asyncio.get_running_loop()).call_soon(self._wake)
+
+    def wait(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (once) at the next release; a connection that was refused calls this
+        (at once: nothing is released in between)."""
+        self._waiting[callback] = None
 
     def cancel_wait(self, callback: Callable[[], None]) -> None:
         self._waiting.pop(callback, None)
@@ -94,7 +98,7 @@ class MemoryPool:
         waiting, self._waiting = list(self._waiting), {}
         for i, callback in enumerate(waiting):
             if self.available <= 0:
-                # Ran out again: the rest keep their place, ahead of those refused meanwhile.
-                self._waiting = {**dict.fromkeys(waiting[i:]), **self._waiting}
+                # Ran out again: the rest keep their place, behind those tried and refused again.
+                self._waiting = {**self._waiting, **dict.fromkeys(c for c in waiting[i:] if c not in self._waiting)}
                 return
             callback()

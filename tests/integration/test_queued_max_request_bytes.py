@@ -1,9 +1,11 @@
 """queued.max.request.bytes: the requests all connections hold draw on one budget; once it is
 spent, a connection's next request waits unread until answered requests return their bytes.
 
-Raw sockets against a real broker: connection A parks a Fetch and pipelines Produce requests
-behind it, which hold more than the budget while the Fetch waits; connection B's Metadata then
-waits for A's requests to be answered. Without the setting (the control), B is answered at once.
+Raw sockets against a real broker. Connection A parks a Fetch and pipelines Produce requests
+behind it. A reads ahead (Kafka reads one request per connection at a time), but a request
+read ahead never spends the budget's last bytes: A's third waits in the reader, and the other
+connections' requests are read at once, as from Kafka. A connection's next request may spend
+them, larger than what is left (Kafka's non-strict pool).
 """
 from __future__ import annotations
 
@@ -74,13 +76,16 @@ def _readable(sock: socket.socket) -> bool:
     return bool(select.select([sock], [], [], 0)[0])
 
 
-def _park_and_pipeline(a: RawClient, topic: str) -> list[produce9.ProduceRequest]:
+def _park_and_pipeline(a: RawClient, topic: str) -> tuple[list[produce9.ProduceRequest], int]:
     """On A: a new topic, a Fetch of it that waits FETCH_WAIT_MS, then three Produce requests
-    behind the Fetch, all sent before reading anything."""
+    behind the Fetch, all sent before reading anything. Returns the Produce requests and the
+    bytes A may hold of them: the Fetch and the first two (the third would spend the budget's
+    last bytes)."""
     a.create_topic(topic)
     produces = [_produce(topic, n) for n in range(3)]
-    a.send_raw(_frame(_parked_fetch(topic), 1) + b"".join(_frame(p, 2 + n) for n, p in enumerate(produces)))
-    return produces
+    fetch, frames = _frame(_parked_fetch(topic), 1), [_frame(p, 2 + n) for n, p in enumerate(produces)]
+    a.send_raw(fetch + b"".join(frames))
+    return produces, len(fetch) - 4 + len(frames[0]) - 4 + len(frames[1]) - 4
 
 
 def _answers_of_a(a: RawClient, produces: list[produce9.ProduceRequest]) -> None:
@@ -90,49 +95,80 @@ def _answers_of_a(a: RawClient, produces: list[produce9.ProduceRequest]) -> None
     assert [(r.error_code, r.base_offset) for r in answers] == [(0, 100 * n) for n in range(3)]
 
 
-def test_a_spent_budget_holds_other_connections_requests_until_answers_return_it(
-        pooled_broker: MetricsBroker) -> None:
-    with RawClient(pooled_broker.bootstrap, timeout=30) as a, RawClient(pooled_broker.bootstrap, timeout=30) as b:
-        assert b.request(_metadata("other")).topics  # B is connected and served
-        assert scrape(pooled_broker.metrics_port)["asyncbroker_memory_pool_available_bytes"] == POOL
+def _pool(broker: MetricsBroker, name: str) -> float:
+    return scrape(broker.metrics_port)[f"asyncbroker_memory_pool_{name}"]
 
-        produces = _park_and_pipeline(a, "pooled")
-        # A's three batches (1.2 MB, read ahead behind the parked Fetch) spend the budget.
-        wait_until(lambda: scrape(pooled_broker.metrics_port)["asyncbroker_memory_pool_available_bytes"] <= 0,
-                   timeout=15, message="A's pipelined requests never spent the budget")
-        sent = time.monotonic()
-        answer = b.request(_metadata("pooled"))  # waits unread until A's requests give bytes back
-        assert answer.topics[0].error_code == 0
-        # By then A's Fetch had its answer (its wait had run out), and so had A's first Produce,
-        # whose return of 400 KB let B's request be read.
-        assert _readable(a.sock), "B was answered while A's requests still held the budget"
-        assert time.monotonic() - sent >= FETCH_WAIT_MS / 1000 * 0.9
+
+def test_requests_read_ahead_never_spend_the_last_bytes(pooled_broker: MetricsBroker) -> None:
+    bootstrap = pooled_broker.bootstrap
+    with RawClient(bootstrap, timeout=30) as a, RawClient(bootstrap, timeout=30) as b, \
+            RawClient(bootstrap, timeout=30) as c:
+        assert b.request(_metadata("other")).topics  # B is connected and served
+        c.create_topic("pool-c")
+        assert _pool(pooled_broker, "available_bytes") == POOL
+
+        produces, held = _park_and_pipeline(a, "pooled")
+        # A reads ahead two of its 400 KB batches; the third would leave nothing: it waits.
+        wait_until(lambda: _pool(pooled_broker, "used_bytes") == held, timeout=15,
+                   message="A did not take exactly its Fetch and two batches")
+        assert 0 < POOL - held < 400_000
+        # Others are served at once, while A's Fetch still waits (as from Kafka).
+        assert b.request(_metadata("pooled")).topics[0].error_code == 0
+        assert not _readable(a.sock), "A's Fetch was answered before its wait"
+        # C's next request is larger than what is left, and granted (non-strict): the budget is spent.
+        c_produce = _produce("pool-c", 5)
+        answer = c.request(c_produce).responses[0].partition_responses[0]
+        assert (answer.error_code, answer.base_offset) == (0, 0)
+        assert _pool(pooled_broker, "depleted_seconds_total") > 0
+        assert not _readable(a.sock)
+        # A's requests, the waiting third included, are all answered in order.
         _answers_of_a(a, produces)
 
-    def settled() -> dict[str, float] | None:
-        samples = scrape(pooled_broker.metrics_port)
-        return samples if samples["asyncbroker_memory_pool_used_bytes"] == 0 else None
+    wait_until(lambda: _pool(pooled_broker, "used_bytes") == 0, timeout=15,
+               message="answered requests did not return their bytes")
+    assert _pool(pooled_broker, "available_bytes") == POOL
 
-    samples = wait_until(settled, timeout=15, message="answered requests did not return their bytes")
-    assert samples["asyncbroker_memory_pool_available_bytes"] == POOL
-    assert samples["asyncbroker_memory_pool_depleted_seconds_total"] > 0
+
+def test_a_spent_budget_holds_a_connections_next_request_back(pooled_broker: MetricsBroker) -> None:
+    """With A holding most of the budget behind its parked Fetch, C's first request (a large one,
+    sent halfway: it takes its whole size up front) spends the rest. B's next request then waits
+    unread until A's answers return bytes: A's Fetch answer is on A's socket by the time B's
+    answer arrives."""
+    bootstrap = pooled_broker.bootstrap
+    with RawClient(bootstrap, timeout=30) as a, RawClient(bootstrap, timeout=30) as b, \
+            RawClient(bootstrap, timeout=30) as c:
+        assert b.request(_metadata("other")).topics
+        produces, held = _park_and_pipeline(a, "spent")
+        wait_until(lambda: _pool(pooled_broker, "used_bytes") == held, timeout=15,
+                   message="A did not take exactly its Fetch and two batches")
+        frame = _frame(_produce("spent", 7), 1)
+        c.send_raw(frame[: len(frame) // 2])  # the rest never comes
+        wait_until(lambda: _pool(pooled_broker, "used_bytes") == held + len(frame) - 4, timeout=15,
+                   message="C's request was not taken in")
+        assert _pool(pooled_broker, "available_bytes") <= 0
+        answer = b.request(_metadata("spent"))  # read once A's answers give bytes back
+        assert answer.topics[0].error_code == 0
+        assert _readable(a.sock), "B was answered while the budget was still spent"
+        _answers_of_a(a, produces)
+    wait_until(lambda: _pool(pooled_broker, "used_bytes") == 0, timeout=15,
+               message="answered requests and closed connections did not return their bytes")
 
 
 def test_a_closed_connection_returns_what_it_held(pooled_broker: MetricsBroker) -> None:
     """Requests read and never answered, and a large request cut off halfway, go back to the
     budget when their connection closes; the broker serves on."""
     with RawClient(pooled_broker.bootstrap, timeout=30) as a:
-        _park_and_pipeline(a, "closed")
-        wait_until(lambda: scrape(pooled_broker.metrics_port)["asyncbroker_memory_pool_available_bytes"] <= 0,
-                   timeout=15, message="A's pipelined requests never spent the budget")
+        _, held = _park_and_pipeline(a, "closed")
+        wait_until(lambda: _pool(pooled_broker, "used_bytes") == held, timeout=15,
+                   message="A did not take its Fetch and two batches")
     with RawClient(pooled_broker.bootstrap, timeout=30) as c:
         frame = _frame(_produce("closed", 7), 1)
         c.send_raw(frame[: len(frame) // 2])  # the rest never comes
         # Once A's bytes are back, C's request holds its whole size (a large frame takes it up front).
-        wait_until(lambda: scrape(pooled_broker.metrics_port)["asyncbroker_memory_pool_used_bytes"] == len(frame) - 4,
-                   timeout=15, message="A's bytes did not come back, or C's request was not taken in")
-    wait_until(lambda: scrape(pooled_broker.metrics_port)["asyncbroker_memory_pool_used_bytes"] == 0,
-               timeout=15, message="closed connections did not return their bytes")
+        wait_until(lambda: _pool(pooled_broker, "used_bytes") == len(frame) - 4, timeout=15,
+                   message="A's bytes did not come back, or C's request was not taken in")
+    wait_until(lambda: _pool(pooled_broker, "used_bytes") == 0, timeout=15,
+               message="closed connections did not return their bytes")
     with RawClient(pooled_broker.bootstrap, timeout=30) as b:
         assert b.request(_metadata("closed")).topics[0].error_code == 0
 
@@ -142,7 +178,7 @@ def test_without_the_setting_nothing_waits(tmp_path_factory: pytest.TempPathFact
     still waits, and the metrics read as Kafka's MemoryPool.NONE (Long.MAX_VALUE left, none used)."""
     with MetricsBroker(log_dir=tmp_path_factory.mktemp("unpooled")) as broker, \
             RawClient(broker.bootstrap, timeout=30) as a, RawClient(broker.bootstrap, timeout=30) as b:
-        produces = _park_and_pipeline(a, "unpooled")
+        produces, _ = _park_and_pipeline(a, "unpooled")
         assert b.request(_metadata("unpooled")).topics[0].error_code == 0
         assert not _readable(a.sock)  # A's Fetch is still parked
         _answers_of_a(a, produces)

@@ -21,6 +21,41 @@ def test_grants_while_any_is_left_even_past_the_end() -> None:
     assert pool.try_allocate(1000)
 
 
+def test_a_request_read_ahead_never_spends_the_last_bytes() -> None:
+    pool = MemoryPool(100)
+    assert pool.try_allocate(60)
+    assert not pool.try_allocate(40, read_ahead=True)  # would leave nothing
+    assert pool.try_allocate(39, read_ahead=True) and pool.available == 1
+    assert pool.try_allocate(50) and pool.available == -49  # a connection's next request: non-strict
+
+
+def test_a_waiter_tries_again_at_every_release() -> None:
+    """A request read ahead may need more than one release frees: its connection tries again
+    at each release, not only when the pool stops being empty."""
+    async def scenario() -> list[int]:
+        pool = MemoryPool(100)
+        assert pool.try_allocate(90)
+        tries: list[int] = []
+
+        def wake() -> None:
+            tries.append(pool.available)
+            if not pool.try_allocate(50, read_ahead=True):
+                pool.wait(wake)
+
+        assert not pool.try_allocate(50, read_ahead=True)
+        pool.wait(wake)
+        await asyncio.sleep(0)
+        assert tries == []  # nothing released yet: no spinning
+        pool.release(20)  # 30 left: not enough
+        await asyncio.sleep(0)
+        pool.release(30)  # 60 left
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return tries
+
+    assert asyncio.run(scenario()) == [30, 60]
+
+
 def test_no_pool_without_a_size() -> None:
     with pytest.raises(ValueError):
         MemoryPool(0)
