@@ -5,8 +5,9 @@ requests in the order they arrived; clients rely on that (they match
 responses to requests by order as well as by correlation id). So each
 connection has one worker task draining a queue of frames, and reading is
 paused while too many frames are queued (backpressure instead of unbounded
-memory), or while queued.max.request.bytes, the budget of every connection's
-frames, is spent (asyncbroker.memory_pool). When a worker starts is the request channel's call
+memory), or while the broker-wide budget of received frames
+(queued.max.request.bytes, asyncbroker.memory_pool) refuses the next one.
+When a worker starts is the request channel's call
 (asyncbroker.request_channel): across connections, in arrival order.
 Anything the connection cannot parse ends the connection, as it does in
 Kafka, and never affects other connections.
@@ -229,11 +230,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         self._memory_muted = False
         self._take_frames(0)  # may be refused again (the pool is shared): then muted again
-        if self._reading_paused and not (self._memory_muted or self._closing or self._closed
-                                         or len(self._queue) >= MAX_QUEUED_FRAMES
-                                         or self._queued_bytes >= self._max_queued_bytes):
-            self._reading_paused = False
-            self._transport.resume_reading()  # type: ignore[union-attr]
+        if self._reading_paused:
+            self._resume_reading_if_room(1)
+
+    def _resume_reading_if_room(self, fraction: int) -> None:
+        """Read again unless the pool refused the next frame or the queue holds 1/fraction of
+        its bounds (half, from the worker: reading resumes with room for a burst)."""
+        if self._memory_muted or self._closing or self._closed or len(self._queue) >= MAX_QUEUED_FRAMES // fraction \
+                or self._queued_bytes >= self._max_queued_bytes // fraction:
+            return
+        self._reading_paused = False
+        self._transport.resume_reading()  # type: ignore[union-attr]
 
     def eof_received(self) -> bool | None:
         # The client half-closed: finish answering what it sent, then close.
@@ -341,10 +348,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             while self._queue and not self._closed:
                 frame = self._queue.popleft()
                 self._queued_bytes -= len(frame)
-                if self._reading_paused and not self._closing and not self._memory_muted \
-                        and len(self._queue) < MAX_QUEUED_FRAMES // 2 and self._queued_bytes < self._max_queued_bytes // 2:
-                    self._reading_paused = False
-                    self._transport.resume_reading()  # type: ignore[union-attr]
+                if self._reading_paused:
+                    self._resume_reading_if_room(2)
                 try:
                     await self._serve_one(frame)
                 finally:

@@ -204,9 +204,7 @@ class Log:
 
     @property
     def last_stable_offset(self) -> int:
-        first_unstable = self.producer_state_manager.first_unstable_offset()
-        hw = self.high_watermark
-        return hw if first_unstable is None else min(first_unstable, hw)
+        return self.fetch_offsets()[1]
 
     def fetch_offsets(self) -> tuple[int, int, int, int]:
         """(high watermark, last stable offset, log start offset, log end offset) in one call: a
