@@ -22,6 +22,7 @@ from wire.errors import (
 )
 from wire.records import (
     COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
@@ -95,6 +96,8 @@ class LogValidator:
         self._log_append = config.log_append_time
         self._max_message_bytes = config.max_message_bytes
         self._compact = config.compact
+        self._before_max_ms = config.message_timestamp_before_max_ms
+        self._after_max_ms = config.message_timestamp_after_max_ms
 
     def validate_and_assign_offsets(self, records: bytes | bytearray | memoryview, offset_counter: int,
                                     now_ms: int, partition_leader_epoch: int, *,
@@ -148,10 +151,10 @@ class LogValidator:
         for header, pos in batches:
             if from_client:
                 self._validate_client_batch(header, tp)
-            if not header.is_control:  # markers carry keys and the coordinator's clock
+            if not header.attributes & CONTROL_FLAG_MASK:  # markers carry keys and the coordinator's clock
                 self._validate_records(buf, pos, header, now_ms, tp)
-            if target_codec is not None and header.compression != target_codec and not header.is_control:
-                needs_recompression = True
+                if target_codec is not None and header.compression != target_codec:
+                    needs_recompression = True
 
         if needs_recompression:
             assert target_codec is not None  # only a topic codec makes a batch need recompression
@@ -169,14 +172,18 @@ class LogValidator:
         append_time = now_ms if log_append else None
         for header, pos in batches:
             assign_offsets(buf, pos, offset_counter, partition_leader_epoch, append_time)
-            if not log_append and header.attributes & TIMESTAMP_TYPE_MASK and not header.is_control:
+            attributes = header.attributes
+            control = attributes & CONTROL_FLAG_MASK
+            if not log_append and attributes & TIMESTAMP_TYPE_MASK and not control:
                 # The stored batch carries the topic's timestamp type, whatever the producer set
                 # (Kafka's setMaxTimestamp(CREATE_TIME, max)): clear the flag, re-sign the batch.
                 clear_log_append_time(buf, pos)
             last = offset_counter + header.last_offset_delta
             batch_max_ts = now_ms if log_append else header.max_timestamp
-            attributes = (header.attributes | TIMESTAMP_TYPE_MASK) if log_append else (
-                header.attributes if header.is_control else header.attributes & ~TIMESTAMP_TYPE_MASK)
+            if log_append:
+                attributes |= TIMESTAMP_TYPE_MASK
+            elif not control:
+                attributes &= ~TIMESTAMP_TYPE_MASK
             new_header = msgspec.structs.replace(
                 header, base_offset=offset_counter, partition_leader_epoch=partition_leader_epoch,
                 max_timestamp=batch_max_ts, attributes=attributes,
@@ -223,13 +230,11 @@ class LogValidator:
         LogAppendTime topic. Otherwise the batch header decides, as the produce path's
         per-batch cost requires.
         """
-        config = self.config
         create_time = not self._log_append
-        claims_log_append = bool(header.attributes & TIMESTAMP_TYPE_MASK)
-        before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+        before, after = self._before_max_ms, self._after_max_ms
         check_keys = self._compact
         check_timestamps = create_time and (now_ms - before > NO_TIMESTAMP or header.max_timestamp - now_ms > after)
-        check_type = not create_time and claims_log_append
+        check_type = not create_time and header.attributes & TIMESTAMP_TYPE_MASK
         if not (check_keys or check_timestamps or check_type):
             return
         # Every record, whatever its offset delta: errors name records by their index in the batch.

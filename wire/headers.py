@@ -132,12 +132,14 @@ def parse_request_header(frame: bytes | bytearray | memoryview) -> tuple[Request
         if pos + id_len > end:
             raise HeaderError(f"client id length {id_len} runs past the frame")
         try:
-            client_id = bytes(frame[pos : pos + id_len]).decode("utf-8")
+            client_id = str(frame[pos : pos + id_len], "utf-8")
         except UnicodeDecodeError:
             raise HeaderError("client id is not valid UTF-8") from None
         pos += id_len
     version = request_header_version(api_key, api_version)
-    if version >= 2:
+    if version >= 2 and pos < end and frame[pos] == 0:
+        pos += 1  # no tagged fields: the usual case
+    elif version >= 2:
         count, pos = _read_uvarint(frame, pos, end)
         for _ in range(count):
             _tag, pos = _read_uvarint(frame, pos, end)

@@ -77,8 +77,10 @@ def _length(buf: Buffer, pos: int, end: int, flexible: bool, width: int, what: s
     """(declared length, next position); -1 is null. Classic strings have an int16 length,
     classic arrays and bytes an int32 (`width`); flexible ones a uvarint of length + 1."""
     if flexible:
-        if pos < end and buf[pos] < 0x80:  # the usual one-byte varint
+        if pos < end and buf[pos] < 0x80:  # the usual one-byte varint (names, counts)
             return buf[pos] - 1, pos + 1
+        if pos + 1 < end and buf[pos + 1] < 0x80:  # two bytes: most records fields (up to 16 KiB)
+            return (buf[pos] & 0x7F | buf[pos + 1] << 7) - 1, pos + 2
         n, pos = _uvarint(buf, pos, end, what)
         return n - 1, pos
     if pos + width > end:

@@ -148,7 +148,10 @@ def _string(out: bytearray, s: str | None, flexible: bool) -> None:
         return
     raw = s.encode("utf-8")
     if flexible:
-        _uvarint(out, len(raw) + 1)
+        if len(raw) < 0x7F:  # a one-byte length: most names
+            out.append(len(raw) + 1)
+        else:
+            _uvarint(out, len(raw) + 1)
     else:
         out += _I16.pack(len(raw))
     out += raw
@@ -161,7 +164,10 @@ def _array_len(out: bytearray, n: int | None, flexible: bool) -> None:
         else:
             out += b"\xff\xff\xff\xff"
     elif flexible:
-        _uvarint(out, n + 1)
+        if n < 0x7F:  # a one-byte count: most arrays
+            out.append(n + 1)
+        else:
+            _uvarint(out, n + 1)
     else:
         out += _I32.pack(n)
 

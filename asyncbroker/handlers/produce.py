@@ -118,7 +118,8 @@ def _validate_records(version: int, records: Buffer | None) -> Buffer:
         if codec == CompressionType.ZSTD:
             raise UnsupportedCompressionTypeError(
                 f"Produce requests with version {version} are not allowed to use ZStandard compression")
-    if batch_span_at(records, first.size) is not None:  # framing the next batch may raise CorruptRecordError
+    if first.size != len(records) and batch_span_at(records, first.size) is not None:
+        # (framing the next batch may raise CorruptRecordError)
         raise InvalidRecordError(
             f"Produce requests with version {version} are only allowed to contain exactly one record batch per partition")
     return records if first.size == len(records) else records[: first.size]
