@@ -136,7 +136,8 @@ class AbstractIndex:
         return self._max_entries
 
     def is_full(self) -> bool:
-        self._ensure()
+        if not self._mapped:  # (every append asks: _ensure's call only when it has work)
+            self._ensure()
         return self._entries >= self._max_entries
 
     @property

@@ -38,7 +38,7 @@ from storage.topic_name import is_internal
 from storage.topic_partition import TopicPartition
 from storage.transaction_index import AbortedTxn
 from wire.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
-from wire.records import BatchHeader
+from wire.records import TRANSACTIONAL_FLAG_MASK, BatchHeader
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +98,7 @@ class Log:
         self._high_watermark = LogOffsetMetadata(log_start_offset)
         self._last_flushed_ms = clock.milliseconds()
         self._validator = LogValidator(config)
+        self.validation_is_per_batch = self._validator.per_batch
         self._closed = False
         self._pending_deletes: list[tuple[LogSegment, int]] = []
         self.log_dir_failure_channel = log_dir_failure_channel
@@ -243,6 +244,7 @@ class Log:
         with self._lock:
             self.config = new
             self._validator = LogValidator(new)
+            self.validation_is_per_batch = self._validator.per_batch
 
     def assign_topic_id(self, topic_id: uuid.UUID) -> None:
         with self._lock:
@@ -250,7 +252,6 @@ class Log:
             self.partition_metadata_file.write(topic_id)
 
     # -- append ---------------------------------------------------------------------------------
-    @_handles_io_errors("appending to the log")
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int = 0, *,
                          origin: Literal["client", "coordinator"] = "client",
                          nonblocking: bool = False) -> LogAppendInfo:
@@ -264,16 +265,25 @@ class Log:
         them, the nonblocking one in a copy (the caller appends the same records again
         after AppendWouldBlock, and those must still read as the producer sent them).
         """
+        # _handles_io_errors' handling, written out: every Produce comes through here, and the
+        # decorator's *args/**kwargs packing was a measurable part of a small one's time.
+        try:
+            return self._append_as_leader(records, leader_epoch, origin == "client", nonblocking)
+        except OSError as exc:
+            raise self._log_dir_failure(exc, "appending to the log") from exc
+
+    def _append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int, from_client: bool,
+                          nonblocking: bool) -> LogAppendInfo:
         if not self._lock.acquire(blocking=not nonblocking):
             raise AppendWouldBlock("the log is locked")
         try:
             self._check_open()
+            leo = self._next_offset_metadata.message_offset
             if len(records) == 0:
-                leo = self.log_end_offset
                 return LogAppendInfo(leo, leo - 1, -1, -1, self._log_start_offset, 0, 0)
             now = self.clock.milliseconds()
-            result = self._validator.validate_and_assign_offsets(records, self.log_end_offset, now, leader_epoch,
-                                                                 from_client=origin == "client",
+            result = self._validator.validate_and_assign_offsets(records, leo, now, leader_epoch,
+                                                                 from_client=from_client,
                                                                  topic_partition=self.topic_partition,
                                                                  in_place=not nonblocking)
             data = result.records
@@ -289,11 +299,11 @@ class Log:
             for header, _ in batches:  # one pass over the headers: producers, transactions
                 if header.producer_id >= 0:
                     idempotent = True
-                if header.is_transactional:
+                if header.attributes & TRANSACTIONAL_FLAG_MASK:
                     transactional = True
             if idempotent:
                 # Idempotence: sequence/epoch checks, and a retried batch answered with its first offsets.
-                producers = psm.analyze_append(batches, from_client=origin == "client")
+                producers = psm.analyze_append(batches, from_client=from_client)
                 if producers.duplicate is not None:
                     dup = producers.duplicate
                     return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp, dup.timestamp,
@@ -315,15 +325,16 @@ class Log:
             segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp,
                            data, batches)
             fault_injection.fault_point("append")
-            self._update_log_end_offset(info.last_offset + 1, segment)
+            leo = info.last_offset + 1
+            self._update_log_end_offset(leo, segment)
             if producers is not None:
-                psm.complete_append(producers, self.log_end_offset)
+                psm.complete_append(producers, leo)
             else:
-                psm.update_map_end_offset(self.log_end_offset)
+                psm.update_map_end_offset(leo)
             if transactional:
                 self._track_transactions(batches, data, segment)
             self._high_watermark = self._next_offset_metadata
-            durable_to = self.log_end_offset if self.unflushed_messages >= self.config.flush_messages else 0
+            durable_to = leo if leo - self._recovery_point >= self.config.flush_messages else 0
         finally:
             self._lock.release()
         if durable_to:
@@ -333,7 +344,8 @@ class Log:
     def _append_would_sync(self, info: LogAppendInfo, leader_epoch: int, base_offset: int) -> bool:
         """Whether appending `info` would fsync (flush.messages) or checkpoint a new leader epoch
         (the epoch its first batch carries, from `base_offset`)."""
-        if self.unflushed_messages + info.num_messages >= self.config.flush_messages:
+        if self._next_offset_metadata.message_offset - self._recovery_point + info.num_messages \
+                >= self.config.flush_messages:  # (unflushed_messages after the append)
             return True
         return leader_epoch >= 0 and self.leader_epoch_cache.is_new_epoch(leader_epoch, base_offset)
 

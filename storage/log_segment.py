@@ -128,14 +128,15 @@ class LogSegment:
                 break
 
     def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
-        self._load_first_batch_timestamp()
+        if self._rolling_based_timestamp is None:
+            self._load_first_batch_timestamp()
         ts = self._rolling_based_timestamp
         if ts is not None and ts >= 0:
             return message_timestamp - ts
         return now - self.created
 
     def should_roll(self, p: RollParams) -> bool:
-        size = self.size()
+        size = self.log.size_in_bytes()
         reached_roll_ms = self.time_waited_for_roll(p.now, p.max_timestamp_in_messages) > p.max_segment_ms - self.roll_jitter_ms
         return (
             size > p.max_segment_bytes - p.messages_size
@@ -157,7 +158,8 @@ class LogSegment:
         physical_position = self.log.size_in_bytes()
         if physical_position == 0:
             self._rolling_based_timestamp = largest_timestamp
-        self._ensure_offset_in_range(largest_offset)
+        if not 0 <= largest_offset - self.base_offset <= INT_MAX:  # (can_convert_to_relative_offset)
+            self._ensure_offset_in_range(largest_offset)  # raises, naming the segment
         self.log.append(records)
         max_so_far = self.max_timestamp_and_offset_so_far
         for header, rel_pos in batches:

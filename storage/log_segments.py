@@ -83,7 +83,8 @@ class LogSegments:
         return self._map.get(bases[-1]) if bases else None
 
     def active_segment(self) -> LogSegment:
-        seg = self.last_segment()
+        bases = self._bases  # (last_segment, inline: every append asks)
+        seg = self._map.get(bases[-1]) if bases else None
         if seg is None:
             raise RuntimeError("log has no segments")
         return seg

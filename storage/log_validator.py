@@ -98,6 +98,9 @@ class LogValidator:
         self._compact = config.compact
         self._before_max_ms = config.message_timestamp_before_max_ms
         self._after_max_ms = config.message_timestamp_after_max_ms
+        # Whether a batch is validated from its header alone (no compaction keys, no topic codec
+        # to recompress to, no bound on old timestamps): its cost does not grow with its records.
+        self.per_batch = not config.compact and self._target_codec is None and not config.checks_record_timestamps
 
     def validate_and_assign_offsets(self, records: bytes | bytearray | memoryview, offset_counter: int,
                                     now_ms: int, partition_leader_epoch: int, *,

@@ -46,7 +46,8 @@ class TimeIndex(AbstractIndex):
 
     def is_full(self) -> bool:
         # One slot is reserved for the final entry written when the segment becomes inactive.
-        self._ensure()
+        if not self._mapped:
+            self._ensure()
         return self._entries >= self._max_entries - 1
 
     def last_entry(self) -> TimestampOffset:

@@ -161,11 +161,13 @@ def decode_produce_request(version: int, buf: Buffer, offset: int) -> ProduceReq
                 pos += n
             elif n != -1:
                 raise RequestDecodeError(f"cannot decode ProduceRequest: negative length {n} of records")
-            if flexible:
-                pos = _skip_tagged_fields(buf, pos, end, "a partition's tagged fields")
+            if flexible:  # (no tagged field, the usual case, without the call)
+                pos = pos + 1 if pos < end and buf[pos] == 0 else _skip_tagged_fields(
+                    buf, pos, end, "a partition's tagged fields")
             partitions.append(PartitionProduceData(index, records))
         if flexible:
-            pos = _skip_tagged_fields(buf, pos, end, "a topic's tagged fields")
+            pos = pos + 1 if pos < end and buf[pos] == 0 else _skip_tagged_fields(
+                buf, pos, end, "a topic's tagged fields")
         topics.append(TopicProduceData(name, tuple(partitions)))
     if flexible:
         _skip_tagged_fields(buf, pos, end, "the request's tagged fields")

@@ -75,6 +75,7 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _PRODUCE_PART_V3 = struct.Struct(">ihqq")  # index, error, base_offset, log_append_time
+_PRODUCE_PART_V5 = struct.Struct(">ihqqq")  # ... and log_start_offset
 _FETCH_PART = struct.Struct(">ihqq")  # index, error, high_watermark, last_stable_offset
 _FETCH_PART_V5 = struct.Struct(">ihqqq")  # ... and log_start_offset
 _ABORTED = struct.Struct(">qq")
@@ -233,9 +234,14 @@ def encode_produce_response(
             _string(out, topic.name, flexible)
         _array_len(out, len(topic.partitions), flexible)
         for p in topic.partitions:
-            out += _PRODUCE_PART_V3.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms)
             if version >= 5:
-                out += _I64.pack(p.log_start_offset)
+                out += _PRODUCE_PART_V5.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms,
+                                             p.log_start_offset)
+            else:
+                out += _PRODUCE_PART_V3.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms)
+            if flexible and not p.record_errors and p.error_message is None and p.current_leader is None:
+                out += b"\x01\x00\x00"  # (the usual case) no record errors, a null message, no tagged field
+                continue
             if version >= 8:
                 _array_len(out, len(p.record_errors), flexible)
                 for batch_index, message in p.record_errors:
