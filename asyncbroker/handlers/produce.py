@@ -48,6 +48,7 @@ from wire.records import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
     COMPRESSION_CODEC_MASK,
+    BatchSpan,
     Buffer,
     MAGIC_V2,
     TRANSACTIONAL_FLAG_MASK,
@@ -80,29 +81,33 @@ class _WholeRequestError(Exception):
         self.send_message = send_message
 
 
-def _probe_first_batches(request: ProduceRequest) -> bool:
+def _probe_first_batches(request: ProduceRequest) -> tuple[bool, list[BatchSpan | None]]:
     """Kafka's RequestUtils.hasTransactionalRecords, run before anything else: the first batch
     of each partition is framed (a bad size or magic fails the whole request, with the
-    framing error's message) until one is transactional."""
+    framing error's message) until one is transactional. Returns that answer and the first
+    batches it framed, in request order, for the record checks to reuse."""
+    framed: list[BatchSpan | None] = []
     for topic in request.topic_data:
         for pd in topic.partition_data:
             if pd.records is None:
+                framed.append(None)
                 continue
             try:
                 first = batch_span_at(pd.records, 0)
             except CorruptRecordError as exc:
                 raise _WholeRequestError(exc, send_message=True) from None
+            framed.append(first)
             if (first is not None and first.magic == MAGIC_V2 and first.size >= BATCH_HEADER_SIZE
                     and pd.records[first.position + ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK):
-                return True
-    return False
+                return True, framed
+    return False, framed
 
 
-def _validate_records(version: int, records: Buffer | None) -> Buffer:
+def _validate_records(version: int, records: Buffer | None, first: BatchSpan | None) -> Buffer:
     """Kafka's ProduceRequest.validateRecords (v3+): exactly one batch of magic 2 per partition,
-    no zstd before v7. Returns the batch without stray trailing bytes (Kafka's framing drops
-    them). Errors carry no message in the answer, as in Kafka."""
-    first = batch_span_at(records, 0) if records is not None else None
+    no zstd before v7. `first` is the first batch as the probe framed it. Returns the batch
+    without stray trailing bytes (Kafka's framing drops them). Errors carry no message in the
+    answer, as in Kafka."""
     if first is None or records is None:
         raise InvalidRecordError(
             f"Produce requests with version {version} must have at least one record batch per partition")
@@ -133,12 +138,13 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceReq
     version = header.api_version
     acks = request.acks
     try:
-        if _probe_first_batches(request) and (
+        transactional, framed = _probe_first_batches(request)
+        if transactional and (
                 request.transactional_id is None
                 or not ctx.authorize_transactional_id(AclOperation.WRITE, request.transactional_id)):
             raise _WholeRequestError(TransactionalIdAuthorizationFailedError(
                 "Transactional records need a transactional id its producer may WRITE"), send_message=False)
-        rejected, to_append = _check_partitions(ctx, version, request)
+        rejected, to_append = _check_partitions(ctx, version, request, framed)
     except _WholeRequestError as exc:
         rejected, to_append = {}, {}
         for topic in request.topic_data:
@@ -170,23 +176,27 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceReq
     return _response(version, list(topics_out.items()), session.throttle_ms)
 
 
-def _check_partitions(ctx: RequestContext, version: int, request: ProduceRequest
+def _check_partitions(ctx: RequestContext, version: int, request: ProduceRequest, framed: list[BatchSpan | None]
                       ) -> tuple[dict[TopicPartition, PartitionResult], dict[TopicPartition, Buffer]]:
     """Per partition, before any append: WRITE on the topic, an unknown topic or partition
     (Produce never creates topics: clients ask Metadata for that), then the records' framing
-    rules. Returns the rejected partitions (merged in Kafka's order: unauthorized, unknown,
-    invalid) and the records to append (the last valid entry of a partition)."""
+    rules (`framed`: the first batches the probe framed, in request order; a transactional
+    batch ends the probe early, and the partitions after it are framed here). Returns the
+    rejected partitions (merged in Kafka's order: unauthorized, unknown, invalid) and the
+    records to append (the last valid entry of a partition)."""
     broker = ctx.broker
     log_of = broker.replica_manager.log_of
     unauthorized: dict[TopicPartition, PartitionResult] = {}
     unknown: dict[TopicPartition, PartitionResult] = {}
     invalid: dict[TopicPartition, PartitionResult] = {}
     to_append: dict[TopicPartition, Buffer] = {}
+    seen = -1  # the partition's place in request order, as `framed` lists them
     for topic in request.topic_data:
         name = topic.name
         meta = broker.topics.get(name)
         may_write = ctx.authorize_topic(AclOperation.WRITE, name)
         for pd in topic.partition_data:
+            seen += 1
             key = TopicPartition(name, pd.index)
             if not may_write:
                 unauthorized[key] = PartitionResult(pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -195,7 +205,12 @@ def _check_partitions(ctx: RequestContext, version: int, request: ProduceRequest
                 unknown[key] = PartitionResult(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
             try:
-                to_append[key] = _validate_records(version, pd.records)
+                records = pd.records
+                if seen < len(framed):
+                    first = framed[seen]
+                else:  # after the probe's transactional batch: framed now (a framing error is this partition's)
+                    first = batch_span_at(records, 0) if records is not None else None
+                to_append[key] = _validate_records(version, records, first)
             except KafkaError as exc:
                 invalid[key] = PartitionResult(pd.index, error_code_for(exc))
     if not (unauthorized or unknown or invalid):
