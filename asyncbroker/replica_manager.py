@@ -50,6 +50,7 @@ from wire.errors import (
     UnsupportedVersionError,
 )
 from wire.records import Buffer, ControlRecordType, build_control_batch, read_batch_header
+from wire.response_encoders import ProducePartitionResult
 
 __all__ = ["DeleteRecordsResult", "EpochEndOffset", "FoundOffset", "OffsetQuery", "PartitionRead", "PartitionResult",
            "ReplicaManager"]
@@ -339,25 +340,18 @@ _NO_LOG_START_OFFSET = frozenset({
 })
 
 
-class PartitionResult(msgspec.Struct, gc=False):
-    """What one partition's append produced: offsets, or an error. (A Struct: built in C, one
-    per partition of every Produce.)"""
-
-    index: int
-    error: int = ErrorCode.NONE
-    message: str | None = None
-    base_offset: int = -1
-    log_append_time: int = -1
-    log_start_offset: int = -1
-    record_errors: list[tuple[int, str | None]] = msgspec.field(default_factory=list)
+class PartitionResult(ProducePartitionResult, gc=False):
+    """What one partition's append produced: offsets, or an error. It is the answer's own
+    partition entry (wire's ProducePartitionResult), encoded as it is; `error_message` is set
+    only with an error."""
 
     def fail(self, exc: BaseException, log_start_offset: int = -1) -> None:
         """An append that failed. Kafka sends a message only for rejected records (the
         record errors of v8+); the log start offset unless the error is a "known" one."""
-        self.error = error_code_for(exc)
+        self.error_code = error_code_for(exc)
         self.record_errors = list(getattr(exc, "record_errors", None) or [])
-        self.message = error_message_for(exc) if self.record_errors else None
-        if self.error not in _NO_LOG_START_OFFSET:
+        self.error_message = error_message_for(exc) if self.record_errors else None
+        if self.error_code not in _NO_LOG_START_OFFSET:
             self.log_start_offset = log_start_offset
 
 
@@ -392,7 +386,7 @@ def _append(a: _Append, *, nonblocking: bool) -> None:
         return
     r = a.result
     r.base_offset = info.first_offset
-    r.log_append_time = info.log_append_time
+    r.log_append_time_ms = info.log_append_time
     r.log_start_offset = info.log_start_offset
     if info.record_errors:
         r.record_errors = list(info.record_errors)
@@ -472,7 +466,7 @@ async def _verify_transaction(coordinator: Any, logs: dict[TopicPartition, Any],
         if code != ErrorCode.NONE:
             result = rejected[key] = PartitionResult(key.partition, code)
             if code == ErrorCode.INVALID_TXN_STATE:
-                result.message = "Partition was not added to the transaction"
+                result.error_message = "Partition was not added to the transaction"
     return rejected
 
 
@@ -594,8 +588,9 @@ class ReplicaManager:
                 if a.appended_bytes:
                     self.fetch_waiters.on_append(a.tp, a.appended_bytes)
                     METRICS.messages_in(a.tp.topic, a.appended_records)
-                elif a.result.error != ErrorCode.NONE:
-                    log.debug("Produce to %s failed: %s %s", a.tp, ErrorCode(a.result.error).name, a.result.message)
+                elif a.result.error_code != ErrorCode.NONE:
+                    log.debug("Produce to %s failed: %s %s", a.tp, ErrorCode(a.result.error_code).name,
+                              a.result.error_message)
         return results
 
     # -- the coordinators' internal topics (blocking: call on the IO pool) -------------------------

@@ -43,8 +43,8 @@ class RequestChannel:
         connection waits, else after the connections already waiting."""
         if self._started < self._max_starts and not self._waiting:
             self._started += 1
-            self._schedule_turn_end()
             start()
+            self._schedule_turn_end()  # (after: a request served at once is answered before this)
             return
         self._waiting.append(start)
         self._schedule_turn_end()

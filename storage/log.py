@@ -277,7 +277,8 @@ class Log:
         if not self._lock.acquire(blocking=not nonblocking):
             raise AppendWouldBlock("the log is locked")
         try:
-            self._check_open()
+            if self._closed:
+                self._check_open()  # raises
             leo = self._next_offset_metadata.message_offset
             if len(records) == 0:
                 return LogAppendInfo(leo, leo - 1, -1, -1, self._log_start_offset, 0, 0)

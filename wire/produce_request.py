@@ -89,7 +89,10 @@ def _length(buf: Buffer, pos: int, end: int, flexible: bool, width: int, what: s
 
 
 def _string(buf: Buffer, pos: int, end: int, flexible: bool, what: str) -> tuple[str | None, int]:
-    n, pos = _length(buf, pos, end, flexible, 2, what)
+    if flexible and pos < end and buf[pos] < 0x80:  # (_length's usual case, without the call)
+        n, pos = buf[pos] - 1, pos + 1
+    else:
+        n, pos = _length(buf, pos, end, flexible, 2, what)
     if n < 0:
         if n == -1:
             return None, pos
@@ -104,7 +107,10 @@ def _string(buf: Buffer, pos: int, end: int, flexible: bool, what: str) -> tuple
 
 def _count(buf: Buffer, pos: int, end: int, flexible: bool, min_size: int, what: str) -> tuple[int, int]:
     """An array's element count, which the bytes left must be able to hold."""
-    n, pos = _length(buf, pos, end, flexible, 4, what)
+    if flexible and pos < end and buf[pos] < 0x80:  # (_length's usual case, without the call)
+        n, pos = buf[pos] - 1, pos + 1
+    else:
+        n, pos = _length(buf, pos, end, flexible, 4, what)
     if n < 0:
         raise RequestDecodeError(f"cannot decode ProduceRequest: {what} is null or negative ({n})")
     if n * min_size > end - pos:
@@ -169,6 +175,6 @@ def decode_produce_request(version: int, buf: Buffer, offset: int) -> ProduceReq
             pos = pos + 1 if pos < end and buf[pos] == 0 else _skip_tagged_fields(
                 buf, pos, end, "a topic's tagged fields")
         topics.append(TopicProduceData(name, tuple(partitions)))
-    if flexible:
+    if flexible and not (pos < end and buf[pos] == 0):
         _skip_tagged_fields(buf, pos, end, "the request's tagged fields")
     return ProduceRequest(transactional_id, acks, timeout_ms, tuple(topics))

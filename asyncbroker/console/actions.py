@@ -67,9 +67,9 @@ async def produce(broker: Broker, topic: str, partition: int, key: bytes | None,
     tp = TopicPartition(topic, partition)
     result = (await broker.replica_manager.append_records({tp: batch}, acks=-1, transactional_id=None,
                                                           produce_version=PRODUCE_VERSION))[tp]
-    if result.error != ErrorCode.NONE:
-        raise ActionError(f"Produce to {tp} failed: {ErrorCode(result.error).name}"
-                          + (f" ({result.message})" if getattr(result, "message", None) else ""))
+    if result.error_code != ErrorCode.NONE:
+        raise ActionError(f"Produce to {tp} failed: {ErrorCode(result.error_code).name}"
+                          + (f" ({result.error_message})" if result.error_message else ""))
     return f"Produced 1 record to {topic}-{partition} at offset {result.base_offset}."
 
 

@@ -56,7 +56,7 @@ from wire.records import (
 )
 from wire.messages import ApiKey
 from wire.produce_request import ProduceRequest
-from wire.response_encoders import ProducePartitionResult, ProduceTopicResult, encode_produce_response
+from wire.response_encoders import ProduceTopicResult, encode_produce_response
 
 from asyncbroker.acl_binding import AclOperation
 from asyncbroker.connection import CloseConnection
@@ -150,7 +150,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceReq
         for topic in request.topic_data:
             for pd in topic.partition_data:
                 r = PartitionResult(pd.index, error_code_for(exc.cause))
-                r.message = exc.cause.message if exc.send_message else None
+                r.error_message = exc.cause.message if exc.send_message else None
                 rejected[TopicPartition(topic.name, pd.index)] = r
 
     appended = await ctx.broker.replica_manager.append_records(
@@ -169,7 +169,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceReq
     for tp, result in rejected.items():
         topics_out.setdefault(tp.topic, []).append(result)
     if acks == 0:
-        failed = [f"{n}-{r.index}: {ErrorCode(r.error).name}" for n, rs in topics_out.items() for r in rs if r.error]
+        failed = [f"{n}-{r.index}: {ErrorCode(r.error_code).name}" for n, rs in topics_out.items() for r in rs
+                  if r.error_code]
         if failed:
             raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
         return None
@@ -194,7 +195,7 @@ def _check_partitions(ctx: RequestContext, version: int, request: ProduceRequest
     for topic in request.topic_data:
         name = topic.name
         meta = broker.topics.get(name)
-        may_write = ctx.authorize_topic(AclOperation.WRITE, name)
+        may_write = broker.authorizer is None or ctx.authorize_topic(AclOperation.WRITE, name)
         for pd in topic.partition_data:
             seen += 1
             key = TopicPartition(name, pd.index)
@@ -219,14 +220,7 @@ def _check_partitions(ctx: RequestContext, version: int, request: ProduceRequest
 
 
 def _response(version: int, topics_out: list[tuple[str, list[PartitionResult]]], throttle_ms: int) -> EncodedResponse:
-    body = encode_produce_response(version, [
-        ProduceTopicResult(name, [
-            ProducePartitionResult(
-                r.index, r.error, r.base_offset, r.log_append_time, r.log_start_offset,
-                r.record_errors, r.message if r.error else None,
-            )
-            for r in results
-        ])
-        for name, results in topics_out
-    ], throttle_time_ms=throttle_ms)
+    # (PartitionResult is the answer's partition entry: encoded as it is)
+    body = encode_produce_response(version, [ProduceTopicResult(name, results) for name, results in topics_out],
+                                   throttle_time_ms=throttle_ms)
     return EncodedResponse([body], len(body))

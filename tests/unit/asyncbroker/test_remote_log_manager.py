@@ -86,7 +86,7 @@ async def append(broker: Broker, count: int, *, timestamp: int | None = None, va
         batch = build_batch([Record(0, now, b"k%d" % i, value)])
         result = await broker.replica_manager.append_records({TP: batch}, acks=-1, transactional_id=None,
                                                              produce_version=9)
-        assert result[TP].error == 0
+        assert result[TP].error_code == 0
 
 
 async def segments(broker: Broker, per_segment: int, count: int, *, active: int = 0) -> None:
