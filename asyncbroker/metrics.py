@@ -380,7 +380,7 @@ class BrokerMetrics:
         return name
 
     def request(self, api: int | str) -> None:
-        name = self._name(api)
+        name = self._api_names.get(api) or self._name(api)  # (known: no call; every request counts here)
         self._requests[name] = self._requests.get(name, 0) + 1
 
     def request_error(self, api: int | str) -> None:

@@ -133,8 +133,9 @@ class FileRecords:
         view = memoryview(data)
         pos = self._size
         try:
+            fd = self._fd if self._file is not None else self._fileno()  # (opened: no call)
             while view:
-                written = os.pwrite(self._fileno(), view, pos)
+                written = os.pwrite(fd, view, pos)
                 pos += written
                 view = view[written:]
         except OSError:

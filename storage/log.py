@@ -85,7 +85,7 @@ class Log:
                  log_dir_failure_channel: LogDirFailureChannel | None = None) -> None:
         self.dir = Path(dir)
         self.topic_partition = TopicPartition.from_dir_name(self.dir.name)
-        self.config = config
+        self._apply_config(config)
         self.segments = segments
         self.clock = clock
         self.leader_epoch_cache = leader_epoch_cache
@@ -97,8 +97,6 @@ class Log:
         self._next_offset_metadata = next_offset_metadata
         self._high_watermark = LogOffsetMetadata(log_start_offset)
         self._last_flushed_ms = clock.milliseconds()
-        self._validator = LogValidator(config)
-        self.validation_is_per_batch = self._validator.per_batch
         self._closed = False
         self._pending_deletes: list[tuple[LogSegment, int]] = []
         self.log_dir_failure_channel = log_dir_failure_channel
@@ -242,9 +240,14 @@ class Log:
 
     def update_config(self, new: LogConfig) -> None:
         with self._lock:
-            self.config = new
-            self._validator = LogValidator(new)
-            self.validation_is_per_batch = self._validator.per_batch
+            self._apply_config(new)
+
+    def _apply_config(self, config: LogConfig) -> None:
+        """The config, and what every append derives from it, derived once per config."""
+        self.config = config
+        self._validator = LogValidator(config)
+        self.validation_is_per_batch = self._validator.per_batch
+        self._segment_size = config.segment_size
 
     def assign_topic_id(self, topic_id: uuid.UUID) -> None:
         with self._lock:
@@ -288,7 +291,7 @@ class Log:
                                                                  topic_partition=self.topic_partition,
                                                                  in_place=not nonblocking)
             data = result.records
-            if len(data) > self.config.segment_size:
+            if len(data) > self._segment_size:
                 raise RecordBatchTooLargeError(
                     f"Message batch size is {len(data)} bytes in append to partition {self.topic_partition} "
                     f"which exceeds the maximum configured segment size of {self.config.segment_size}."
@@ -378,7 +381,7 @@ class Log:
     def _maybe_roll(self, messages_size: int, info: LogAppendInfo, now: int, *,
                     nonblocking: bool = False) -> LogSegment:
         segment = self.segments.active_segment()
-        params = RollParams(self.config.segment_ms, self.config.segment_size, info.max_timestamp,
+        params = RollParams(self.config.segment_ms, self._segment_size, info.max_timestamp,
                             info.last_offset, messages_size, now)
         if segment.should_roll(params):
             if nonblocking:
