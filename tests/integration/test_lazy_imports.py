@@ -195,6 +195,16 @@ def imported(broker: BrokerProcess) -> set[str]:
             if line.startswith("import time:") and "|" in line}
 
 
+def produce_and_wait_for_the_log(broker: BrokerProcess, topic: str) -> None:
+    """Produce to `topic`; return once the broker's log shows all the Produce imported. The log
+    reaches the test through a reader thread: a line the broker writes after the Produce was
+    answered (a second topic's creation) shows that it has caught up."""
+    produce(broker.bootstrap, topic)
+    produce(broker.bootstrap, f"{topic}-barrier")
+    wait_until(lambda: f"Auto-created topic {topic}-barrier" in broker.output(), timeout=30,
+               message="the broker never logged the second topic's creation")
+
+
 COORDINATORS = {"asyncbroker.group_coordinator", "asyncbroker.transaction_coordinator",
                 "asyncbroker.share_partition_manager", "asyncbroker.scram_credentials"}
 
@@ -204,10 +214,7 @@ def test_coordinators_load_with_their_first_request(tmp_path: Path) -> None:
     # tests/unit/asyncbroker/test_handler_registry.py checks those.)
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
     with BrokerProcess(["num.partitions=1"], log_dir=tmp_path, env=env) as b:
-        produce(b.bootstrap, "plain")
-        # The log reaches the test through a reader thread: the produce answer's schema is in it.
-        wait_until(lambda: any(m.startswith("kio.schema.produce.") for m in imported(b)), timeout=30,
-                   message="the Produce answer's schema was not imported")
+        produce_and_wait_for_the_log(b, "plain")
         assert not COORDINATORS & imported(b)
 
         consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g", "auto.offset.reset": "earliest",
@@ -253,9 +260,7 @@ def test_the_cleaner_starts_with_the_first_compacted_log(tmp_path: Path) -> None
     compact (every topic without its own cleanup.policy is then compacted)."""
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
     with BrokerProcess(["num.partitions=1"], log_dir=tmp_path / "topic", env=env) as b:
-        produce(b.bootstrap, "plain")
-        wait_until(lambda: any(m.startswith("kio.schema.produce.") for m in imported(b)), timeout=30,
-                   message="the Produce answer's schema was not imported")
+        produce_and_wait_for_the_log(b, "plain")
         assert "cleaner.log_cleaner_manager" not in imported(b) and CLEANER_STARTED not in b.output()
         # Nor has it imported shutil (argparse's help formatter would, for the terminal's width;
         # it brings bz2 and lzma) or random (only a segment.jitter.ms draws from it).
