@@ -427,8 +427,8 @@ _RETRIABLE_VERIFICATION = frozenset({
 })
 
 
-async def _verify_transaction(coordinator: Any, logs: dict[TopicPartition, Any], version: int, transactional_id: str,
-                              to_append: dict[TopicPartition, Buffer]) -> dict[TopicPartition, PartitionResult]:
+async def _verify_transaction(coordinator: Any, appends: list[_Append], version: int, transactional_id: str
+                              ) -> dict[TopicPartition, PartitionResult]:
     """KIP-890: a transactional batch may only land in a partition of its open transaction.
 
     A partition where the producer already has an open transaction needs no check. Otherwise
@@ -436,14 +436,14 @@ async def _verify_transaction(coordinator: Any, logs: dict[TopicPartition, Any],
     older one must have added it itself (AddPartitionsToTxn), else TRANSACTION_ABORTABLE.
     """
     to_check: dict[TopicPartition, tuple[int, int]] = {}
-    for key, records in to_append.items():
-        header = read_batch_header(records, 0)
+    for a in appends:
+        header = read_batch_header(a.records, 0)
         if not header.is_transactional:
             continue
-        entry = logs[key].producer_state_manager.last_entry(header.producer_id)
+        entry = a.log.producer_state_manager.last_entry(header.producer_id)
         if entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == header.producer_epoch:
             continue  # already in a transaction on this partition
-        to_check[key] = (header.producer_id, header.producer_epoch)
+        to_check[a.tp] = (header.producer_id, header.producer_epoch)
     rejected: dict[TopicPartition, PartitionResult] = {}
     for key, (producer_id, producer_epoch) in to_check.items():
         tp = key
@@ -575,8 +575,8 @@ class ReplicaManager:
                 continue
             appends.append(_Append(tp, log_, records, r))
         if transactional_id is not None and appends and self._verification_enabled():
-            refused = await _verify_transaction(self._transaction_coordinator(), {a.tp: a.log for a in appends},
-                                                produce_version, transactional_id, {a.tp: a.records for a in appends})
+            refused = await _verify_transaction(self._transaction_coordinator(), appends, produce_version,
+                                                transactional_id)
             if refused:
                 results.update(refused)
                 appends = [a for a in appends if a.tp not in refused]
