@@ -98,7 +98,7 @@ class Broker:
         self.handlers = HandlerRegistry.discover()
         self.fetch_waiters = FetchWaiters()
         self.fetch_manager = FetchManager(config.max_incremental_fetch_session_cache_slots, self.clock.milliseconds,
-                                          self._topic_name)
+                                          self._topic_name, lambda: self.topics.generation)
         # listener name -> (host, port) clients that came in on it are told (Metadata).
         # The first one's is the broker's address outside a connection (logs, tests).
         self.advertised: dict[str, tuple[str, int]] = {

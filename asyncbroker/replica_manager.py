@@ -21,7 +21,7 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -53,7 +53,7 @@ from wire.records import Buffer, ControlRecordType, build_control_batch, read_ba
 from wire.response_encoders import ProducePartitionResult
 
 __all__ = ["DeleteRecordsResult", "EpochEndOffset", "FoundOffset", "OffsetQuery", "PartitionRead", "PartitionResult",
-           "ReplicaManager"]
+           "ReplicaManager", "SkippedReads"]
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,10 @@ class PartitionRead(msgspec.Struct, gc=False):
     # An incremental fetch's session entry for the partition (asyncbroker.fetch_session):
     # its answer compares what the read found with what was last sent.
     session_entry: Any = None
+    # The log's offsets_generation when the read found the partition idle: caught up at the
+    # log end with no open transaction below it, so that either isolation level reads nothing;
+    # -1 otherwise. While the generation stays, a read finds the same (a session skips it).
+    idle_generation: int = -1
 
     def clone_request(self) -> "PartitionRead":
         """The same request, and what the checks before the read found (log, diverging epoch)."""
@@ -157,6 +161,21 @@ class PartitionRead(msgspec.Struct, gc=False):
         return TopicPartition(self.topic, self.index)
 
 
+class SkippedReads(Protocol):
+    """Partitions a fetch left out of its reads, each read found idle at a log generation that
+    has not moved since (an incremental session's, asyncbroker.fetch_session): a read now
+    would find what the client was last told."""
+
+    def topic_partitions(self) -> list[TopicPartition]:
+        """The partitions skipped: a parked fetch is woken by appends to them too."""
+        ...
+
+    def reads_again(self) -> list[PartitionRead]:
+        """After a wait, the fetch's reads anew, in answer order: the skipped partitions
+        whose log moved meanwhile among them."""
+        ...
+
+
 def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: bool, use_file_regions: bool,
                     nonblocking: bool = False, remote: Any = None) -> int:
     """Read every partition within the byte budgets; return the bytes read. On an IO thread, or
@@ -180,8 +199,10 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
             continue
         if r.size:
             _release(r)  # an earlier read's, before re-reading (long-poll completion)
+        generation = log_.offsets_generation.value  # taken before the offsets it vouches for
         # Offsets as they were before the read, as Kafka reports them.
         high_watermark, last_stable, log_start, log_end = log_.fetch_offsets()
+        r.idle_generation = -1
         if r.diverging_epoch is not None:
             r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
             continue
@@ -195,6 +216,8 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
             r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
             if read_committed:
                 r.aborted = []
+            if last_stable == high_watermark:
+                r.idle_generation = generation
             continue
         limit = min(r.max_bytes, remaining)
         in_remote = remote is not None and log_start <= r.fetch_offset < log_.local_log_start_offset \
@@ -617,21 +640,63 @@ class ReplicaManager:
     # -- Fetch -----------------------------------------------------------------------------------
     async def fetch_messages(self, reads: list[PartitionRead], *, replica_id: int, max_wait_ms: int, min_bytes: int,
                              max_bytes: int, read_committed: bool, use_file_regions: bool,
-                             on_parked: Callable[[int], None] | None = None) -> list[PartitionRead]:
+                             on_parked: Callable[[int], None] | None = None,
+                             skipped: SkippedReads | None = None) -> list[PartitionRead]:
         """Read the partitions, long-polling until `min_bytes` or `max_wait_ms`; returns the
         reads in Kafka's answer order (partitions not hosted here after those read).
 
         A read with an error already set (an unknown topic id) is answered as is. When fewer
         than min_bytes are available the fetch parks on the fetch waiters, registered before
         the first read so no append is missed, until appends bring enough bytes, the wait
-        passes or the broker shuts down; then it reads once more.
+        passes or the broker shuts down; then it reads once more. `skipped` partitions count
+        as read (nothing new): the wait watches them as well, and the read after it is of
+        `skipped.reads_again()`.
         """
+        served, unhosted, answer_now = self._resolve(reads, replica_id)
+        # Kafka answers at once when nothing can be read, or a read failed or diverged.
+        answer_now = answer_now or not (served or skipped)
+        everything = served + unhosted
+        waiter = None
+        if max_wait_ms > 0 and min_bytes > 0 and not answer_now:
+            # Registered before reading: an append racing with the read still wakes us.
+            watched = [r.topic_partition() for r in served]
+            if skipped is not None:
+                watched += skipped.topic_partitions()
+            waiter = self.fetch_waiters.watch(watched, min_bytes)
+        try:
+            deadline = time.monotonic() + max_wait_ms / 1000
+            total = await self._read(everything, max_bytes, read_committed, use_file_regions)
+            if waiter is not None and total < min_bytes and not any(r.error for r in served):
+                waiter.needed = max(1, min_bytes - total)
+                if waiter.accumulated < waiter.needed:
+                    parked_at = time.perf_counter_ns()
+                    await waiter.wait(deadline - time.monotonic())
+                    if on_parked is not None:
+                        on_parked(time.perf_counter_ns() - parked_at)  # not request time (client quotas)
+                if skipped is not None:
+                    for r in everything:
+                        _release(r)
+                    served, unhosted, _ = self._resolve(skipped.reads_again(), replica_id)
+                    everything = served + unhosted
+                total = await self._read(everything, max_bytes, read_committed, use_file_regions)
+        except BaseException:
+            for r in everything:
+                _release(r)
+            raise
+        finally:
+            if waiter is not None:
+                self.fetch_waiters.unwatch(waiter)
+        return everything
+
+    def _resolve(self, reads: list[PartitionRead],
+                 replica_id: int) -> tuple[list[PartitionRead], list[PartitionRead], bool]:
+        """(the reads of hosted partitions, in order, each with its log; the others, answered
+        UNKNOWN_TOPIC_OR_PARTITION; whether a check before the read already decided the answer)."""
         served: list[PartitionRead] = []
         unhosted: list[PartitionRead] = []
         # Per topic, asked once (a consumer's fetch names many partitions of few): its logs by
         # partition number when this node hosts it, else none.
         hosted: dict[str, Mapping[int, Any]] = {}
-        # Kafka answers at once when nothing can be read, or a read failed or diverged.
         answer_now = False
         for r in reads:
             topic = r.topic
@@ -668,31 +733,7 @@ class ReplicaManager:
                     r.log = log_
                     answer_now = answer_now or r.diverging_epoch is not None
             served.append(r)
-        answer_now = answer_now or not served
-        everything = served + unhosted
-        waiter = None
-        if max_wait_ms > 0 and min_bytes > 0 and not answer_now:
-            # Registered before reading: an append racing with the read still wakes us.
-            waiter = self.fetch_waiters.watch([r.topic_partition() for r in served], min_bytes)
-        try:
-            deadline = time.monotonic() + max_wait_ms / 1000
-            total = await self._read(everything, max_bytes, read_committed, use_file_regions)
-            if waiter is not None and total < min_bytes and not any(r.error for r in served):
-                waiter.needed = max(1, min_bytes - total)
-                if waiter.accumulated < waiter.needed:
-                    parked_at = time.perf_counter_ns()
-                    await waiter.wait(deadline - time.monotonic())
-                    if on_parked is not None:
-                        on_parked(time.perf_counter_ns() - parked_at)  # not request time (client quotas)
-                total = await self._read(everything, max_bytes, read_committed, use_file_regions)
-        except BaseException:
-            for r in everything:
-                _release(r)
-            raise
-        finally:
-            if waiter is not None:
-                self.fetch_waiters.unwatch(waiter)
-        return everything
+        return served, unhosted, answer_now
 
     async def _read(self, reads: list[PartitionRead], max_bytes: int, read_committed: bool,
                     use_file_regions: bool) -> int:

@@ -3,6 +3,12 @@
 Offsets: log start offset <= last stable offset <= high watermark <= log end offset, and the
 log always has at least one segment. All mutations hold `self._lock` (one writer); reads take
 snapshots of the offset metadata and segment list and never block on the writer.
+
+`offsets_generation` goes up after every change of what `fetch_offsets` returns, and when the
+log closes: a reader that took it before the offsets knows, while it is unchanged, that a read
+at the same offset would find the same (an incremental fetch session skips its idle partitions
+on that, asyncbroker.fetch_session). It is an OffsetsGeneration apart from the Log, so that
+such a watcher never keeps a deleted log, and its open files, alive.
 """
 from __future__ import annotations
 
@@ -74,6 +80,15 @@ def _remote_log_enabled(dir: Path, config: LogConfig, system_enable: bool) -> bo
         TopicPartition.from_dir_name(Path(dir).name).topic)
 
 
+class OffsetsGeneration:
+    """A log's count of changes to what a fetch of it reports (see the module doc)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
 class Log:
     """One partition's log. Create through `Log.open` (which runs LogLoader) or LogManager."""
 
@@ -96,6 +111,7 @@ class Log:
         self._recovery_point = recovery_point
         self._next_offset_metadata = next_offset_metadata
         self._high_watermark = LogOffsetMetadata(log_start_offset)
+        self.offsets_generation = OffsetsGeneration()
         self._last_flushed_ms = clock.milliseconds()
         self._closed = False
         self._pending_deletes: list[tuple[LogSegment, int]] = []
@@ -338,6 +354,7 @@ class Log:
             if transactional:
                 self._track_transactions(batches, data, segment)
             self._high_watermark = self._next_offset_metadata
+            self.offsets_generation.value += 1  # after every offset above moved (readers take it first)
             durable_to = leo if leo - self._recovery_point >= self.config.flush_messages else 0
         finally:
             self._lock.release()
@@ -428,6 +445,7 @@ class Log:
         self.producer_state_manager.take_snapshot()
         if self._high_watermark.message_offset == self.log_end_offset:
             self._high_watermark = self._next_offset_metadata
+        self.offsets_generation.value += 1
         if self.background is not None:
             # Flush the finished segment off the append path (Kafka schedules "flush-log").
             self.background(lambda: self.flush(new_offset))
@@ -661,6 +679,7 @@ class Log:
             self._log_start_offset = new_log_start_offset
             self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
             self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
+            self.offsets_generation.value += 1
             if self._recovery_point < new_log_start_offset:
                 self._recovery_point = new_log_start_offset
             return True
@@ -690,6 +709,7 @@ class Log:
             self.producer_state_manager.rebuild(self.segments, self._log_start_offset, self.log_end_offset)
             self._high_watermark = self._next_offset_metadata  # single node: HW == LEO
             self._recovery_point = min(self._recovery_point, self.log_end_offset)
+            self.offsets_generation.value += 1
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -708,6 +728,7 @@ class Log:
             self._log_start_offset = new_offset
             self._recovery_point = new_offset
             self._high_watermark = self._next_offset_metadata
+            self.offsets_generation.value += 1
 
     # -- retention (cleanup.policy=delete) ----------------------------------------------------
     @_handles_io_errors("deleting old segments")
@@ -825,6 +846,7 @@ class Log:
                 self._log_start_offset = first.base_offset
                 self.leader_epoch_cache.truncate_from_start(first.base_offset)
                 self.producer_state_manager.on_log_start_offset_incremented(first.base_offset)
+                self.offsets_generation.value += 1
             self._recovery_point = max(self._recovery_point, self.local_log_start_offset)
             for segment in deletable:
                 logger.info("[UnifiedLog partition=%s, dir=%s] Deleting segment %r due to %s",
@@ -939,6 +961,7 @@ class Log:
             except OSError as exc:
                 logger.warning("Could not snapshot producer state of %s at close: %s", self.topic_partition, exc)
             self._closed = True
+            self.offsets_generation.value += 1
             self.segments.close()
 
     def remove_expired_producers(self, now_ms: int, producer_id_expiration_ms: int) -> int:
@@ -953,6 +976,7 @@ class Log:
             if self._closed:
                 return
             self._closed = True
+            self.offsets_generation.value += 1
             for segment in self.segments.values():
                 segment.close_handlers()
 
@@ -971,6 +995,7 @@ class Log:
         with self._lock:
             if not self._closed:
                 self._closed = True
+                self.offsets_generation.value += 1
                 for segment in self.segments.values():
                     segment.close_handlers()
             self.segments.clear()

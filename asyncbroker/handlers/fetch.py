@@ -79,7 +79,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     try:
         context = broker.fetch_manager.new_context(
             version, getattr(request, "session_id", INVALID_SESSION_ID), getattr(request, "session_epoch", FINAL_EPOCH),
-            replica_id >= 0, list(fetch_data.values()), forgotten)
+            replica_id >= 0, list(fetch_data.values()), forgotten, may_skip_idle=broker.authorizer is None)
     except UnknownShardError as exc:
         # Kafka's shard lookup throws (an index out of bounds) and its request fails.
         log.error("[KafkaApi-%d] Unexpected error handling request %s: fetch session id %s names no fetch "
@@ -115,7 +115,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     reads = await broker.replica_manager.fetch_messages(
         reads, replica_id=replica_id, max_wait_ms=millis(request.max_wait), min_bytes=request.min_bytes,
         max_bytes=max_bytes, read_committed=request.isolation_level == READ_COMMITTED,
-        use_file_regions=broker.use_sendfile, on_parked=parked)
+        use_file_regions=broker.use_sendfile, on_parked=parked, skipped=context.skipped())
     if quotas.quotas:
         # Sized as it would go out, without touching the session: a throttled answer is empty.
         error, session_id, carried = context.answer(reads, update=False)

@@ -6,12 +6,14 @@ What clients see of sessions is compared with Kafka 4.4 in tests/oracle/test_fet
 from __future__ import annotations
 
 import datetime
+import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient
 from kio.schema.fetch.v12 import request as fetch12
 
 from asyncbroker.testing import BrokerProcess
@@ -84,3 +86,71 @@ def test_an_incremental_long_poll_wakes_on_a_produce_with_only_that_partition(tm
             poll.join(30)
             assert woke and time.monotonic() - started < 15
             assert answered(woke[0]) == [0] and b"wake" in woke[0].responses[0].partitions[0].records
+
+
+def test_a_long_poll_over_idle_partitions_parks_until_one_grows(tmp_path: Path) -> None:
+    """A session whose partitions are all idle (the fetch skips reading them): its fetch parks
+    all the same, and a produce to one of them wakes it with that partition's record."""
+    with BrokerProcess(["num.partitions=3"], log_dir=tmp_path) as b:
+        create_topic(b.bootstrap, "idle")
+        with RawClient(b.bootstrap) as c, RawClient(b.bootstrap) as producer:
+            opened = c.request(fetch("idle", {0: 0, 1: 0, 2: 0}))
+            assert opened.session_id != 0 and answered(opened) == [0, 1, 2]
+            assert answered(c.request(fetch("idle", {}, session_id=opened.session_id, epoch=1))) == []
+            correlation = c.send_request(fetch("idle", {}, session_id=opened.session_id, epoch=2, max_wait_ms=20_000))
+            # Still parked: nothing arrives while every partition is idle.
+            c.sock.settimeout(0.3)
+            with pytest.raises(TimeoutError):
+                c.sock.recv(1, 2)  # MSG_PEEK
+            c.sock.settimeout(20)
+            producer.request(produce_request("idle", b"grown"))  # partition 0 (produce_request's)
+            produced_at = time.monotonic()
+            woke = c.recv_response(1, 12, correlation)
+            # Woken by the produce, not by max_wait's end (20 s).
+            assert time.monotonic() - produced_at < 10
+            assert woke.error_code == 0 and answered(woke) == [0]
+            assert b"grown" in woke.responses[0].partitions[0].records
+
+
+def test_a_long_poll_over_idle_partitions_answers_no_news_after_max_wait(tmp_path: Path) -> None:
+    with BrokerProcess(["num.partitions=3"], log_dir=tmp_path) as b:
+        create_topic(b.bootstrap, "idle")
+        with RawClient(b.bootstrap) as c:
+            opened = c.request(fetch("idle", {0: 0, 1: 0, 2: 0}))
+            started = time.monotonic()
+            answer = c.request(fetch("idle", {}, session_id=opened.session_id, epoch=1, max_wait_ms=300))
+            waited = time.monotonic() - started
+            assert (answer.error_code, answer.session_id, answered(answer)) == (0, opened.session_id, [])
+            assert waited >= 0.29, f"answered after {waited * 1000:.0f} ms, before max_wait (300 ms)"
+
+
+def open_files_of(pid: int, needle: str) -> list[str]:
+    """The files a process holds open whose path contains `needle`."""
+    found = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except FileNotFoundError:
+            continue  # closed meanwhile
+        if needle in target:
+            found.append(target)
+    return found
+
+
+def test_a_session_left_on_a_deleted_topic_holds_none_of_its_files(tmp_path: Path) -> None:
+    """A session that found a topic's partitions idle, then never fetched again: once the topic
+    is deleted (and log.segment.delete.delay.ms passed), the broker holds none of its files open."""
+    with BrokerProcess(["num.partitions=2", "log.segment.delete.delay.ms=0"], log_dir=tmp_path) as b:
+        create_topic(b.bootstrap, "doomed")
+        assert b.process is not None
+        with RawClient(b.bootstrap) as c:
+            opened = c.request(fetch("doomed", {0: 0, 1: 0}))
+            assert opened.session_id != 0
+            assert answered(c.request(fetch("doomed", {}, session_id=opened.session_id, epoch=1))) == []
+            assert open_files_of(b.process.pid, "doomed-")  # the segments, while the topic lives
+            admin = AdminClient({"bootstrap.servers": b.bootstrap})
+            admin.delete_topics(["doomed"], operation_timeout=10)["doomed"].result(20)
+            deadline = time.monotonic() + 30
+            while open_files_of(b.process.pid, "doomed-"):
+                assert time.monotonic() < deadline, open_files_of(b.process.pid, "doomed-")
+                time.sleep(0.05)  # polled with a deadline: deletion runs in the background

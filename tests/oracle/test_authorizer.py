@@ -373,6 +373,24 @@ def test_acls_grant_and_deny(secured: SecuredBrokers) -> None:
     secured.compare(scenario)
 
 
+def test_a_fetch_session_after_its_read_acl_is_removed(secured: SecuredBrokers) -> None:
+    """alice's session over two idle partitions has no news while she may READ them; once the
+    ACL is gone, her next incremental fetch answers both TOPIC_AUTHORIZATION_FAILED."""
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "idle", 2)
+        create_acls(run, [allow(TOPIC, run.topic("idle"), READ)])
+        with run.as_user("alice"):
+            opened = fetch_topics(run, {"idle": {0: 0, 1: 0}}, session_epoch=0, record=False)
+            run.alias_session(opened.session_id, "<session A>")
+            run.note("alice's full fetch opening <session A>", opened)
+            fetch_topics(run, {}, session_id=opened.session_id, session_epoch=1, label="both idle: no news")
+        delete_acls(run, [(TOPIC, run.topic("idle"), LITERAL, "User:alice", "*", READ, ALLOW)])
+        with run.as_user("alice"):
+            fetch_topics(run, {}, session_id=opened.session_id, session_epoch=2, label="READ taken away")
+
+    secured.compare(scenario)
+
+
 # -- transactions ------------------------------------------------------------------------------
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from admin_steps import delete_topics, wait_until_gone
+import txn_steps as ts
+from admin_steps import SET, TOPIC, delete_topics, incremental_alter_configs, wait_for_topic_config, wait_until_gone
 from data_steps import delete_records, fetch_partition, fetch_topics, produce
 from differential import ScenarioRun, batch, entity, request_class_name
 from steps import FETCH, create_topic
@@ -210,6 +211,46 @@ def test_incremental_fetches(brokers, version: int) -> None:  # type: ignore[no-
         incremental(10, {}, "p0, p1, p2 forgotten: the session closes, a sessionless answer",
                     forgotten={"t": [0, 1, 2]})
         incremental(11, {}, "the session is gone: FETCH_SESSION_ID_NOT_FOUND")
+    brokers.compare(scenario)
+
+
+@pytest.mark.parametrize("version", [12, 13])
+def test_a_session_of_idle_partitions(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    """Partitions read at their end have no news until their log moves (asyncbroker skips
+    reading them meanwhile): an open transaction and its commit (read_committed), an append, a
+    new log start offset. A long poll over them waits out max_wait, and a change of their
+    topic's config brings no news."""
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "t", partitions=3, record=False)
+        ts.wait_for_coordinator(run)
+        sid = open_session(run, {"t": {0: 0, 1: 0, 2: 0}}, "<session A>", version=version, isolation_level=1)
+
+        def incremental(epoch: int, topics: dict[str, dict[int, int]], label: str, **fields: Any) -> Any:
+            return fetch_topics(run, topics, session_id=sid, session_epoch=epoch, version=version, isolation_level=1,
+                                label=label, **fields)
+
+        incremental(1, {}, "all three idle: an empty answer")
+        incremental(2, {}, "a long poll over them: empty, after max_wait", max_wait_ms=200)
+        p = ts.init(run, "tx")
+        ts.send(run, "t", 0, "tx", ts.txn_batch(p.producer_id, 0, 0, [(b"k1", b"v1"), (b"k2", b"v2")]), version=12)
+        incremental(3, {}, "p0's open transaction: its new high watermark, no records read_committed")
+        incremental(4, {}, "p0 has not moved since: no news")
+        ts.end_txn(run, "tx", p.producer_id, 0, True)
+        ts.wait_for_state(run, "tx", "CompleteCommit")
+        committed = incremental(5, {}, "", record=False)
+        run.note("the commit: p0's records and marker", {
+            "error_code": committed.error_code.value,
+            "partitions": [ts.partition_view(run, p) for t in committed.responses for p in t.partitions]})
+        incremental(6, {"t": {0: 3}}, "p0 read to its end: no news")
+        produce(run, "t", {1: batch(4)}, record=False)
+        incremental(7, {}, "p1 grew: its records")
+        delete_records(run, {"t": {1: 2}}, record=False)
+        incremental(8, {"t": {1: 4}}, "p1 read to its end after its log start moved: p1 without records")
+        incremental(9, {}, "no news")
+        incremental_alter_configs(run, [(TOPIC, "t", [("retention.ms", SET, "86400000")])], label="t's retention.ms")
+        wait_for_topic_config(run, "t", "retention.ms", "86400000")
+        incremental(10, {}, "after t's config changed: no news")
+        incremental(11, {}, "still none")
     brokers.compare(scenario)
 
 

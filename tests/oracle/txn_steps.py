@@ -138,14 +138,21 @@ def read(run: ScenarioRun, symbol: str, partition: int, *, committed: bool, offs
          label: str | None = None) -> None:
     """Fetch as a consumer of that isolation level sees it, recorded as it may rely on it."""
     r = fetch(run, symbol, {partition: offset}, isolation_level=1 if committed else 0, record=False)
-    p = r.responses[0].partitions[0]
-    run.note(label or f"Fetch {'read_committed' if committed else 'read_uncommitted'} {symbol}-{partition}", {
+    run.note(label or f"Fetch {'read_committed' if committed else 'read_uncommitted'} {symbol}-{partition}",
+             partition_view(run, r.responses[0].partitions[0]))
+
+
+def partition_view(run: ScenarioRun, p: Any) -> dict[str, Any]:
+    """A Fetch answer's partition with its producer ids masked and its batches decoded (a
+    marker's timestamp is the broker's clock: left out)."""
+    return {
+        "partition_index": p.partition_index,
         "error_code": p.error_code.value, "high_watermark": p.high_watermark,
         "last_stable_offset": p.last_stable_offset, "log_start_offset": p.log_start_offset,
         "aborted_transactions": None if p.aborted_transactions is None else sorted(
             (pid(run, a.producer_id), a.first_offset) for a in p.aborted_transactions),
         "batches": _batches(run, bytes(p.records or b"")),
-    })
+    }
 
 
 def _batches(run: ScenarioRun, data: bytes) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from asyncbroker.fetch_session import (
     EVICTION_MS,
     FINAL_EPOCH,
     INITIAL_EPOCH,
+    FetchContext,
     INVALID_SESSION_ID,
     NUM_SHARDS,
     SESSION_ID_RANGE,
@@ -24,6 +25,7 @@ from asyncbroker.fetch_session import (
     shard_of,
 )
 from asyncbroker.replica_manager import PartitionRead
+from storage.log import OffsetsGeneration
 from wire.errors import ErrorCode
 
 
@@ -153,3 +155,81 @@ def test_a_fetch_overtaken_by_the_next_one_of_its_session_gets_an_epoch_error() 
     assert second.answer(second.reads())[:2] == (ErrorCode.NONE, session_id)
     assert first.answer(first.reads()) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id, [])
     assert first.throttled() == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id)
+
+
+class IdleLog:
+    """What the session reads of a log: its offsets generation."""
+
+    def __init__(self) -> None:
+        self.offsets_generation = OffsetsGeneration()
+
+
+def read_idle(context: FetchContext, log_: IdleLog) -> list[PartitionRead]:
+    """The context's reads, each as read_partitions leaves a partition it found idle."""
+    out = context.reads()
+    for r in out:
+        r.log, r.idle_generation, r.high_watermark, r.log_start_offset = log_, log_.offsets_generation.value, 10, 0
+    return out
+
+
+class IdleSession:
+    """A session of three partitions, opened by a full fetch that found them all idle."""
+
+    def __init__(self, *, may_skip_idle: bool = True) -> None:
+        self.log = IdleLog()
+        self.topics_generation = 1
+        self.manager = FetchManager(1000, Clock(), lambda _: None, lambda: self.topics_generation)
+        self.may_skip_idle = may_skip_idle
+        full = self.manager.new_context(12, 0, INITIAL_EPOCH, False, reads(3), [], may_skip_idle=may_skip_idle)
+        self.session_id = full.answer(read_idle(full, self.log))[1]
+        self.epoch = 1
+
+    def next(self, named: list[PartitionRead] | None = None) -> IncrementalFetchContext:
+        context = self.manager.new_context(12, self.session_id, self.epoch, False, named or [], [],
+                                           may_skip_idle=self.may_skip_idle)
+        assert isinstance(context, IncrementalFetchContext)
+        self.epoch += 1
+        return context
+
+
+def test_idle_partitions_are_not_read_until_their_log_moves() -> None:
+    s = IdleSession()
+    context = s.next()
+    assert context.reads() == [] and context.skipped() is context
+    assert sorted((tp.topic, tp.partition) for tp in context.topic_partitions()) == [("t", 0), ("t", 1), ("t", 2)]
+    assert context.answer([]) == (ErrorCode.NONE, s.session_id, [])
+    s.log.offsets_generation.value += 1  # an append, a truncation, a new log start or a close
+    context = s.next()
+    assert [r.index for r in read_idle(context, s.log)] == [0, 1, 2] and context.skipped() is None
+    context.answer(read_idle(context, s.log))
+    assert s.next().reads() == []  # idle again, at the new generation
+
+
+def test_a_partition_named_again_or_not_found_idle_is_read() -> None:
+    s = IdleSession()
+    context = s.next([PartitionRead("t", None, 1, 10, 1024)])
+    assert [r.index for r in context.reads()] == [1]
+    got = context.reads()
+    got[0].log, got[0].high_watermark, got[0].log_start_offset = s.log, 10, 0  # records behind it, say
+    context.answer(got)
+    assert [r.index for r in s.next().reads()] == [1]
+    assert [r.index for r in s.next().reads_again()] == [1]
+
+
+def test_idle_partitions_are_read_after_a_topic_changed_and_with_an_authorizer() -> None:
+    s = IdleSession()
+    s.topics_generation += 1  # a topic created, deleted, grown or reconfigured
+    context = s.next()
+    assert [r.index for r in context.reads()] == [0, 1, 2]
+    context.answer(read_idle(context, s.log))
+    assert s.next().reads() == []  # the topics have not changed since that answer
+    with_acls = IdleSession(may_skip_idle=False)
+    assert [r.index for r in with_acls.next().reads()] == [0, 1, 2]
+
+
+def test_an_answer_the_quota_may_refuse_remembers_nothing() -> None:
+    s = IdleSession()
+    s.log.offsets_generation.value += 1
+    context = s.next()
+    context.answer(read_idle(context, s.log), update=False)
+    assert [r.index for r in s.next().reads()] == [0, 1, 2]

@@ -355,6 +355,37 @@ def test_log_start_offset_never_past_hw(make_log) -> None:
     assert log.log_start_offset == 10
 
 
+def test_offsets_generation_moves_after_every_change_a_fetch_reports(make_log, clock: MockClock,
+                                                                     tmp_path: Path) -> None:
+    """A fetch session skips a partition it found idle while the generation it read stays
+    (asyncbroker.fetch_session): every change of fetch_offsets() or of is_closed moves it."""
+    log = make_log(LogConfig(segment_bytes=1000, retention_ms=10_000))
+
+    def moves(change) -> bool:  # type: ignore[no-untyped-def]
+        before = log.offsets_generation.value
+        change()
+        return log.offsets_generation.value > before
+
+    assert moves(lambda: log.append_as_leader(batch(2, value_size=100)))
+    assert moves(lambda: log.append_as_leader(batch(2, value_size=100, ts=clock.milliseconds()), nonblocking=True))
+    assert not moves(lambda: log.read(0, 10_000))
+    assert not moves(log.fetch_offsets)
+    assert moves(log.roll)
+    for _ in range(8):
+        log.append_as_leader(batch(2, value_size=100))
+    assert moves(lambda: log.maybe_increment_log_start_offset(1))
+    assert not moves(lambda: log.maybe_increment_log_start_offset(1))  # nothing changed
+    clock.advance(20_000)  # retention: the oldest segments go, and the log start with them
+    assert moves(log.delete_old_segments) and log.log_start_offset > 1
+    assert moves(lambda: log.truncate_to(log.log_end_offset - 1))
+    assert moves(lambda: log.truncate_fully_and_start_at(100))
+    assert moves(log.close_handlers)
+    closed = Log.open(tmp_path / "closed-0", LogConfig(), clock=clock)
+    before = closed.offsets_generation.value
+    closed.close()
+    assert closed.offsets_generation.value > before and closed.is_closed
+
+
 def test_truncate_to(make_log) -> None:
     log = make_log(SMALL)
     for _ in range(30):
