@@ -172,7 +172,8 @@ class SkippedReads(Protocol):
 
     def reads_again(self) -> list[PartitionRead]:
         """After a wait, the fetch's reads anew, in answer order: the skipped partitions
-        whose log moved meanwhile among them."""
+        whose log moved meanwhile among them. (Partitions are skipped only without an
+        authorizer, so these need no READ check.)"""
         ...
 
 
@@ -691,7 +692,8 @@ class ReplicaManager:
     def _resolve(self, reads: list[PartitionRead],
                  replica_id: int) -> tuple[list[PartitionRead], list[PartitionRead], bool]:
         """(the reads of hosted partitions, in order, each with its log; the others, answered
-        UNKNOWN_TOPIC_OR_PARTITION; whether a check before the read already decided the answer)."""
+        UNKNOWN_TOPIC_OR_PARTITION or UNKNOWN_TOPIC_ID; whether a check before the read already
+        decided the answer)."""
         served: list[PartitionRead] = []
         unhosted: list[PartitionRead] = []
         # Per topic, asked once (a consumer's fetch names many partitions of few): its logs by
@@ -708,8 +710,10 @@ class ReplicaManager:
                 log_ = logs.get(r.index)
             if log_ is None:
                 # Kafka answers these before reading (aborted transactions: an empty list,
-                # not null) and lists them after the partitions it read.
-                r.error = r.error or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                # not null) and lists them after the partitions it read. No name: an id no
+                # topic has (v13+).
+                r.error = r.error or (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if topic is not None
+                                      else ErrorCode.UNKNOWN_TOPIC_ID)
                 r.aborted = []
                 unhosted.append(r)
                 continue

@@ -7,9 +7,11 @@ is produced, on asyncbroker and on Kafka 4.4 side by side in the same run.
 A topic of PARTITIONS partitions, one record in partition 0 (the rest empty); from a raw
 socket, REQUESTS back-to-back Fetch v12 requests (max wait 0) at the log end of every partition:
 
-- sessionless (session epoch -1): every request names every partition, every answer lists them;
-- incremental (KIP-227, as Java clients and librdkafka fetch): a session holds the partitions,
-  each request names none, and the answers list none (nothing changed).
+- sessionless (session epoch -1, as librdkafka fetches: its Fetch requests carry session id 0
+  and epoch -1): every request names every partition, every answer lists them;
+- incremental (KIP-227, as Java clients fetch): a session holds the partitions, each request
+  names none, and the answers list none (nothing changed). asyncbroker does not read them again
+  (asyncbroker.fetch_session: idle partitions); Kafka reads every one on each fetch.
 
 Reported per kind and broker: the broker's CPU per request (user+system, all its threads) and
 the round trip's p50 and p99, the median of ROUNDS rounds after a warm-up; the brokers take

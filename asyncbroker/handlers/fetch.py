@@ -89,11 +89,11 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         return _response(version, [], error=context.error)
 
     reads = context.reads()
-    # READ on each topic, asked once per topic (Kafka's filterByAuthorized).
+    # READ on each topic, asked once per topic (Kafka's filterByAuthorized). A read of an id no
+    # topic has (v13+) is the ReplicaManager's UNKNOWN_TOPIC_ID.
     may_read: dict[str, bool] = {}
     for r in reads:
         if r.topic is None:
-            r.error = ErrorCode.UNKNOWN_TOPIC_ID  # an id no topic has (v13+)
             continue
         allowed = may_read.get(r.topic)
         if allowed is None:

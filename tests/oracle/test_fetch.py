@@ -219,7 +219,8 @@ def test_a_session_of_idle_partitions(brokers, version: int) -> None:  # type: i
     """Partitions read at their end have no news until their log moves (asyncbroker skips
     reading them meanwhile): an open transaction and its commit (read_committed), an append, a
     new log start offset. A long poll over them waits out max_wait, and a change of their
-    topic's config brings no news."""
+    topic's config brings no news. A partition of an unknown topic (id) beside them is answered
+    its error, after a long poll too."""
     def scenario(run: ScenarioRun) -> None:
         create_topic(run, "t", partitions=3, record=False)
         ts.wait_for_coordinator(run)
@@ -251,6 +252,9 @@ def test_a_session_of_idle_partitions(brokers, version: int) -> None:  # type: i
         wait_for_topic_config(run, "t", "retention.ms", "86400000")
         incremental(10, {}, "after t's config changed: no news")
         incremental(11, {}, "still none")
+        unknown = {"topic_ids": {"x": uuid.UUID(int=7)}} if version >= 13 else {}
+        incremental(12, {"x": {0: 0}}, "a partition of a topic (or topic id) no broker has, added", **unknown)
+        incremental(13, {}, "a long poll: that partition's error again, t's have no news", max_wait_ms=200)
     brokers.compare(scenario)
 
 
@@ -289,7 +293,8 @@ def test_a_topic_deleted_and_created_again_under_a_session(brokers, version: int
         delete_topics(run, ["t"], label="delete t")
         wait_until_gone(run, "t")
         fetch_topics(run, {}, session_id=sid, session_epoch=1, version=version, label="t deleted")
-        fetch_topics(run, {}, session_id=sid, session_epoch=2, version=version, label="t deleted, again")
+        fetch_topics(run, {}, session_id=sid, session_epoch=2, version=version, max_wait_ms=200,
+                     label="t deleted, again, in a long poll (u's partition has no news)")
         create_topic(run, "t", partitions=2, record=False)
         fetch_topics(run, {}, session_id=sid, session_epoch=3, version=version, label="t created again")
         fetch_topics(run, {}, session_id=sid, session_epoch=4, version=version, label="t created again, again")
