@@ -141,11 +141,10 @@ class TransactionCoordinator:
         return self.txn_manager.partition_for(transactional_id)
 
     # -- InitProducerId ------------------------------------------------------------------------
-    async def handle_init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int,
+    async def handle_init_producer_id(self, transactional_id: str, transaction_timeout_ms: int,
                                       expected: ProducerIdAndEpoch | None) -> ProducerIdAndEpoch:
-        if transactional_id is None:
-            # Idempotent producers get a fresh id every time, epoch 0.
-            return ProducerIdAndEpoch(self.generate_producer_id(), 0)
+        """A transactional producer's id and epoch (an idempotent one's, without a transactional
+        id, the handler hands out: asyncbroker.handlers.init_producer_id)."""
         if transactional_id == "":
             raise InvalidRequestError()
         if not self.txn_manager.validate_transaction_timeout_ms(transaction_timeout_ms):

@@ -3,7 +3,9 @@
 Idempotence is on by default in the Java client (3.0+) and kafka-python 3.x, so without
 this API they refuse to produce. Without a transactional id every request gets a fresh
 producer id at epoch 0 (a producer id and epoch sent along, KIP-360 v3+, are only checked
-for being both set or both unset). With one, the transaction coordinator answers: the id's
+for being both set or both unset), here, as Kafka's coordinator hands it out without its
+state: an idempotent producer does not start the transaction coordinator (its modules,
+about 0.3 MB, and its timers). With one, the transaction coordinator answers: the id's
 producer id with its epoch bumped, fencing any earlier producer of the same id.
 
 A single node needs no controller-allocated id blocks: ids come from
@@ -31,8 +33,6 @@ NO_PRODUCER_EPOCH = -1
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
-    from asyncbroker.transaction_coordinator import ProducerIdAndEpoch  # with the coordinator, on first use
-
     version = header.api_version
     b = ResponseBuilder(API_KEY, version)
     pid = getattr(request, "producer_id", NO_PRODUCER_ID)
@@ -48,6 +48,10 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
         # Kafka refuses a producer id without an epoch (or the reverse) before anything else.
         return _error(b, ErrorCode.INVALID_REQUEST)
+    if request.transactional_id is None:
+        return _answer(b, ctx.broker.allocate_producer_id(), 0)
+    from asyncbroker.transaction_coordinator import ProducerIdAndEpoch  # with the coordinator, on first use
+
     expected = None if pid == NO_PRODUCER_ID else ProducerIdAndEpoch(pid, epoch)
     timeout = request.transaction_timeout
     timeout_ms = millis(timeout)
@@ -56,8 +60,12 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                                                                            expected)
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         return _error(b, older_fenced(error_code_for(exc), version, 4))
-    return b.entity("InitProducerIdResponse", throttle_time=0, error_code=ErrorCode.NONE,
-                    producer_id=got.producer_id, producer_epoch=got.producer_epoch)
+    return _answer(b, got.producer_id, got.producer_epoch)
+
+
+def _answer(b: ResponseBuilder, producer_id: int, producer_epoch: int) -> Any:
+    return b.entity("InitProducerIdResponse", throttle_time=0, error_code=ErrorCode.NONE, producer_id=producer_id,
+                    producer_epoch=producer_epoch)
 
 
 def _error(b: ResponseBuilder, code: ErrorCode) -> Any:

@@ -195,11 +195,12 @@ def imported(broker: BrokerProcess) -> set[str]:
             if line.startswith("import time:") and "|" in line}
 
 
-def produce_and_wait_for_the_log(broker: BrokerProcess, topic: str) -> None:
-    """Produce to `topic`; return once the broker's log shows all the Produce imported. The log
-    reaches the test through a reader thread: a line the broker writes after the Produce was
-    answered (a second topic's creation) shows that it has caught up."""
-    produce(broker.bootstrap, topic)
+def produce_and_wait_for_the_log(broker: BrokerProcess, topic: str, **conf: object) -> None:
+    """Produce to `topic` (a producer of `conf`); return once the broker's log shows all the
+    Produce imported. The log reaches the test through a reader thread: a line the broker
+    writes after the Produce was answered (a second topic's creation) shows that it has caught
+    up."""
+    produce(broker.bootstrap, topic, **conf)
     produce(broker.bootstrap, f"{topic}-barrier")
     wait_until(lambda: f"Auto-created topic {topic}-barrier" in broker.output(), timeout=30,
                message="the broker never logged the second topic's creation")
@@ -226,6 +227,10 @@ def test_coordinators_load_with_their_first_request(tmp_path: Path) -> None:
         finally:
             consumer.close()
         assert "asyncbroker.group_coordinator" in imported(b)
+        assert "asyncbroker.transaction_coordinator" not in imported(b)
+
+        # An idempotent producer's id needs no transaction coordinator (nor in Kafka).
+        produce_and_wait_for_the_log(b, "idempotent", **{"enable.idempotence": True})
         assert "asyncbroker.transaction_coordinator" not in imported(b)
 
         producer = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "t"})

@@ -200,7 +200,6 @@ async def begin(h: Harness, txn_id: str = "tx", tv: int = 2) -> ProducerIdAndEpo
 async def test_init_producer_id_logs_an_empty_transaction(h: Harness) -> None:
     assert await h.coordinator.handle_init_producer_id("tx", TIMEOUT_MS, None) == ProducerIdAndEpoch(1001, 0)
     assert h.logs.txn_states("tx") == [S.EMPTY]
-    assert await h.coordinator.handle_init_producer_id(None, TIMEOUT_MS, None) == ProducerIdAndEpoch(1002, 0)
 
 
 async def test_v2_commit_writes_markers_bumps_the_epoch_and_frees_the_lso(h: Harness) -> None:
