@@ -408,10 +408,6 @@ class IncrementalFetchContext(FetchContext):
         """The partitions the last `reads` skipped (SkippedReads)."""
         return [TopicPartition(c.topic, c.index) for c in self._skipped if c.topic is not None]
 
-    def reads_again(self) -> list[PartitionRead]:
-        """SkippedReads: the reads of a fetch after its wait."""
-        return self.reads()
-
     def skipped(self) -> IncrementalFetchContext | None:
         """This context as the fetch's SkippedReads, if its reads skipped any partition."""
         return self if self._skipped else None

@@ -170,8 +170,8 @@ class SkippedReads(Protocol):
         """The partitions skipped: a parked fetch is woken by appends to them too."""
         ...
 
-    def reads_again(self) -> list[PartitionRead]:
-        """After a wait, the fetch's reads anew, in answer order: the skipped partitions
+    def reads(self) -> list[PartitionRead]:
+        """The fetch's reads anew (after a wait), in answer order: the skipped partitions
         whose log moved meanwhile among them. (Partitions are skipped only without an
         authorizer, so these need no READ check.)"""
         ...
@@ -651,7 +651,7 @@ class ReplicaManager:
         the first read so no append is missed, until appends bring enough bytes, the wait
         passes or the broker shuts down; then it reads once more. `skipped` partitions count
         as read (nothing new): the wait watches them as well, and the read after it is of
-        `skipped.reads_again()`.
+        `skipped.reads()`.
         """
         served, unhosted, answer_now = self._resolve(reads, replica_id)
         # Kafka answers at once when nothing can be read, or a read failed or diverged.
@@ -677,7 +677,7 @@ class ReplicaManager:
                 if skipped is not None:
                     for r in everything:
                         _release(r)
-                    served, unhosted, _ = self._resolve(skipped.reads_again(), replica_id)
+                    served, unhosted, _ = self._resolve(skipped.reads(), replica_id)
                     everything = served + unhosted
                 total = await self._read(everything, max_bytes, read_committed, use_file_regions)
         except BaseException:

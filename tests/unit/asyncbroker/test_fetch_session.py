@@ -213,7 +213,7 @@ def test_a_partition_named_again_or_not_found_idle_is_read() -> None:
     got[0].log, got[0].high_watermark, got[0].log_start_offset = s.log, 10, 0  # records behind it, say
     context.answer(got)
     assert [r.index for r in s.next().reads()] == [1]
-    assert [r.index for r in s.next().reads_again()] == [1]
+    assert [r.index for r in s.next().reads()] == [1]
 
 
 def test_idle_partitions_are_read_after_a_topic_changed_and_with_an_authorizer() -> None:
