@@ -6,9 +6,9 @@ response uses response header v1, otherwise v0 -- except ApiVersions, whose
 responses always use header v0 so that a client that does not yet know the
 broker's versions can still read the answer. Flexibility per API/version
 comes from kio's schema metadata (`__header_schema__`, generated from
-Kafka's JSON `flexibleVersions`), except for Produce, whose request and response
-have hand-written codecs: loading its kio schemas only to read the flag cost
-its first request ~5 ms and the broker ~0.15 MB per version clients use.
+Kafka's JSON `flexibleVersions`), except for Produce and Fetch, whose requests and responses
+have hand-written codecs: loading their kio schemas only to read the flag cost
+a first request ~5 ms and the broker ~0.15 MB per version clients use.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ _I16 = struct.Struct(">h")
 # A tagged-field count/size beyond this cannot fit in any valid frame.
 _MAX_UVARINT_BYTES = 5
 # The first flexible version of the APIs whose kio schemas the broker never needs (Produce's
-# "flexibleVersions": "9+"); the header tests compare it with kio's for every version.
-_FIRST_FLEXIBLE = {0: 9}
+# "flexibleVersions": "9+", Fetch's "12+"); the header tests compare it with kio's for every version.
+_FIRST_FLEXIBLE = {0: 9, 1: 12}
 
 
 class RequestHeader(msgspec.Struct, frozen=True):

@@ -2,9 +2,9 @@
 
 kio generates one frozen dataclass per API/version from Kafka's JSON schemas
 and ships a native decoder; we use it for every API but the hot ones: Produce
-requests have a hand-written decoder (wire.produce_request) and the Produce
-and Fetch responses hand-written encoders (wire.response_encoders, re-
-exported here). The rules for unknown APIs are Kafka's: an ApiVersions
+and Fetch requests have hand-written decoders (wire.produce_request,
+wire.fetch_request) and their responses hand-written encoders
+(wire.response_encoders, re-exported here). The rules for unknown APIs are Kafka's: an ApiVersions
 request of an unknown version gets UNSUPPORTED_VERSION in a v0 body
 (`unsupported_api_versions_response`); any other unknown key/version means
 the connection is closed (`UnsupportedApiError` from request_class/decode).
@@ -25,6 +25,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from wire.errors import ErrorCode, RequestDecodeError, UnsupportedApiError
+from wire.fetch_request import VERSIONS as FETCH_VERSIONS, decode_fetch_request
 from wire.framing import patchable
 from wire.headers import RequestHeader
 from wire.produce_request import VERSIONS as PRODUCE_VERSIONS, decode_produce_request
@@ -203,12 +204,15 @@ def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview,
     A Produce comes back as wire.produce_request.ProduceRequest, its records
     slices of the frame, untouched (writable slices of a large frame's own
     buffer, wire.framing.patchable: the append assigns offsets in them rather
-    than in a copy); every other API as kio's dataclass.
+    than in a copy); a Fetch as wire.fetch_request.FetchRequest; every other
+    API as kio's dataclass.
     UnsupportedApiError for an API/version kio lacks; RequestDecodeError
     (INVALID_REQUEST: Kafka closes the connection) for a malformed body.
     """
     if header.api_key == ApiKey.PRODUCE and header.api_version in PRODUCE_VERSIONS:
         return decode_produce_request(header.api_version, patchable(frame), body_offset)
+    if header.api_key == ApiKey.FETCH and header.api_version in FETCH_VERSIONS:
+        return decode_fetch_request(header.api_version, frame, body_offset)
     cls = request_class(header.api_key, header.api_version)
     check_request_bounds(cls, frame, body_offset)  # before kio: it allocates from declared sizes
     try:

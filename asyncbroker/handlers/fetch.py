@@ -32,14 +32,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from wire.errors import ErrorCode
+from wire.fetch_request import FetchRequest
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 from wire.response_encoders import FetchPartitionData, FetchTopicData, encode_fetch_response
 
 from asyncbroker.acl_binding import AclOperation
 from asyncbroker.encoded_response import EncodedResponse
-from asyncbroker.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, UnknownShardError
-from asyncbroker.handlers import millis
+from asyncbroker.fetch_session import INVALID_SESSION_ID, UnknownShardError
 from asyncbroker.replica_manager import PartitionRead
 from asyncbroker.request_context import RequestContext
 
@@ -53,33 +53,33 @@ log = logging.getLogger(__name__)
 READ_COMMITTED = 1
 
 
-async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: FetchRequest) -> Any:
     version = header.api_version
     broker = ctx.broker
-    replica_state = getattr(request, "replica_state", None)
-    replica_id = replica_state.replica_id if replica_state is not None else getattr(request, "replica_id", -1)
+    replica_id = request.replica_id
 
     # Kafka keys the request by partition (insertion-ordered): a partition named twice is
     # read once, where it first appeared, with the fields of its later entry.
     fetch_data: dict[tuple[Any, int], PartitionRead] = {}
+    by_id = version >= 13
+    key: object  # the topic's id from v13, else its name
     for t in request.topics:
-        if version >= 13:
+        if by_id:
             # Topic ids (v13+) are resolved here, as KafkaApis does before the ReplicaManager.
             meta = broker.topics.by_id(t.topic_id) if t.topic_id is not None else None
-            name, topic_id = (meta.name if meta is not None else None), t.topic_id
+            name, topic_id, key = (meta.name if meta is not None else None), t.topic_id, t.topic_id
         else:
-            name, topic_id = t.topic, None  # by name: no id to hold the log to (Kafka's zero id)
-        key = t.topic_id if version >= 13 else t.topic
-        for p in t.partitions:  # current_leader_epoch from v9, last_fetched_epoch from v12
+            name, topic_id, key = t.topic, None, t.topic  # by name: no id to hold the log to (Kafka's zero id)
+        for p in t.partitions:  # (a field the version lacks is -1: wire.fetch_request)
             fetch_data[(key, p.partition)] = PartitionRead(
-                name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                p.current_leader_epoch if version >= 9 else -1, p.last_fetched_epoch if version >= 12 else -1)
-    forgotten = [(ft.topic_id if version >= 13 else ft.topic, index)
-                 for ft in getattr(request, "forgotten_topics_data", ()) for index in ft.partitions]
+                name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
+                p.last_fetched_epoch)
+    forgotten = [(ft.topic_id if by_id else ft.topic, index)
+                 for ft in request.forgotten_topics_data for index in ft.partitions]
     try:
         context = broker.fetch_manager.new_context(
-            version, getattr(request, "session_id", INVALID_SESSION_ID), getattr(request, "session_epoch", FINAL_EPOCH),
-            replica_id >= 0, list(fetch_data.values()), forgotten, may_skip_idle=broker.authorizer is None)
+            version, request.session_id, request.session_epoch, replica_id >= 0, list(fetch_data.values()),
+            forgotten, may_skip_idle=broker.authorizer is None)
     except UnknownShardError as exc:
         # Kafka's shard lookup throws (an index out of bounds) and its request fails.
         log.error("[KafkaApi-%d] Unexpected error handling request %s: fetch session id %s names no fetch "
@@ -113,7 +113,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         session.parked_ns += ns
 
     reads = await broker.replica_manager.fetch_messages(
-        reads, replica_id=replica_id, max_wait_ms=millis(request.max_wait), min_bytes=request.min_bytes,
+        reads, replica_id=replica_id, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
         max_bytes=max_bytes, read_committed=request.isolation_level == READ_COMMITTED,
         use_file_regions=broker.use_sendfile, on_parked=parked, skipped=context.skipped())
     if quotas.quotas:
@@ -143,15 +143,14 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     return _response(version, carried, error=error, session_id=session_id)
 
 
-def _failed(version: int, request: Any, error: int) -> EncodedResponse:
+def _failed(version: int, request: FetchRequest, error: int) -> EncodedResponse:
     """Kafka's error answer to a Fetch that failed as a whole: the error at the top, the
     request's session id, and before v13 the error in each partition asked for (as asked:
     duplicates too); from v13 no partitions."""
     topics = [] if version >= 13 else [
-        FetchTopicData(t.topic, [FetchPartitionData(p.partition, error, aborted_transactions=()) for p in t.partitions])
+        FetchTopicData(t.topic or "", [FetchPartitionData(p.partition, error, aborted_transactions=()) for p in t.partitions])
         for t in request.topics]
-    return EncodedResponse.of(encode_fetch_response(version, topics, error_code=error,
-                                                    session_id=getattr(request, "session_id", INVALID_SESSION_ID)))
+    return EncodedResponse.of(encode_fetch_response(version, topics, error_code=error, session_id=request.session_id))
 
 
 def _response(version: int, reads: list[PartitionRead], *, error: int = ErrorCode.NONE,

@@ -28,6 +28,8 @@ from wire.messages import (
 )
 from wire.records import Record, build_batch
 
+from test_fetch_request import _kio_request as _kio_fetch_request  # (tests/unit/wire)
+
 # kio has no hypothesis hook for its opaque record bytes.
 st.register_type_strategy(Records, st.binary(max_size=64))
 
@@ -78,8 +80,10 @@ def test_advertised_requests_round_trip(key: int, version: int, data: st.DataObj
     frame = encode_request_header(key, version, 5, "client") + body
     header, offset = parse_request_header(frame)
     decoded = decode_request(header, frame, offset)
-    if key == ApiKey.PRODUCE:  # the hand-written decoder: kio's fields under the handler's names
+    if key == ApiKey.PRODUCE:  # the hand-written decoders: kio's fields under the handler's names
         decoded = _as_kio_produce(decoded, cls)
+    elif key == ApiKey.FETCH:
+        decoded = _as_kio_fetch(decoded, version)
     assert decoded == entity
 
 
@@ -90,6 +94,17 @@ def _as_kio_produce(request: Any, cls: type[Any]) -> Any:
                topic_data=tuple(m.TopicProduceData(name=t.name, partition_data=tuple(
                    m.PartitionProduceData(index=p.index, records=p.records) for p in t.partition_data))
                    for t in request.topic_data))
+
+
+def _as_kio_fetch(request: Any, version: int) -> Any:
+    return _kio_fetch_request(
+        version, request.replica_id, request.replica_epoch, request.max_wait_ms, request.min_bytes, request.max_bytes,
+        request.isolation_level, request.session_id, request.session_epoch,
+        [(t.topic, t.topic_id, [(p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
+                                 p.log_start_offset, p.partition_max_bytes, p.replica_directory_id)
+                                for p in t.partitions]) for t in request.topics],
+        [(t.topic, t.topic_id, list(t.partitions)) for t in request.forgotten_topics_data], request.rack_id,
+        request.cluster_id)
 
 
 @pytest.mark.parametrize(("key", "version"), ADVERTISED_VERSIONS)

@@ -1,0 +1,111 @@
+"""Checked reads of a request body's fields, for the hand-written decoders (Produce, Fetch).
+
+kio's native reader allocates from the lengths and counts a body declares, so a generic bounds
+walk (wire.request_bounds) runs before it. The hand-written decoders check instead as they
+read: every length against the bytes that must carry it, every array count against the least
+its entries can take, before anything is built from it. A body that fails a check is a
+RequestDecodeError naming the request and the field (Kafka closes the connection on a request
+it cannot parse).
+
+Classic (non-flexible) versions have int16 string lengths and int32 array and bytes lengths,
+-1 for null; flexible ones a uvarint of length + 1, 0 for null, and a tagged-field section
+after each struct.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+
+from wire.errors import CorruptRecordError, RequestDecodeError
+from wire.records import Buffer, read_uvarint
+
+__all__ = ["truncated", "read_varint", "read_length", "read_string", "read_count", "read_uuid",
+           "skip_tagged_fields"]
+
+_I16 = struct.Struct(">h").unpack_from
+_I32 = struct.Struct(">i").unpack_from
+_NO_UUID = bytes(16)
+
+
+def truncated(request: str, what: str) -> RequestDecodeError:
+    return RequestDecodeError(f"cannot decode {request}: the body ends inside {what}")
+
+
+def read_varint(buf: Buffer, pos: int, end: int, request: str, what: str) -> tuple[int, int]:
+    """(value, next position) of an unsigned varint of at most 5 bytes (Kafka's limit)."""
+    try:
+        return read_uvarint(buf, pos, end, 5)
+    except CorruptRecordError as exc:
+        raise RequestDecodeError(f"cannot decode {request}: {what}: {exc}") from None
+
+
+def read_length(buf: Buffer, pos: int, end: int, flexible: bool, width: int, request: str,
+                what: str) -> tuple[int, int]:
+    """(declared length, next position); -1 is null. `width` is a classic length's: 2 for
+    strings, 4 for arrays and bytes."""
+    if flexible:
+        if pos < end and buf[pos] < 0x80:  # the usual one-byte varint (names, counts)
+            return buf[pos] - 1, pos + 1
+        if pos + 1 < end and buf[pos + 1] < 0x80:  # two bytes (records up to 16 KiB, counts)
+            return (buf[pos] & 0x7F | buf[pos + 1] << 7) - 1, pos + 2
+        n, pos = read_varint(buf, pos, end, request, what)
+        return n - 1, pos
+    if pos + width > end:
+        raise truncated(request, what)
+    return (_I16 if width == 2 else _I32)(buf, pos)[0], pos + width
+
+
+def read_string(buf: Buffer, pos: int, end: int, flexible: bool, request: str, what: str) -> tuple[str | None, int]:
+    """A nullable string (None for null); the caller refuses None where the schema does."""
+    if flexible and pos < end and buf[pos] < 0x80:  # (read_length's usual case, without the call)
+        n, pos = buf[pos] - 1, pos + 1
+    else:
+        n, pos = read_length(buf, pos, end, flexible, 2, request, what)
+    if n < 0:
+        if n == -1:
+            return None, pos
+        raise RequestDecodeError(f"cannot decode {request}: negative length {n} of {what}")
+    if pos + n > end:
+        raise truncated(request, what)
+    try:
+        return str(buf[pos : pos + n], "utf-8"), pos + n
+    except UnicodeDecodeError as exc:
+        raise RequestDecodeError(f"cannot decode {request}: {what} is not UTF-8: {exc}") from None
+
+
+def read_count(buf: Buffer, pos: int, end: int, flexible: bool, min_size: int, request: str,
+               what: str) -> tuple[int, int]:
+    """An array's element count, which the bytes left must be able to hold at `min_size` bytes
+    an entry; a null array is refused (no array these decoders read may be null)."""
+    if flexible and pos < end and buf[pos] < 0x80:  # (read_length's usual case, without the call)
+        n, pos = buf[pos] - 1, pos + 1
+    else:
+        n, pos = read_length(buf, pos, end, flexible, 4, request, what)
+    if n < 0:
+        raise RequestDecodeError(f"cannot decode {request}: {what} is null or negative ({n})")
+    if n * min_size > end - pos:
+        raise RequestDecodeError(f"cannot decode {request}: {what} declares {n} entries in {end - pos} bytes")
+    return n, pos
+
+
+def read_uuid(buf: Buffer, pos: int, end: int, request: str, what: str) -> tuple[uuid.UUID | None, int]:
+    """A UUID; None for the all-zero one (Kafka's Uuid.ZERO_UUID, "no id"), as kio reads it."""
+    if pos + 16 > end:
+        raise truncated(request, what)
+    raw = bytes(buf[pos : pos + 16])
+    return (None if raw == _NO_UUID else uuid.UUID(bytes=raw)), pos + 16
+
+
+def skip_tagged_fields(buf: Buffer, pos: int, end: int, request: str, what: str) -> int:
+    """Past a tagged-field section whose tags are all unknown to the schema (Kafka skips them)."""
+    if pos < end and buf[pos] == 0:  # none: the usual case
+        return pos + 1
+    count, pos = read_varint(buf, pos, end, request, what)
+    for _ in range(count):
+        _tag, pos = read_varint(buf, pos, end, request, what)
+        size, pos = read_varint(buf, pos, end, request, what)
+        if pos + size > end:
+            raise truncated(request, what)
+        pos += size
+    return pos
