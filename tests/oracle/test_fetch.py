@@ -7,6 +7,7 @@ Record batches here have known sizes (4 records, values of 50/60/70 bytes: 297, 
 from __future__ import annotations
 
 import datetime
+import struct
 import uuid
 from typing import Any
 
@@ -382,3 +383,44 @@ def test_compressed_batches_are_returned_whole(brokers) -> None:  # type: ignore
             fetch_topics(run, {"t": {0: offset}}, label=f"offset {offset}")
         fetch_topics(run, {"t": {0: 3}}, partition_max_bytes=10, label="inside a batch, one byte budget")
     brokers.compare(scenario)
+
+
+@pytest.mark.parametrize("version", [12, 17])
+def test_tagged_fields(brokers, version: int) -> None:  # type: ignore[no-untyped-def]
+    """The tags Kafka defines for Fetch, a null and a foreign ClusterId (tag 0, nullable from
+    v12), a ReplicaState of a consumer (tag 1, v15+) and a partition's ReplicaDirectoryId (tag 0,
+    v17), beside tags it does not know, on the partition, the topic and the request; then a
+    ClusterId shorter than its tag's size (KD-214), and a body cut inside the request's tags,
+    which closes the connection."""
+    def body(topic: bytes, cluster_id: bytes, *, cut: int = 0) -> bytes:
+        directory = b"\x10" + uuid.UUID(int=3).bytes if version >= 17 else b""
+        replica_state = b"\x01\x0d" + struct.pack(">iq", -1, -1) + b"\x00" if version >= 15 else b""
+        out = ((b"" if version >= 15 else struct.pack(">i", -1))  # replica id (a consumer)
+               + struct.pack(">iiibii", 0, 0, 1 << 20, 0, 0, -1)  # max wait, min and max bytes, level, no session
+               + b"\x02" + topic + b"\x02"  # one topic, one partition:
+               + struct.pack(">iiqiqi", 0, -1, 0, -1, -1, 1 << 20)
+               + (b"\x02\x00" + directory if version >= 17 else b"\x01") + b"\x07\x02ab"  # its tags
+               + b"\x01\x08\x00"  # the topic's
+               + b"\x01" + b"\x01"  # no forgotten topic; rack id ""
+               + (b"\x03" if version >= 15 else b"\x02") + b"\x00" + cluster_id + replica_state
+               + b"\x0a\x02zz")  # the request's: ClusterId (size, string), ReplicaState, tag 10
+        return out[: len(out) - cut]
+
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "t", partitions=1, record=False)
+        produce(run, "t", {0: batch(2)}, record=False)
+        if version >= 13:
+            topic = run.topic_id("t").bytes
+        else:
+            name = run.topic("t").encode()
+            topic = bytes([len(name) + 1]) + name
+        for label, cluster_id in (("a null ClusterId", b"\x01\x00"), ("a foreign ClusterId", b"\x06\x06other")):
+            cid = run.conn.send_raw(FETCH, version, body(topic, cluster_id))
+            run.record(f"Fetch v{version} with {label} and unknown tags", None, run.conn.receive(FETCH, version, cid))
+        conn = run.connect()
+        conn.send_raw(FETCH, version, body(topic, b"\x06\x05other"))  # "othe", then "r" read as the next tag
+        run.note("connection closed after a ClusterId shorter than its tag", conn.closed_by_peer(3))
+        conn = run.connect()
+        conn.send_raw(FETCH, version, body(topic, b"\x01\x00", cut=1))
+        run.note("connection closed after a body cut inside a tagged field", conn.closed_by_peer(10))
+    brokers.compare(scenario, known={"KD-214": {"2:"}})
