@@ -112,6 +112,8 @@ class Log:
         self._next_offset_metadata = next_offset_metadata
         self._high_watermark = LogOffsetMetadata(log_start_offset)
         self.offsets_generation = OffsetsGeneration()
+        # fetch_offsets() as it was at a generation (-1: never taken).
+        self._fetch_offsets_at: tuple[int, tuple[int, int, int, int]] = (-1, (0, 0, 0, 0))
         self._last_flushed_ms = clock.milliseconds()
         self._closed = False
         self._pending_deletes: list[tuple[LogSegment, int]] = []
@@ -224,11 +226,21 @@ class Log:
     def fetch_offsets(self) -> tuple[int, int, int, int]:
         """(high watermark, last stable offset, log start offset, log end offset) in one call: a
         fetch reports the first three for every partition it names, and compares its offset
-        with the end (one call, not four properties, per partition of a 1,000-partition fetch)."""
+        with the end (one call, not four properties, per partition of a 1,000-partition fetch).
+
+        Kept from one call to the next while the offsets generation stays: it moves after every
+        change of these offsets, so a value taken at a generation holds until it moves (taken
+        mid-change, it is what a read a moment earlier or later would have found)."""
+        generation = self.offsets_generation.value  # before the offsets (a change bumps it after)
+        taken_at, offsets = self._fetch_offsets_at
+        if taken_at == generation:
+            return offsets
         hw = self._high_watermark.message_offset
         first_unstable = self.producer_state_manager.first_unstable_offset()
         lso = hw if first_unstable is None or first_unstable > hw else first_unstable
-        return hw, lso, self._log_start_offset, self._next_offset_metadata.message_offset
+        offsets = hw, lso, self._log_start_offset, self._next_offset_metadata.message_offset
+        self._fetch_offsets_at = generation, offsets
+        return offsets
 
     @property
     def recovery_point(self) -> int:
@@ -354,9 +366,11 @@ class Log:
             if transactional:
                 self._track_transactions(batches, data, segment)
             self._high_watermark = self._next_offset_metadata
-            self.offsets_generation.value += 1  # after every offset above moved (readers take it first)
             durable_to = leo if leo - self._recovery_point >= self.config.flush_messages else 0
         finally:
+            # After every offset above moved (readers take it first), and after an append that
+            # failed part-way too: what fetch_offsets() keeps must not outlive a change.
+            self.offsets_generation.value += 1
             self._lock.release()
         if durable_to:
             self._group_commit(durable_to)  # outside the lock: later appends join the next fsync

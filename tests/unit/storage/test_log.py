@@ -386,6 +386,52 @@ def test_offsets_generation_moves_after_every_change_a_fetch_reports(make_log, c
     assert closed.offsets_generation.value > before and closed.is_closed
 
 
+def test_fetch_offsets_kept_between_changes_are_never_stale(make_log, clock: MockClock,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """fetch_offsets() keeps its answer while the offsets generation stays: after every change,
+    an open transaction and its marker, and an append that fails part-way, it answers what the
+    log holds now."""
+    log = make_log(LogConfig(segment_bytes=1000, retention_ms=10_000))
+
+    def now() -> tuple[int, int, int, int]:
+        hw = log.high_watermark
+        first_unstable = log.producer_state_manager.first_unstable_offset()
+        lso = hw if first_unstable is None or first_unstable > hw else first_unstable
+        return hw, lso, log.log_start_offset, log.log_end_offset
+
+    def check(change) -> None:  # type: ignore[no-untyped-def]
+        log.fetch_offsets()  # kept
+        change()
+        assert log.fetch_offsets() == now()
+
+    check(lambda: log.append_as_leader(batch(2, value_size=100)))
+    txn = build_batch([Record(offset=i, timestamp=BASE_TS, value=b"t") for i in range(2)],
+                      is_transactional=True, producer_id=9, producer_epoch=0, base_sequence=0)
+    check(lambda: log.append_as_leader(txn))
+    assert log.fetch_offsets()[:2] == (4, 2)  # the open transaction holds the last stable offset
+    marker = build_batch([Record(offset=0, timestamp=BASE_TS, key=encode_control_key(ControlRecordType.COMMIT),
+                                 value=encode_control_value(0))], is_control=True, is_transactional=True,
+                         producer_id=9, producer_epoch=0, base_sequence=-1)
+    check(lambda: log.append_as_leader(marker, origin="coordinator"))
+    assert log.fetch_offsets()[:2] == (5, 5)
+    for _ in range(6):
+        log.append_as_leader(batch(2, value_size=100))
+    check(lambda: log.maybe_increment_log_start_offset(6))
+    clock.advance(20_000)
+    check(log.delete_old_segments)
+    check(lambda: log.truncate_to(log.log_end_offset - 1))
+    check(lambda: log.truncate_fully_and_start_at(100))
+
+    def fails_after_the_write(*args: object) -> None:
+        raise RuntimeError("producer state")
+
+    monkeypatch.setattr(log.producer_state_manager, "complete_append", fails_after_the_write)
+    log.fetch_offsets()
+    with pytest.raises(RuntimeError):
+        log.append_as_leader(batch(2, producer_id=7, producer_epoch=0, base_sequence=0))
+    assert log.fetch_offsets() == now() and now()[3] == 102  # written, then failed: the end moved
+
+
 def test_truncate_to(make_log) -> None:
     log = make_log(SMALL)
     for _ in range(30):
