@@ -151,6 +151,18 @@ def _directory_id(buf: Buffer, pos: int, end: int) -> tuple[uuid.UUID | None, in
     return directory_id, pos
 
 
+def _topic(buf: Buffer, pos: int, end: int, flexible: bool, by_id: bool,
+           what: str) -> tuple[str | None, uuid.UUID | None, int]:
+    """(name, id, next position) of a topic named by id (v13+) or by name (never null)."""
+    if by_id:
+        topic_id, pos = read_uuid(buf, pos, end, _REQUEST, f"{what} id")
+        return None, topic_id, pos
+    name, pos = read_string(buf, pos, end, flexible, _REQUEST, f"{what} name")
+    if name is None:
+        raise RequestDecodeError(f"cannot decode FetchRequest: {what} name is null")
+    return name, None, pos
+
+
 def _topics(version: int, buf: Buffer, pos: int, end: int) -> tuple[tuple[FetchTopic, ...], int]:
     flexible = version >= FIRST_FLEXIBLE_VERSION
     by_id = version >= FIRST_TOPIC_ID_VERSION
@@ -162,13 +174,7 @@ def _topics(version: int, buf: Buffer, pos: int, end: int) -> tuple[tuple[FetchT
     n_topics, pos = read_count(buf, pos, end, flexible, (18 if by_id else 3) if flexible else 6, _REQUEST, "topics")
     topics = []
     for _ in range(n_topics):
-        name = topic_id = None
-        if by_id:
-            topic_id, pos = read_uuid(buf, pos, end, _REQUEST, "a topic id")
-        else:
-            name, pos = read_string(buf, pos, end, flexible, _REQUEST, "a topic name")
-            if name is None:
-                raise RequestDecodeError("cannot decode FetchRequest: a topic name is null")
+        name, topic_id, pos = _topic(buf, pos, end, flexible, by_id, "a topic")
         n_partitions, pos = read_count(buf, pos, end, flexible, size + flexible, _REQUEST, "partitions")
         partitions: list[FetchPartition] = []
         add = partitions.append
@@ -214,13 +220,7 @@ def _forgotten(version: int, buf: Buffer, pos: int, end: int) -> tuple[tuple[For
                                "forgotten_topics_data")
     topics = []
     for _ in range(n_topics):
-        name = topic_id = None
-        if by_id:
-            topic_id, pos = read_uuid(buf, pos, end, _REQUEST, "a forgotten topic id")
-        else:
-            name, pos = read_string(buf, pos, end, flexible, _REQUEST, "a forgotten topic name")
-            if name is None:
-                raise RequestDecodeError("cannot decode FetchRequest: a forgotten topic name is null")
+        name, topic_id, pos = _topic(buf, pos, end, flexible, by_id, "a forgotten topic")
         n, pos = read_count(buf, pos, end, flexible, 4, _REQUEST, "a forgotten topic's partitions")
         partitions = struct.unpack_from(f">{n}i", buf, pos)
         pos += 4 * n

@@ -14,12 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kio.serial.errors import UnexpectedNull
-
+from decoder_reference import NULL, UNKNOWN_TAG, assert_decodes_as_kio, by_kio, damaged  # (tests/unit/wire)
 from wire.errors import RequestDecodeError
 from wire.fetch_request import VERSIONS, decode_fetch_request
-from wire.messages import _reader, encode_request, request_class
-from wire.request_bounds import check_request_bounds
+from wire.messages import encode_request
 
 Partition = tuple[int, int, int, int, int, int, "uuid.UUID | None"]
 
@@ -71,26 +69,11 @@ def _normal(request: Any) -> tuple[Any, ...]:
     )
 
 
-UNKNOWN_TAG = "kio refuses an unknown tagged field"
-"""kio refuses tags the schema does not name; Kafka skips them (its generated readers keep them
-as unknown tagged fields), and so does the hand-written decoder: see
-test_unknown_tagged_fields_are_skipped."""
-
-
 def _by_kio(version: int, body: bytes | memoryview) -> Any:
     """The old path: the bounds walk, then kio's reader; None when either refuses."""
-    cls = request_class(1, version)
-    try:
-        check_request_bounds(cls, body, 0)
-        entity, _ = _reader(cls)(body, 0)
-    except KeyError as exc:
-        if "Unknown tagged field" in str(exc):
-            return UNKNOWN_TAG
-        return None
-    except UnexpectedNull:
-        return NULL
-    except Exception:  # noqa: BLE001 - any refusal closes the connection
-        return None
+    entity = by_kio(1, version, body)
+    if entity is None or isinstance(entity, str):  # a refusal, or UNKNOWN_TAG or NULL
+        return entity
     forgotten = getattr(entity, "forgotten_topics_data", ())
     if entity.topics is None or forgotten is None or getattr(entity, "rack_id", "") is None:
         return None
@@ -102,10 +85,9 @@ def _by_kio(version: int, body: bytes | memoryview) -> Any:
     return _normal(entity)
 
 
-NULL = "kio refuses a null"
-"""kio reads the ClusterId tag (v12+) as a string that cannot be null, where Kafka's schema has
-"nullableVersions": "12+"; the hand-written decoder takes a null there as Kafka does (see
-test_a_null_cluster_id_is_taken), and refuses a null topic name as both do."""
+# NULL: kio reads the ClusterId tag (v12+) as a string that cannot be null, where Kafka's schema
+# has "nullableVersions": "12+"; the hand-written decoder takes a null there as Kafka does (see
+# test_a_null_cluster_id_is_taken), and refuses a null topic name as both do.
 
 
 def _by_hand(version: int, body: bytes | memoryview) -> Any:
@@ -138,28 +120,14 @@ def requests(draw: st.DrawFn) -> tuple[Any, ...]:
 @given(requests())
 def test_valid_requests_decode_as_kio_decodes_them(request: tuple[Any, ...]) -> None:
     version, *fields = request
-    body = encode_request(_kio_request(version, *fields))
-    expected = _by_kio(version, body)
-    assert expected is not None
-    assert _by_hand(version, body) == expected
-    assert _by_hand(version, memoryview(body)) == expected  # a large frame arrives as a memoryview
+    assert_decodes_as_kio(_by_kio, _by_hand, version, encode_request(_kio_request(version, *fields)))
 
 
 @settings(max_examples=2000, suppress_health_check=[HealthCheck.too_slow])
 @given(requests(), st.data())
 def test_damaged_requests_are_refused_or_read_as_kio_reads_them(request: tuple[Any, ...], data: st.DataObject) -> None:
     version, *fields = request
-    body = bytearray(encode_request(_kio_request(version, *fields)))
-    for _ in range(data.draw(st.integers(1, 3))):
-        kind = data.draw(st.sampled_from(["cut", "set", "insert"]))
-        if kind == "cut" or not body:
-            body = body[: data.draw(st.integers(0, len(body)))]
-        elif kind == "set":
-            body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
-        else:
-            at = data.draw(st.integers(0, len(body)))
-            body[at:at] = data.draw(st.binary(min_size=1, max_size=4))
-    frozen = bytes(body)
+    frozen = damaged(encode_request(_kio_request(version, *fields)), data)
     expected, got = _by_kio(version, frozen), _by_hand(version, frozen)
     if expected == NULL:  # a null name is refused; a null ClusterId is Kafka's default
         assert got is None or got[-1] is None

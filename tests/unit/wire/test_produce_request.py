@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from decoder_reference import NULL, UNKNOWN_TAG, assert_decodes_as_kio, by_kio, damaged  # (tests/unit/wire)
 from wire.errors import RequestDecodeError
-from wire.messages import _reader, encode_request, request_class
+from wire.messages import encode_request
 from wire.produce_request import VERSIONS, decode_produce_request
-from wire.request_bounds import check_request_bounds
 
 
 def _kio_request(version: int, transactional_id: str | None, acks: int, timeout_ms: int,
@@ -30,16 +30,11 @@ def _kio_request(version: int, transactional_id: str | None, acks: int, timeout_
 
 def _by_kio(version: int, body: bytes | memoryview) -> Any:
     """The old path: the bounds walk, then kio's reader; None when either refuses."""
-    cls = request_class(0, version)
-    try:
-        check_request_bounds(cls, body, 0)
-        entity, _ = _reader(cls)(body, 0)
-    except KeyError as exc:
-        if "Unknown tagged field" in str(exc):
-            return UNKNOWN_TAG
+    entity = by_kio(0, version, body)
+    if entity is None or entity == NULL:  # (Produce has no nullable field kio reads as not)
         return None
-    except Exception:  # noqa: BLE001 - any refusal closes the connection
-        return None
+    if entity == UNKNOWN_TAG:
+        return entity
     if entity.topic_data is None or any(t.partition_data is None or t.name is None for t in entity.topic_data):
         # kio reads a null array or topic name where the schema allows none; the handler then
         # failed on it and the connection closed. Kafka refuses them while parsing.
@@ -47,12 +42,6 @@ def _by_kio(version: int, body: bytes | memoryview) -> Any:
     return (entity.transactional_id, int(entity.acks), entity.timeout // datetime.timedelta(milliseconds=1),
             [(t.name, [(p.index, None if p.records is None else bytes(p.records)) for p in t.partition_data])
              for t in entity.topic_data])
-
-
-UNKNOWN_TAG = "kio refuses an unknown tagged field"
-"""kio refuses tags the schema does not name; Kafka skips them (its generated readers keep them
-as unknown tagged fields), and so does the hand-written decoder: see
-test_unknown_tagged_fields_are_skipped and the differential test_produce scenario."""
 
 
 def _by_hand(version: int, body: bytes | memoryview) -> Any:
@@ -80,28 +69,14 @@ requests = st.tuples(
 @given(requests)
 def test_valid_requests_decode_as_kio_decodes_them(request: tuple[Any, ...]) -> None:
     version, *fields = request
-    body = encode_request(_kio_request(version, *fields))
-    expected = _by_kio(version, body)
-    assert expected is not None
-    assert _by_hand(version, body) == expected
-    assert _by_hand(version, memoryview(body)) == expected  # a large frame arrives as a memoryview
+    assert_decodes_as_kio(_by_kio, _by_hand, version, encode_request(_kio_request(version, *fields)))
 
 
 @settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
 @given(requests, st.data())
 def test_damaged_requests_are_refused_or_read_as_kio_reads_them(request: tuple[Any, ...], data: st.DataObject) -> None:
     version, *fields = request
-    body = bytearray(encode_request(_kio_request(version, *fields)))
-    for _ in range(data.draw(st.integers(1, 3))):
-        kind = data.draw(st.sampled_from(["cut", "set", "insert"]))
-        if kind == "cut" or not body:
-            body = body[: data.draw(st.integers(0, len(body)))]
-        elif kind == "set":
-            body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
-        else:
-            at = data.draw(st.integers(0, len(body)))
-            body[at:at] = data.draw(st.binary(min_size=1, max_size=4))
-    frozen = bytes(body)
+    frozen = damaged(encode_request(_kio_request(version, *fields)), data)
     expected = _by_kio(version, frozen)
     if expected != UNKNOWN_TAG:  # kio stopped at the tag: it says nothing about the rest
         assert _by_hand(version, frozen) == expected
