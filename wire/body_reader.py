@@ -21,7 +21,7 @@ from wire.errors import CorruptRecordError, RequestDecodeError
 from wire.records import Buffer, read_uvarint
 
 __all__ = ["truncated", "read_varint", "read_length", "read_string", "read_count", "read_uuid",
-           "skip_tagged_fields"]
+           "read_tagged_fields", "skip_tagged_fields"]
 
 _I16 = struct.Struct(">h").unpack_from
 _I32 = struct.Struct(">i").unpack_from
@@ -97,15 +97,24 @@ def read_uuid(buf: Buffer, pos: int, end: int, request: str, what: str) -> tuple
     return (None if raw == _NO_UUID else uuid.UUID(bytes=raw)), pos + 16
 
 
+def read_tagged_fields(buf: Buffer, pos: int, end: int, request: str,
+                       what: str) -> tuple[list[tuple[int, int, int]], int]:
+    """A tagged-field section as (tag, start, end) of each field, and the position after it.
+    A field is read within its size, whatever its value takes (KD-214)."""
+    count, pos = read_varint(buf, pos, end, request, what)
+    fields = []
+    for _ in range(count):
+        tag, pos = read_varint(buf, pos, end, request, what)
+        size, pos = read_varint(buf, pos, end, request, what)
+        if pos + size > end:
+            raise truncated(request, what)
+        fields.append((tag, pos, pos + size))
+        pos += size
+    return fields, pos
+
+
 def skip_tagged_fields(buf: Buffer, pos: int, end: int, request: str, what: str) -> int:
     """Past a tagged-field section whose tags are all unknown to the schema (Kafka skips them)."""
     if pos < end and buf[pos] == 0:  # none: the usual case
         return pos + 1
-    count, pos = read_varint(buf, pos, end, request, what)
-    for _ in range(count):
-        _tag, pos = read_varint(buf, pos, end, request, what)
-        size, pos = read_varint(buf, pos, end, request, what)
-        if pos + size > end:
-            raise truncated(request, what)
-        pos += size
-    return pos
+    return read_tagged_fields(buf, pos, end, request, what)[1]

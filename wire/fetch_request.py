@@ -42,7 +42,7 @@ import uuid
 
 import msgspec
 
-from wire.body_reader import read_count, read_string, read_uuid, read_varint, skip_tagged_fields, truncated
+from wire.body_reader import read_count, read_string, read_tagged_fields, read_uuid, skip_tagged_fields, truncated
 from wire.errors import RequestDecodeError
 from wire.records import Buffer
 
@@ -55,7 +55,6 @@ FIRST_REPLICA_STATE_VERSION = 15
 FIRST_DIRECTORY_ID_VERSION = 17
 
 _REQUEST = "FetchRequest"
-_I32 = struct.Struct(">i").unpack_from
 _REPLICA_STATE = struct.Struct(">iq")  # replica_id, replica_epoch
 _V4_HEAD = struct.Struct(">iiiib")  # replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level
 _V7_HEAD = struct.Struct(">iiiibii")  # ... session_id, session_epoch
@@ -127,24 +126,10 @@ def _partition(version: int, fields: tuple[int, ...]) -> FetchPartition:
     return FetchPartition(partition, -1, fetch_offset, -1, -1, max_bytes)
 
 
-def _tags(buf: Buffer, pos: int, end: int, what: str) -> tuple[list[tuple[int, int, int]], int]:
-    """A tagged-field section as (tag, start, end) of each field, and the position after it."""
-    count, pos = read_varint(buf, pos, end, _REQUEST, what)
-    fields = []
-    for _ in range(count):
-        tag, pos = read_varint(buf, pos, end, _REQUEST, what)
-        size, pos = read_varint(buf, pos, end, _REQUEST, what)
-        if pos + size > end:
-            raise truncated(_REQUEST, what)
-        fields.append((tag, pos, pos + size))
-        pos += size
-    return fields, pos
-
-
 def _directory_id(buf: Buffer, pos: int, end: int) -> tuple[uuid.UUID | None, int]:
     """A partition's tags (v17+): ReplicaDirectoryId (tag 0); the others skipped."""
     directory_id = None
-    fields, pos = _tags(buf, pos, end, "a partition's tagged fields")
+    fields, pos = read_tagged_fields(buf, pos, end, _REQUEST, "a partition's tagged fields")
     for tag, start, stop in fields:
         if tag == 0:
             directory_id, _ = read_uuid(buf, start, stop, _REQUEST, "replica_directory_id")
@@ -166,6 +151,7 @@ def _topic(buf: Buffer, pos: int, end: int, flexible: bool, by_id: bool,
 def _topics(version: int, buf: Buffer, pos: int, end: int) -> tuple[tuple[FetchTopic, ...], int]:
     flexible = version >= FIRST_FLEXIBLE_VERSION
     by_id = version >= FIRST_TOPIC_ID_VERSION
+    directory_ids = version >= FIRST_DIRECTORY_ID_VERSION
     fixed = _partition_struct(version)
     size = fixed.size
     unpack = fixed.unpack_from
@@ -178,7 +164,7 @@ def _topics(version: int, buf: Buffer, pos: int, end: int) -> tuple[tuple[FetchT
         n_partitions, pos = read_count(buf, pos, end, flexible, size + flexible, _REQUEST, "partitions")
         partitions: list[FetchPartition] = []
         add = partitions.append
-        if version >= FIRST_DIRECTORY_ID_VERSION:
+        if flexible:
             for _ in range(n_partitions):
                 if pos + size > end:  # (the count allowed each partition one byte of tags)
                     raise truncated(_REQUEST, "a partition")
@@ -187,21 +173,14 @@ def _topics(version: int, buf: Buffer, pos: int, end: int) -> tuple[tuple[FetchT
                 if pos < end and buf[pos] == 0:  # no tag: the usual case
                     pos += 1
                     add(FetchPartition(*fields))
-                else:
+                elif directory_ids:
                     directory_id, pos = _directory_id(buf, pos, end)
                     partition, leader_epoch, fetch_offset, fetched_epoch, log_start, max_bytes = fields
                     add(FetchPartition(partition, leader_epoch, fetch_offset, fetched_epoch, log_start, max_bytes,
                                        directory_id))
-        elif flexible:
-            for _ in range(n_partitions):
-                if pos + size > end:
-                    raise truncated(_REQUEST, "a partition")
-                fields = unpack(buf, pos)
-                pos += size
-                # (no tag, the usual case, without the call)
-                pos = pos + 1 if pos < end and buf[pos] == 0 else skip_tagged_fields(
-                    buf, pos, end, _REQUEST, "a partition's tagged fields")
-                add(FetchPartition(*fields))
+                else:
+                    pos = skip_tagged_fields(buf, pos, end, _REQUEST, "a partition's tagged fields")
+                    add(FetchPartition(*fields))
         else:  # (no tags: the count's check holds every partition's bytes)
             for _ in range(n_partitions):
                 add(_partition(version, unpack(buf, pos)))
@@ -238,22 +217,16 @@ def decode_fetch_request(version: int, buf: Buffer, offset: int) -> FetchRequest
     """
     end = len(buf)
     replica_id, replica_epoch, session_id, session_epoch = -1, -1, 0, -1
+    head = _V15_HEAD if version >= FIRST_REPLICA_STATE_VERSION else _V7_HEAD if version >= 7 else _V4_HEAD
+    if offset + head.size > end:
+        raise truncated(_REQUEST, "the request's fixed fields")
+    fixed = head.unpack_from(buf, offset)
     if version >= FIRST_REPLICA_STATE_VERSION:
-        head = _V15_HEAD
-        if offset + head.size > end:
-            raise truncated(_REQUEST, "the request's fixed fields")
-        max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch = head.unpack_from(buf, offset)
+        max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch = fixed
     elif version >= 7:
-        head = _V7_HEAD
-        if offset + head.size > end:
-            raise truncated(_REQUEST, "the request's fixed fields")
-        replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch = head.unpack_from(
-            buf, offset)
+        replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch = fixed
     else:
-        head = _V4_HEAD
-        if offset + head.size > end:
-            raise truncated(_REQUEST, "the request's fixed fields")
-        replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level = head.unpack_from(buf, offset)
+        replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level = fixed
     pos = offset + head.size
     topics, pos = _topics(version, buf, pos, end)
     forgotten: tuple[ForgottenTopic, ...] = ()
@@ -268,7 +241,7 @@ def decode_fetch_request(version: int, buf: Buffer, offset: int) -> FetchRequest
         rack_id = rack
     cluster_id = None
     if flexible:
-        fields, pos = _tags(buf, pos, end, "the request's tagged fields")
+        fields, pos = read_tagged_fields(buf, pos, end, _REQUEST, "the request's tagged fields")
         for tag, start, stop in fields:
             if tag == 0:
                 cluster_id, _ = read_string(buf, start, stop, True, _REQUEST, "cluster_id")

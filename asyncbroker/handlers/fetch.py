@@ -148,7 +148,8 @@ def _failed(version: int, request: FetchRequest, error: int) -> EncodedResponse:
     request's session id, and before v13 the error in each partition asked for (as asked:
     duplicates too); from v13 no partitions."""
     topics = [] if version >= 13 else [
-        FetchTopicData(t.topic or "", [FetchPartitionData(p.partition, error, aborted_transactions=()) for p in t.partitions])
+        FetchTopicData(t.topic or "", [FetchPartitionData(p.partition, error, aborted_transactions=())
+                                       for p in t.partitions])
         for t in request.topics]
     return EncodedResponse.of(encode_fetch_response(version, topics, error_code=error, session_id=request.session_id))
 
