@@ -34,7 +34,8 @@ from wire.headers import (
     parse_request_header,
     response_header_version,
 )
-from wire.messages import ApiKey, decode_request, encode_response, unsupported_api_versions_response
+from wire.api_versions import unsupported_api_versions_response
+from wire.messages import ApiKey, decode_request, encode_response
 
 from asyncbroker.client_quota_manager import NANOS_TO_PERCENTAGE
 from asyncbroker.encoded_response import EncodedResponse, FileRegion, with_throttle_time

@@ -34,6 +34,8 @@ import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from wire.messages import ApiKey
+
 if TYPE_CHECKING:
     from cleaner.log_cleaner import LogCleaner
     from storage.log_manager import LogManager
@@ -89,12 +91,11 @@ def api_name(api: int | str) -> str:
     """Kafka's name of an API ("CreateTopics") from its key; names pass through."""
     if isinstance(api, str):
         return api
-    from kio.schema.index import api_key_map
-
-    schema = api_key_map.get(int(api))
-    if schema is None:
+    try:
+        key = ApiKey(int(api))
+    except ValueError:
         return f"Unknown{int(api)}"
-    return "".join(part.capitalize() for part in schema.split("_"))
+    return "".join(part.capitalize() for part in key.name.split("_"))
 
 
 class _Collector:

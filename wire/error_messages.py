@@ -5,7 +5,8 @@ had nothing more specific to say (an error answered for the request as a
 whole, FindCoordinator before v4, ...), and clients show them to users, so
 they are part of the contract. kio generates its ErrorCode enum from Kafka's
 Errors.java and keeps each message as the docstring of its member; those
-docstrings are read here from kio's source instead of being copied.
+docstrings are read here from kio's source instead of being copied, the first time a
+message is asked for (a broker that never sends one never loads kio for it).
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import functools
 import gc
 import inspect
 
-from kio.schema import errors as _kio_errors
-
 
 @functools.cache
 def _messages() -> dict[int, str]:
+    from kio.schema import errors as kio_errors
+
     # No cyclic GC while the tree is built. On CPython 3.11 the AST constructor keeps one depth
     # counter per interpreter: a finalizer that a collection runs in the middle of it, and that
     # parses source too, makes this parse fail with "SystemError: AST constructor recursion
@@ -28,7 +29,7 @@ def _messages() -> dict[int, str]:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        tree = ast.parse(inspect.getsource(_kio_errors))
+        tree = ast.parse(inspect.getsource(kio_errors))
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -4,21 +4,20 @@ Kafka picks the header version from the *body* schema: a flexible (tagged
 fields) request version uses request header v2, otherwise v1; a flexible
 response uses response header v1, otherwise v0 -- except ApiVersions, whose
 responses always use header v0 so that a client that does not yet know the
-broker's versions can still read the answer. Flexibility per API/version
-comes from kio's schema metadata (`__header_schema__`, generated from
-Kafka's JSON `flexibleVersions`), except for Produce and Fetch, whose requests and responses
-have hand-written codecs: loading their kio schemas only to read the flag cost
-a first request ~5 ms and the broker ~0.15 MB per version clients use.
+broker's versions can still read the answer. Each API's flexibility is one
+"N+" range in Kafka's JSON schemas (`flexibleVersions`, the same for its request
+and response): FIRST_FLEXIBLE_VERSION keeps N for every API Kafka 4.4 defines.
+It is a table here rather than a question to kio's schemas because reading the
+headers of a client's first requests must not import kio (about 12 ms of the
+broker's start, and its schemas of each API a few more); the header tests hold
+it to Kafka's JSON and to kio's schemas for every version.
 """
 
 from __future__ import annotations
 
 import struct
-from functools import lru_cache
 
 import msgspec
-from kio.index import KioIndexError, load_request_schema, load_response_schema
-from kio.schema.index import api_key_map, schema_name_map
 
 from wire.errors import CorruptRecordError, HeaderError
 from wire.records import read_uvarint
@@ -41,9 +40,18 @@ _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 # A tagged-field count/size beyond this cannot fit in any valid frame.
 _MAX_UVARINT_BYTES = 5
-# The first flexible version of the APIs whose kio schemas the broker never needs (Produce's
-# "flexibleVersions": "9+", Fetch's "12+"); the header tests compare it with kio's for every version.
-_FIRST_FLEXIBLE = {0: 9, 1: 12}
+FIRST_FLEXIBLE_VERSION: dict[int, int | None] = {
+    0: 9, 1: 12, 2: 6, 3: 9, 4: None, 5: None, 6: None, 7: None, 8: 8, 9: 6, 10: 3, 11: 6, 12: 4,
+    13: 4, 14: 4, 15: 5, 16: 3, 17: None, 18: 3, 19: 5, 20: 4, 21: 2, 22: 2, 23: 4, 24: 3, 25: 3,
+    26: 3, 27: 1, 28: 3, 29: 2, 30: 2, 31: 2, 32: 4, 33: 2, 34: 2, 35: 2, 36: 2, 37: 2, 38: 2,
+    39: 2, 40: 2, 41: 2, 42: 2, 43: 2, 44: 1, 45: 0, 46: 0, 47: None, 48: 1, 49: 1, 50: 0, 51: 0,
+    52: 0, 53: 1, 54: 1, 55: 0, 56: 0, 57: 0, 58: 0, 59: 0, 60: 0, 61: 0, 62: 0, 63: 0, 64: 0,
+    65: 0, 66: 0, 67: 0, 68: 0, 69: 0, 70: 0, 71: 0, 72: 0, 73: 0, 74: 0, 75: 0, 76: 0, 77: 0,
+    78: 0, 79: 0, 80: 0, 81: 0, 82: 0, 83: 0, 84: 0, 85: 0, 86: 0, 87: 0, 88: 0, 89: 0, 90: 0,
+    91: 0, 92: 0, 93: 0, 94: 0,
+}
+"""API key -> the first flexible version of its request and response (Kafka 4.4's
+`flexibleVersions`: "N+"), None for an API that has none ("none")."""
 
 
 class RequestHeader(msgspec.Struct, frozen=True):
@@ -56,62 +64,22 @@ class RequestHeader(msgspec.Struct, frozen=True):
     header_version: int
 
 
-def _known_versions(api_key: int) -> tuple[int, int] | None:
-    name = api_key_map.get(api_key)
-    if name is None:
-        return None
-    versions = schema_name_map.get(name)
-    if not versions:
-        return None
-    return min(versions), max(versions)
-
-
-def _clamp(api_key: int, api_version: int) -> int | None:
-    """Nearest version kio knows (flexibility is an "N+" range in Kafka)."""
-    known = _known_versions(api_key)
-    if known is None:
-        return None
-    lo, hi = known
-    return min(max(api_version, lo), hi)
-
-
-@lru_cache(maxsize=4096)
 def request_header_version(api_key: int, api_version: int) -> int:
     """1 for non-flexible request versions, 2 for flexible ones.
 
     Unknown API keys yield 1 (client id still parsed) so the caller can
-    close the connection or answer with a proper error; versions outside
-    kio's range take the flexibility of the nearest known version.
+    close the connection or answer with a proper error.
     """
-    first_flexible = _FIRST_FLEXIBLE.get(api_key)
-    if first_flexible is not None:
-        return 2 if api_version >= first_flexible else 1
-    version = _clamp(api_key, api_version)
-    if version is None:
-        return 1
-    try:
-        schema = load_request_schema(api_key, version)
-    except KioIndexError:
-        return 1
-    return 2 if schema.__flexible__ else 1
+    first_flexible = FIRST_FLEXIBLE_VERSION.get(api_key)
+    return 2 if first_flexible is not None and api_version >= first_flexible else 1
 
 
-@lru_cache(maxsize=4096)
 def response_header_version(api_key: int, api_version: int) -> int:
     """0 for non-flexible response versions and for ApiVersions, else 1."""
     if api_key == API_VERSIONS_KEY:
         return 0
-    first_flexible = _FIRST_FLEXIBLE.get(api_key)
-    if first_flexible is not None:
-        return 1 if api_version >= first_flexible else 0
-    version = _clamp(api_key, api_version)
-    if version is None:
-        return 0
-    try:
-        schema = load_response_schema(api_key, version)
-    except KioIndexError:
-        return 0
-    return 1 if schema.__flexible__ else 0
+    first_flexible = FIRST_FLEXIBLE_VERSION.get(api_key)
+    return 1 if first_flexible is not None and api_version >= first_flexible else 0
 
 
 def _read_uvarint(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:

@@ -1,35 +1,34 @@
 """Request/response bodies through kio, plus the API key table.
 
 kio generates one frozen dataclass per API/version from Kafka's JSON schemas
-and ships a native decoder; we use it for every API but the hot ones: Produce
-and Fetch requests have hand-written decoders (wire.produce_request,
-wire.fetch_request) and their responses hand-written encoders
-(wire.response_encoders, re-exported here). The rules for unknown APIs are Kafka's: an ApiVersions
-request of an unknown version gets UNSUPPORTED_VERSION in a v0 body
-(`unsupported_api_versions_response`); any other unknown key/version means
-the connection is closed (`UnsupportedApiError` from request_class/decode).
+and ships a native decoder; we use it for every API but four. Produce and
+Fetch, on every request, have hand-written decoders (wire.produce_request,
+wire.fetch_request) and encoders (wire.response_encoders, re-exported here);
+ApiVersions and Metadata, a client's first requests, have hand-written codecs
+(wire.api_versions, wire.metadata_request, wire.metadata_response) so that
+a broker answers them without importing kio: kio loads with the first request
+for any other API (its import is about 12 ms, the schemas of each API a few
+more). The rules for unknown APIs are Kafka's: an ApiVersions request of an
+unknown version gets UNSUPPORTED_VERSION in a v0 body
+(wire.api_versions.unsupported_api_versions_response); any other unknown
+key/version means the connection is closed (`UnsupportedApiError` from
+request_class/decode).
 """
 
 from __future__ import annotations
 
 import enum
 import io
-import struct
-from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from kio.index import KioIndexError, load_request_schema, load_response_schema
-from kio.schema.index import api_key_map, schema_name_map
-from kio.serial import entity_reader, entity_writer
-from kio.static.constants import EntityType
-
-from wire.errors import ErrorCode, RequestDecodeError, UnsupportedApiError
+from wire.api_versions import VERSIONS as API_VERSIONS_VERSIONS, decode_api_versions_request
+from wire.errors import RequestDecodeError, UnsupportedApiError
 from wire.fetch_request import VERSIONS as FETCH_VERSIONS, decode_fetch_request
 from wire.framing import patchable
 from wire.headers import RequestHeader
+from wire.metadata_request import VERSIONS as METADATA_VERSIONS, decode_metadata_request
 from wire.produce_request import VERSIONS as PRODUCE_VERSIONS, decode_produce_request
-from wire.request_bounds import check_request_bounds
 from wire.response_encoders import (
     FetchPartitionData,
     FetchTopicData,
@@ -49,7 +48,6 @@ __all__ = [
     "encode_response",
     "encode_request",
     "decode_response",
-    "unsupported_api_versions_response",
     "FetchPartitionData",
     "FetchTopicData",
     "ProducePartitionResult",
@@ -161,6 +159,9 @@ class ApiKey(enum.IntEnum):
 def kio_version_range(api_key: int) -> tuple[int, int] | None:
     """(min, max) version for which kio has both the request and the response schema (what
     a broker can decode and answer), or None for a key kio does not know."""
+    from kio.schema.index import api_key_map, schema_name_map
+    from kio.static.constants import EntityType
+
     name = api_key_map.get(api_key)
     if name is None:
         return None
@@ -172,6 +173,8 @@ def kio_version_range(api_key: int) -> tuple[int, int] | None:
 @lru_cache(maxsize=2048)
 def request_class(api_key: int, api_version: int) -> type[Any]:
     """kio request dataclass; UnsupportedApiError if kio has no such schema."""
+    from kio.index import KioIndexError, load_request_schema
+
     try:
         return load_request_schema(api_key, api_version)
     except KioIndexError:
@@ -181,6 +184,8 @@ def request_class(api_key: int, api_version: int) -> type[Any]:
 @lru_cache(maxsize=2048)
 def response_class(api_key: int, api_version: int) -> type[Any]:
     """kio response dataclass; UnsupportedApiError if kio has no such schema."""
+    from kio.index import KioIndexError, load_response_schema
+
     try:
         return load_response_schema(api_key, api_version)
     except KioIndexError:
@@ -194,6 +199,8 @@ _READERS: dict[type, Any] = {}
 def _reader(cls: type) -> Any:
     reader = _READERS.get(cls)
     if reader is None:
+        from kio.serial import entity_reader
+
         reader = _READERS[cls] = entity_reader(cls)
     return reader
 
@@ -204,8 +211,9 @@ def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview,
     A Produce comes back as wire.produce_request.ProduceRequest, its records
     slices of the frame, untouched (writable slices of a large frame's own
     buffer, wire.framing.patchable: the append assigns offsets in them rather
-    than in a copy); a Fetch as wire.fetch_request.FetchRequest; every other
-    API as kio's dataclass.
+    than in a copy); a Fetch as wire.fetch_request.FetchRequest, a Metadata as
+    wire.metadata_request.MetadataRequest, an ApiVersions as
+    wire.api_versions.ApiVersionsRequest; every other API as kio's dataclass.
     UnsupportedApiError for an API/version kio lacks; RequestDecodeError
     (INVALID_REQUEST: Kafka closes the connection) for a malformed body.
     """
@@ -213,6 +221,12 @@ def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview,
         return decode_produce_request(header.api_version, patchable(frame), body_offset)
     if header.api_key == ApiKey.FETCH and header.api_version in FETCH_VERSIONS:
         return decode_fetch_request(header.api_version, frame, body_offset)
+    if header.api_key == ApiKey.METADATA and header.api_version in METADATA_VERSIONS:
+        return decode_metadata_request(header.api_version, frame, body_offset)
+    if header.api_key == ApiKey.API_VERSIONS and header.api_version in API_VERSIONS_VERSIONS:
+        return decode_api_versions_request(header.api_version, frame, body_offset)
+    from wire.request_bounds import check_request_bounds  # (it reads kio's schemas: loaded with kio)
+
     cls = request_class(header.api_key, header.api_version)
     check_request_bounds(cls, frame, body_offset)  # before kio: it allocates from declared sizes
     try:
@@ -226,6 +240,8 @@ def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview,
 
 def decode_response(api_key: int, api_version: int, body: bytes | bytearray | memoryview) -> Any:
     """Decode a response body (tests and tools; the broker only encodes)."""
+    from wire.request_bounds import check_request_bounds
+
     cls = response_class(api_key, api_version)
     check_request_bounds(cls, body, 0)
     try:
@@ -237,6 +253,8 @@ def decode_response(api_key: int, api_version: int, body: bytes | bytearray | me
 
 def encode_response(entity: Any) -> bytes:
     """Encode a kio response entity's body (no size prefix, no header)."""
+    from kio.serial import entity_writer
+
     buf = io.BytesIO()
     entity_writer(type(entity))(buf, entity)
     return buf.getvalue()
@@ -245,22 +263,3 @@ def encode_response(entity: Any) -> bytes:
 def encode_request(entity: Any) -> bytes:
     """Encode a kio request entity's body (tests and tools)."""
     return encode_response(entity)
-
-
-_I16 = struct.Struct(">h")
-_API_RANGE = struct.Struct(">hhh")
-
-
-def unsupported_api_versions_response(supported: Mapping[int, tuple[int, int]]) -> bytes:
-    """ApiVersions v0 body: UNSUPPORTED_VERSION plus the given ranges.
-
-    Sent (with response header v0) when a client asks for an ApiVersions
-    version newer than ours, so it can retry with one we support. Kafka
-    itself lists only ApiVersions' own range here; pass `{18: (lo, hi)}` for
-    exactly that, or the full table.
-    """
-    parts = [_I16.pack(ErrorCode.UNSUPPORTED_VERSION), struct.pack(">i", len(supported))]
-    for key in sorted(supported):
-        lo, hi = supported[key]
-        parts.append(_API_RANGE.pack(key, lo, hi))
-    return b"".join(parts)

@@ -3,8 +3,10 @@
 Each handler module defines `API_KEY` and `async def handle(ctx, header, request)` (ctx: a
 RequestContext); it is imported with the first request for its API, so a broker no client asks
 for groups, transactions or ACLs never loads their code (issue 17's idle memory and start time).
-ApiVersions advertises exactly the ranges below, clamped to the versions kio has schemas for,
-because clients pick versions from that list and must never be offered one we cannot decode.
+ApiVersions advertises exactly the ranges below. Clients pick versions from that list and must
+never be offered one we cannot decode: every range lies within the versions kio has schemas for
+(or a hand-written codec reads), which the registry's tests check rather than the broker's
+start, so that starting never loads kio.
 `error_code_for` is the single place where typed exceptions become Kafka error codes.
 """
 
@@ -18,7 +20,7 @@ from typing import Any
 
 import msgspec
 from wire.errors import ErrorCode, KafkaError
-from wire.messages import ApiKey, kio_version_range
+from wire.messages import ApiKey
 
 log = logging.getLogger(__name__)
 
@@ -96,26 +98,15 @@ class HandlerSpec(msgspec.Struct):
 
 
 class HandlerRegistry:
-    """API key -> HandlerSpec for every API in SERVED_APIS that kio can decode."""
+    """API key -> HandlerSpec for every API in SERVED_APIS."""
 
     def __init__(self, specs: dict[int, HandlerSpec]) -> None:
         self._specs = specs
 
     @classmethod
     def discover(cls) -> "HandlerRegistry":
-        specs: dict[int, HandlerSpec] = {}
-        for api_key, (name, min_version, max_version) in SERVED_APIS.items():
-            kio_range = kio_version_range(int(api_key))
-            if kio_range is None:
-                log.warning("Handler %s: kio has no schema for API key %s; not served", name, int(api_key))
-                continue
-            lo = max(min_version, kio_range[0])
-            hi = min(max_version, kio_range[1])
-            if lo > hi:
-                log.warning("Handler %s: no version in common with kio; not served", name)
-                continue
-            specs[int(api_key)] = HandlerSpec(int(api_key), lo, hi, name)
-        return cls(specs)
+        return cls({int(api_key): HandlerSpec(int(api_key), lo, hi, name)
+                    for api_key, (name, lo, hi) in SERVED_APIS.items()})
 
     def get(self, api_key: int) -> HandlerSpec | None:
         """The API's spec, its handler module imported with the first request for it."""

@@ -16,12 +16,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from wire.api_versions import (
+    ApiVersion,
+    ApiVersionsResponse,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
+    encode_api_versions_response,
+)
 from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
+from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.request_context import RequestContext
-from asyncbroker.response_builder import ResponseBuilder
 from asyncbroker.transaction_state import FINALIZED_TRANSACTION_VERSION
 
 API_KEY = ApiKey.API_VERSIONS
@@ -33,19 +40,15 @@ FINALIZED_FEATURES_EPOCH = 0
 """Levels never change on this node: one epoch for its whole life."""
 
 
-async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
-    b = ResponseBuilder(API_KEY, header.api_version)
-    keys = tuple(
-        b.entity("ApiVersion", api_key=key, min_version=lo, max_version=hi)
-        for key, (lo, hi) in ctx.broker.handlers.supported_versions().items()
-    )
-    features: dict[str, Any] = {}
-    if header.api_version >= 3:
-        features = dict(
-            supported_features=tuple(b.entity("SupportedFeatureKey", name=name, min_version=lo, max_version=hi)
-                                     for name, (lo, hi, _) in FEATURES.items()),
-            finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
-            finalized_features=tuple(b.entity("FinalizedFeatureKey", name=name, max_version_level=level,
-                                              min_version_level=level)
-                                     for name, (_, _, level) in FEATURES.items()))
-    return b.entity("ApiVersionsResponse", error_code=ErrorCode.NONE, api_keys=keys, throttle_time=0, **features)
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> EncodedResponse:
+    keys = tuple(ApiVersion(api_key=key, min_version=lo, max_version=hi)
+                 for key, (lo, hi) in ctx.broker.handlers.supported_versions().items())
+    response = ApiVersionsResponse(
+        error_code=ErrorCode.NONE, api_keys=keys, throttle_time_ms=0,
+        supported_features=tuple(SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
+                                 for name, (lo, hi, _) in FEATURES.items()),
+        finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+        finalized_features=tuple(FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
+                                 for name, (_, _, level) in FEATURES.items()))
+    body = encode_api_versions_response(header.api_version, response)  # (v0-2 carry no features)
+    return EncodedResponse([body], len(body))

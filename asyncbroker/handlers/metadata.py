@@ -18,7 +18,14 @@ from typing import Any
 from storage.topic_name import is_internal, validate_topic_name
 from wire.errors import ErrorCode, KafkaError, UnknownTopicIdError
 from wire.headers import RequestHeader
-from wire.messages import ApiKey, encode_response
+from wire.messages import ApiKey
+from wire.metadata_response import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+    encode_metadata_response,
+)
 
 from asyncbroker.acl_binding import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -30,7 +37,6 @@ from asyncbroker.acl_binding import (
 from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
-from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.METADATA
 
@@ -38,26 +44,14 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 
 @functools.lru_cache(maxsize=64)
-def _partition_entities(version: int, node: int, partitions: int) -> tuple[Any, ...]:
-    """The partition list of a topic with `partitions` partitions (immutable, so shared).
-
-    Building 1,000 kio entities costs tens of milliseconds of event-loop time, paid by
-    every connection waiting behind it; on one node they differ only by index.
-    """
-    b = ResponseBuilder(API_KEY, version)
-    return tuple(
-        b.entity(
-            "MetadataResponsePartition",
-            error_code=ErrorCode.NONE,
-            partition_index=p,
-            leader_id=node,
-            leader_epoch=0,
-            replica_nodes=(node,),
-            isr_nodes=(node,),
-            offline_replicas=(),
-        )
-        for p in range(partitions)
-    )
+def _partition_entries(node: int, partitions: int) -> tuple[MetadataResponsePartition, ...]:
+    """The partition list of a topic with `partitions` partitions (immutable, so shared): on
+    one node they differ only by index."""
+    replicas = (node,)
+    return tuple(MetadataResponsePartition(error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
+                                           leader_epoch=0, replica_nodes=replicas, isr_nodes=replicas,
+                                           offline_replicas=())
+                 for p in range(partitions))
 
 
 def _has_id(topic: Any) -> bool:
@@ -76,17 +70,17 @@ def _refusal(version: int, requested: Any) -> ErrorCode | None:
     return None
 
 
-def _error_response(b: ResponseBuilder, requested: Any, error: ErrorCode) -> Any:
+def _error_response(requested: Any, error: ErrorCode) -> MetadataResponse:
     """Kafka's answer to a refused Metadata request: no brokers, no cluster, and every
     requested entry echoed with the error."""
     topics = tuple(
-        b.entity("MetadataResponseTopic", error_code=error, name=t.name or "",
-                 topic_id=getattr(t, "topic_id", None) or _ZERO_UUID, is_internal=False, partitions=(),
-                 topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+        MetadataResponseTopic(error_code=error, name=t.name or "", topic_id=getattr(t, "topic_id", None),
+                              is_internal=False, partitions=(),
+                              topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
         for t in requested
     )
-    return b.entity("MetadataResponse", throttle_time=0, brokers=(), cluster_id=None, controller_id=-1,
-                    topics=topics, cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED, error_code=error)
+    return MetadataResponse(throttle_time_ms=0, brokers=(), cluster_id=None, controller_id=-1, topics=topics,
+                            cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED, error_code=error)
 
 
 def _cache_key(version: int, request: Any) -> Hashable:
@@ -101,59 +95,53 @@ def _cache_key(version: int, request: Any) -> Hashable:
     )
 
 
-async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> EncodedResponse:
     """The answer, from the encoded-answer cache while no topic has changed since it was built
     (see MetadataResponseCache), else built and kept when every topic in it was found. With an
     authorizer the answer depends on the principal and the ACLs, and is built every time."""
+    version = header.api_version
     if ctx.broker.authorizer is not None:
-        return await _answer(ctx, header, request)
+        body = encode_metadata_response(version, await _answer(ctx, version, request))
+        return EncodedResponse([body], len(body))
     cache = ctx.broker.metadata_responses
-    key = (ctx.listener_name, _cache_key(header.api_version, request))
-    body = cache.get(key)
-    if body is None:
-        generation = cache.generation()
-        response = await _answer(ctx, header, request)
-        failed = getattr(response, "error_code", ErrorCode.NONE) != ErrorCode.NONE
-        if failed or any(t.error_code != ErrorCode.NONE for t in response.topics):
-            return response  # never kept: an error entry can change without a new generation
-        body = encode_response(response)
-        cache.put(key, generation, body)
+    key = (ctx.listener_name, _cache_key(version, request))
+    cached = cache.get(key)
+    if cached is not None:
+        return EncodedResponse([cached], len(cached))
+    generation = cache.generation()
+    response = await _answer(ctx, version, request)
+    body = encode_metadata_response(version, response)
+    if response.error_code == ErrorCode.NONE and all(t.error_code == ErrorCode.NONE for t in response.topics):
+        cache.put(key, generation, body)  # (an error entry can change without a new generation: never kept)
     return EncodedResponse([body], len(body))
 
 
-async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
-    version = header.api_version
-    b = ResponseBuilder(API_KEY, version)
+async def _answer(ctx: RequestContext, version: int, request: Any) -> MetadataResponse:
     node = ctx.broker.node_id
-    topics_out: list[Any] = []
+    topics_out: list[MetadataResponseTopic] = []
     with_topic_ops = getattr(request, "include_topic_authorized_operations", False)
     # Kafka's answer lists the topics it describes, then those it may not create, then those
     # it may not describe (named requests only: a listing of all topics just leaves them out).
-    may_not_create: list[Any] = []
-    may_not_describe: list[Any] = []
+    may_not_create: list[MetadataResponseTopic] = []
+    may_not_describe: list[MetadataResponseTopic] = []
 
-    def topic_entity(name: str | None, topic_id: uuid.UUID | None, error: int, partitions: int) -> Any:
-        parts = _partition_entities(version, node, partitions)
+    def topic_entity(name: str | None, topic_id: uuid.UUID | None, error: int, partitions: int
+                     ) -> MetadataResponseTopic:
+        parts = _partition_entries(node, partitions)
         if not with_topic_ops:
             ops = AUTHORIZED_OPERATIONS_OMITTED
         elif name is not None:
             ops = ctx.authorized_operations(ResourceType.TOPIC, name)
         else:
             ops = EVERY_OPERATION[ResourceType.TOPIC] if ctx.broker.authorizer is None else AUTHORIZED_OPERATIONS_OMITTED
-        return b.entity(
-            "MetadataResponseTopic",
-            error_code=error,
-            name=name,
-            topic_id=topic_id or _ZERO_UUID,
-            is_internal=name is not None and is_internal(name),
-            partitions=parts,
-            topic_authorized_operations=ops,
-        )
+        return MetadataResponseTopic(error_code=error, name=name, topic_id=topic_id,
+                                     is_internal=name is not None and is_internal(name), partitions=parts,
+                                     topic_authorized_operations=ops)
 
-    def unauthorized(name: str | None, topic_id: uuid.UUID | None, internal: bool) -> Any:
-        return b.entity("MetadataResponseTopic", error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
-                        topic_id=topic_id or _ZERO_UUID, is_internal=internal, partitions=(),
-                        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+    def unauthorized(name: str | None, topic_id: uuid.UUID | None, internal: bool) -> MetadataResponseTopic:
+        return MetadataResponseTopic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=topic_id,
+                                     is_internal=internal, partitions=(),
+                                     topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
 
     def may_create(name: str) -> bool:
         return (ctx.authorize_cluster(AclOperation.CREATE, log_denial=False)
@@ -162,7 +150,7 @@ async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> A
     requested = request.topics
     refused = _refusal(version, requested)
     if refused is not None:
-        return _error_response(b, requested, refused)
+        return _error_response(requested, refused)
     if version >= 12 and any(_has_id(t) for t in requested or ()):
         # Kafka resolves a request that names topics by id through the ids alone: entries
         # given by name next to them get no answer.
@@ -217,10 +205,9 @@ async def _answer(ctx: RequestContext, header: RequestHeader, request: Any) -> A
                 topics_out.append(topic_entity(meta.name, meta.topic_id, ErrorCode.NONE, meta.partitions))
 
     host, port = ctx.broker.advertised_for(ctx.listener_name)
-    brokers = (b.entity("MetadataResponseBroker", node_id=node, host=host, port=port, rack=None),)
-    return b.entity(
-        "MetadataResponse",
-        throttle_time=0,
+    brokers = (MetadataResponseBroker(node_id=node, host=host, port=port, rack=None),)
+    return MetadataResponse(
+        throttle_time_ms=0,
         brokers=brokers,
         cluster_id=ctx.broker.cluster_id,
         controller_id=node,

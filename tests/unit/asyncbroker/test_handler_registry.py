@@ -10,7 +10,7 @@ import sys
 
 import asyncbroker.handlers as handlers
 from asyncbroker.handlers import SERVED_APIS, HandlerRegistry
-from wire.messages import ApiKey
+from wire.messages import ApiKey, kio_version_range
 
 
 def test_every_handler_module_is_served_under_its_own_api_key() -> None:
@@ -22,9 +22,20 @@ def test_every_handler_module_is_served_under_its_own_api_key() -> None:
         assert 0 <= lo <= hi, name
 
 
-def test_the_registry_clamps_to_kio_and_resolves_the_coroutine() -> None:
+def test_every_served_version_can_be_decoded_and_answered() -> None:
+    """What ApiVersions offers lies within the versions kio has request and response schemas
+    for (the hand-written codecs are held to kio's for those same versions): a client is never
+    offered a version the broker cannot read or answer."""
+    for api_key, (name, lo, hi) in SERVED_APIS.items():
+        kio_range = kio_version_range(int(api_key))
+        assert kio_range is not None, name
+        assert kio_range[0] <= lo <= hi <= kio_range[1], (name, (lo, hi), kio_range)
+
+
+def test_the_registry_lists_the_served_ranges_and_resolves_the_coroutine() -> None:
     registry = HandlerRegistry.discover()
     versions = registry.supported_versions()
+    assert versions == {int(k): (lo, hi) for k, (_, lo, hi) in sorted(SERVED_APIS.items())}
     assert versions[ApiKey.PRODUCE] == (3, 12)
     spec = registry.get(ApiKey.METADATA)
     assert spec is not None and spec.name == "metadata"

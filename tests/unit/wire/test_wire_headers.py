@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import struct
+import sys
+import zipfile
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -12,6 +18,7 @@ from kio.schema.index import api_key_map, schema_name_map
 
 from wire.errors import FramingError
 from wire.headers import (
+    FIRST_FLEXIBLE_VERSION,
     HeaderError,
     RequestHeader,
     encode_request_header,
@@ -38,6 +45,35 @@ def test_header_versions_for_every_api_kio_knows() -> None:
         assert response_header_version(key, version) == expected, (key, version)
 
 
+def _kafka_schemas() -> dict[int, dict[str, object]]:
+    """Kafka 4.4's request schemas (common/message/*Request.json in kafka-clients), by API key."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from jvm.kafka_jvm import classpath
+
+    (jar,) = [e for e in classpath("harness").split(os.pathsep) if Path(e).name == "kafka-clients-4.4.0.jar"]
+    schemas = {}
+    with zipfile.ZipFile(jar) as z:
+        for name in z.namelist():
+            if re.fullmatch(r"common/message/\w+Request\.json", name):
+                text = re.sub(r"//.*", "", z.read(name).decode())  # Kafka's schemas carry // comments
+                schema = json.loads(text)
+                schemas[schema["apiKey"]] = schema
+    return schemas
+
+
+def test_the_flexible_versions_are_kafkas() -> None:
+    """FIRST_FLEXIBLE_VERSION holds Kafka 4.4's flexibleVersions for every API it defines, also
+    where kio lacks the old versions (AlterPartition, the share-group APIs: "0+")."""
+    schemas = _kafka_schemas()
+    assert len(schemas) >= 90
+    for key, schema in schemas.items():
+        flexible = schema.get("flexibleVersions", "none")  # (absent from the removed ZooKeeper APIs)
+        expected = None if flexible == "none" else int(str(flexible).rstrip("+"))
+        assert str(flexible) == "none" or str(flexible).endswith("+"), (key, flexible)
+        assert FIRST_FLEXIBLE_VERSION.get(key, "absent") == expected, (key, schema["name"], flexible)
+    assert set(FIRST_FLEXIBLE_VERSION) == set(schemas)
+
+
 @pytest.mark.parametrize(
     ("key", "version", "req", "resp"),
     [
@@ -49,6 +85,8 @@ def test_header_versions_for_every_api_kio_knows() -> None:
         (19, 4, 1, 0), (19, 5, 2, 1),  # CreateTopics
         (32, 3, 1, 0), (32, 4, 2, 1),  # DescribeConfigs
         (2, 5, 1, 0), (2, 6, 2, 1),  # ListOffsets
+        (56, 0, 2, 1), (78, 0, 2, 1),  # "0+" where kio knows only later versions
+        (17, 1, 1, 0), (47, 0, 1, 0),  # SaslHandshake and OffsetDelete are never flexible
         (999, 0, 1, 0), (-1, 0, 1, 0),  # unknown keys: parse client id (v1)
     ],
 )

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from kio.schema.index import api_key_map
 from kio.static.primitive import Records, i32Timedelta
 
+from wire.api_versions import unsupported_api_versions_response
 from wire.errors import ErrorCode, RequestDecodeError, UnsupportedApiError
 from wire.headers import encode_request_header, parse_request_header
 from wire.messages import (
@@ -24,11 +25,12 @@ from wire.messages import (
     kio_version_range,
     request_class,
     response_class,
-    unsupported_api_versions_response,
 )
 from wire.records import Record, build_batch
 
-from test_fetch_request import _kio_request as _kio_fetch_request  # (tests/unit/wire)
+from test_api_versions import _kio_request as _kio_api_versions_request  # (tests/unit/wire)
+from test_fetch_request import _kio_request as _kio_fetch_request
+from test_metadata_request import _kio_request as _kio_metadata_request
 
 # kio has no hypothesis hook for its opaque record bytes.
 st.register_type_strategy(Records, st.binary(max_size=64))
@@ -84,6 +86,13 @@ def test_advertised_requests_round_trip(key: int, version: int, data: st.DataObj
         decoded = _as_kio_produce(decoded, cls)
     elif key == ApiKey.FETCH:
         decoded = _as_kio_fetch(decoded, version)
+    elif key == ApiKey.METADATA:
+        decoded = _kio_metadata_request(
+            version, None if decoded.topics is None else [(t.topic_id, t.name) for t in decoded.topics],
+            decoded.allow_auto_topic_creation, decoded.include_cluster_authorized_operations,
+            decoded.include_topic_authorized_operations)
+    elif key == ApiKey.API_VERSIONS:
+        decoded = _kio_api_versions_request(version, decoded.client_software_name, decoded.client_software_version)
     assert decoded == entity
 
 

@@ -1,0 +1,248 @@
+"""A hand-written codec for a client's first request: ApiVersions (key 18), versions 0-4.
+
+Every client opens a connection with ApiVersions, then Metadata. Through kio, answering that
+first ApiVersions meant importing kio (about 12 ms of the broker's ~100 ms start) and loading its
+ApiVersions schemas (about 3 ms more). This module, with wire.metadata_request and
+wire.metadata_response, answers a client's first requests without importing kio at all.
+
+`decode_api_versions_request` reads the body, checking each length against the bytes left
+(wire.body_reader); a body that does not hold what it declares is a RequestDecodeError (Kafka
+closes the connection on a request it cannot parse). Bytes after the body are ignored, as kio
+and Kafka ignore them. The result has kio's field names; v0-2 have no fields, so both names are
+at Kafka's default for a string, "". Where kio and Kafka differ, this decoder does what
+Kafka's generated reader does: the request defines no tagged field, so every tag is unknown,
+and Kafka skips them where kio refuses them. A null name or version is refused by both ("non-
+nullable field ... was serialized as null"). A name longer than 32,767 bytes is taken, as kio
+takes it (Kafka's reader refuses it: "string field ... had invalid length").
+
+`encode_api_versions_response` writes the same bytes as kio's writer (kio.serial.entity_writer;
+the unit tests compare them byte for byte for every version) from msgspec structs with kio's
+field names, except the throttle time, an int of milliseconds. A field a version lacks is not
+written. From v3 the features are tagged fields of the response, written as kio and Kafka's
+generated writer write them: in tag order, each only when it differs from its default (an empty
+list, epoch -1, false), after a count of those written; so a response at the defaults ends with
+one byte, 0. (Kafka's schema notes that a v0-3 answer omits features whose MinVersion is 0,
+KAFKA-17011: that is the caller's choice of features, not the encoding's.)
+
+`unsupported_api_versions_response` is the v0 body Kafka sends to an ApiVersions request of a
+version it does not serve (KIP-511).
+
+Layout (Kafka's ApiVersionsRequest.json and ApiVersionsResponse.json; v3+ are flexible: compact
+lengths, tagged fields; the response header stays v0 for every version)::
+
+    request
+      client_software_name     string (v3+)
+      client_software_version  string (v3+)
+      tags                     (v3+; none defined)
+
+    response
+      error_code               int16
+      api_keys                 [api_key int16, min_version int16, max_version int16, tags (v3+)]
+      throttle_time_ms         int32 (v1+)
+      tags                     (v3+) 0: supported_features [name string, min_version int16,
+                                                            max_version int16, tags]
+                                     1: finalized_features_epoch int64 (default -1)
+                                     2: finalized_features [name string, max_version_level int16,
+                                                            min_version_level int16, tags]
+                                     3: zk_migration_ready bool (default false)
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+
+import msgspec
+
+from wire.body_reader import read_string, skip_tagged_fields
+from wire.errors import ErrorCode, RequestDecodeError
+from wire.records import Buffer
+
+__all__ = [
+    "VERSIONS",
+    "ApiVersion",
+    "ApiVersionsRequest",
+    "ApiVersionsResponse",
+    "FinalizedFeatureKey",
+    "SupportedFeatureKey",
+    "decode_api_versions_request",
+    "encode_api_versions_response",
+    "unsupported_api_versions_response",
+]
+
+VERSIONS = range(0, 5)
+FIRST_THROTTLE_VERSION = 1
+FIRST_FLEXIBLE_VERSION = 3
+
+_REQUEST = "ApiVersionsRequest"
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_HEAD = struct.Struct(">hi")  # error_code, api_keys' count (v0-2)
+_API_VERSION = struct.Struct(">hhh")  # api_key, min_version, max_version (v0-2)
+_API_VERSION_FLEXIBLE = struct.Struct(">hhhx")  # ... and an empty tagged-field section (v3+)
+_FEATURE = struct.Struct(">hhx")  # two levels and an empty tagged-field section
+_EPOCH_TAG = struct.Struct(">BBq")  # tag 1, size 8, finalized_features_epoch
+_ZK_MIGRATION_READY_TAG = b"\x03\x01\x01"  # tag 3, size 1, true
+_NO_TAGS = b"\x00"
+
+
+class ApiVersionsRequest(msgspec.Struct, frozen=True, gc=False):
+    client_software_name: str = ""
+    """From v3; "" before."""
+    client_software_version: str = ""
+    """From v3; "" before."""
+
+
+class ApiVersion(msgspec.Struct, frozen=True, gc=False):
+    api_key: int
+    min_version: int
+    max_version: int
+
+
+class SupportedFeatureKey(msgspec.Struct, frozen=True, gc=False):
+    name: str
+    min_version: int
+    max_version: int
+
+
+class FinalizedFeatureKey(msgspec.Struct, frozen=True, gc=False):
+    name: str
+    max_version_level: int
+    min_version_level: int
+
+
+class ApiVersionsResponse(msgspec.Struct, frozen=True, gc=False):
+    error_code: int
+    api_keys: tuple[ApiVersion, ...]
+    throttle_time_ms: int = 0
+    """Written from v1."""
+    supported_features: tuple[SupportedFeatureKey, ...] = ()
+    """Written from v3 (tag 0), unless empty."""
+    finalized_features_epoch: int = -1
+    """Written from v3 (tag 1), unless -1 (unknown)."""
+    finalized_features: tuple[FinalizedFeatureKey, ...] = ()
+    """Written from v3 (tag 2), unless empty."""
+    zk_migration_ready: bool = False
+    """Written from v3 (tag 3), unless false."""
+
+
+_NO_FIELDS = ApiVersionsRequest()
+
+
+# -- the request -----------------------------------------------------------------
+
+
+def _name(buf: Buffer, pos: int, end: int, what: str) -> tuple[str, int]:
+    value, pos = read_string(buf, pos, end, True, _REQUEST, what)
+    if value is None:
+        raise RequestDecodeError(f"cannot decode {_REQUEST}: {what} is null")
+    return value, pos
+
+
+def decode_api_versions_request(version: int, buf: Buffer, pos: int) -> ApiVersionsRequest:
+    """Decode an ApiVersions body (versions 0-4) that starts at `pos` of `buf`; bytes after it
+    are ignored.
+
+    RequestDecodeError for a body that does not hold what it declares; ValueError for a version
+    outside 0-4 (Kafka answers those without reading the body: unsupported_api_versions_response).
+    """
+    if version not in VERSIONS:
+        raise ValueError(f"api versions request version {version} not in 0-4")
+    if version < FIRST_FLEXIBLE_VERSION:
+        return _NO_FIELDS  # (v0-2 have an empty body)
+    end = len(buf)
+    name, pos = _name(buf, pos, end, "client_software_name")
+    software_version, pos = _name(buf, pos, end, "client_software_version")
+    skip_tagged_fields(buf, pos, end, _REQUEST, "the request's tagged fields")
+    return ApiVersionsRequest(name, software_version)
+
+
+# -- the response ----------------------------------------------------------------
+
+
+def _uvarint(v: int) -> bytes:
+    if v < 0x80:
+        return bytes((v,))
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _compact_string(s: str) -> bytes:
+    raw = s.encode("utf-8")
+    return _uvarint(len(raw) + 1) + raw
+
+
+def _tag(tag: int, value: bytes) -> bytes:
+    return _uvarint(tag) + _uvarint(len(value)) + value
+
+
+def _supported(features: tuple[SupportedFeatureKey, ...]) -> bytes:
+    pack = _FEATURE.pack
+    return _uvarint(len(features) + 1) + b"".join(
+        _compact_string(f.name) + pack(f.min_version, f.max_version) for f in features)
+
+
+def _finalized(features: tuple[FinalizedFeatureKey, ...]) -> bytes:
+    pack = _FEATURE.pack
+    return _uvarint(len(features) + 1) + b"".join(
+        _compact_string(f.name) + pack(f.max_version_level, f.min_version_level) for f in features)
+
+
+def _tags(response: ApiVersionsResponse) -> bytes:
+    """The response's tagged-field section: those not at their defaults, in tag order."""
+    tags = []
+    if response.supported_features:
+        tags.append(_tag(0, _supported(response.supported_features)))
+    if response.finalized_features_epoch != -1:
+        tags.append(_EPOCH_TAG.pack(1, 8, response.finalized_features_epoch))
+    if response.finalized_features:
+        tags.append(_tag(2, _finalized(response.finalized_features)))
+    if response.zk_migration_ready:
+        tags.append(_ZK_MIGRATION_READY_TAG)
+    if not tags:
+        return _NO_TAGS
+    return _uvarint(len(tags)) + b"".join(tags)
+
+
+def encode_api_versions_response(version: int, response: ApiVersionsResponse) -> bytes:
+    """The ApiVersionsResponse body for `version` (0-4), byte for byte kio's.
+
+    The features (v3+) are not written before v3. ValueError for a version outside 0-4;
+    struct.error for a number outside its field's range (kio's writer refuses it too).
+    """
+    if version not in VERSIONS:
+        raise ValueError(f"api versions response version {version} not in 0-4")
+    keys = response.api_keys
+    if version < FIRST_FLEXIBLE_VERSION:
+        pack = _API_VERSION.pack
+        parts = [_HEAD.pack(response.error_code, len(keys))]
+        parts += [pack(k.api_key, k.min_version, k.max_version) for k in keys]
+        if version >= FIRST_THROTTLE_VERSION:
+            parts.append(_I32.pack(response.throttle_time_ms))
+        return b"".join(parts)
+    pack = _API_VERSION_FLEXIBLE.pack
+    parts = [_I16.pack(response.error_code), _uvarint(len(keys) + 1)]
+    parts += [pack(k.api_key, k.min_version, k.max_version) for k in keys]
+    parts.append(_I32.pack(response.throttle_time_ms))
+    parts.append(_tags(response))
+    return b"".join(parts)
+
+
+def unsupported_api_versions_response(supported: Mapping[int, tuple[int, int]]) -> bytes:
+    """ApiVersions v0 body: UNSUPPORTED_VERSION plus the given ranges, by api key.
+
+    Sent (with response header v0) when a client asks for an ApiVersions version newer than
+    ours, so it can retry with one we support (KIP-511). Kafka itself lists only ApiVersions'
+    own range here; pass `{18: (lo, hi)}` for exactly that, or the full table.
+    """
+    pack = _API_VERSION.pack
+    parts = [_HEAD.pack(ErrorCode.UNSUPPORTED_VERSION, len(supported))]
+    for key in sorted(supported):
+        lo, hi = supported[key]
+        parts.append(pack(key, lo, hi))
+    return b"".join(parts)
