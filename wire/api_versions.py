@@ -49,6 +49,7 @@ lengths, tagged fields; the response header stays v0 for every version)::
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Mapping
 
@@ -87,11 +88,23 @@ _ZK_MIGRATION_READY_TAG = b"\x03\x01\x01"  # tag 3, size 1, true
 _NO_TAGS = b"\x00"
 
 
+_CLIENT_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+"""What Kafka's ApiVersionsRequest.isValid requires of a v3+ client software name and version."""
+
+
 class ApiVersionsRequest(msgspec.Struct, frozen=True, gc=False):
     client_software_name: str = ""
     """From v3; "" before."""
     client_software_version: str = ""
     """From v3; "" before."""
+
+    def is_valid(self, version: int) -> bool:
+        """Kafka's ApiVersionsRequest.isValid: from v3, a client software name and version of
+        letters, digits, '-' and '.', that begin and end with a letter or digit. A request that
+        is not is answered INVALID_REQUEST, and nothing else."""
+        return version < FIRST_FLEXIBLE_VERSION or (
+            _CLIENT_SOFTWARE.fullmatch(self.client_software_name) is not None
+            and _CLIENT_SOFTWARE.fullmatch(self.client_software_version) is not None)
 
 
 class ApiVersion(msgspec.Struct, frozen=True, gc=False):

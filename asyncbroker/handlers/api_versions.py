@@ -10,14 +10,17 @@ ShareFetch and ShareAcknowledge v2 are served, with level 2's renew acknowledgem
 record-limited acquisition; Kafka 4.4 finalizes 2 too). Kafka's other levels (metadata.version of
 KRaft, streams groups) are left out until those are served (tests/oracle/KNOWN_DIFFERENCES.md,
 KD-203).
+
+A v3+ request whose client software name or version Kafka's ApiVersionsRequest.isValid refuses
+(letters, digits, '-' and '.', beginning and ending with a letter or digit) is answered as Kafka
+answers it: INVALID_REQUEST, with no APIs and no features.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from wire.api_versions import (
     ApiVersion,
+    ApiVersionsRequest,
     ApiVersionsResponse,
     FinalizedFeatureKey,
     SupportedFeatureKey,
@@ -40,7 +43,11 @@ FINALIZED_FEATURES_EPOCH = 0
 """Levels never change on this node: one epoch for its whole life."""
 
 
-async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> EncodedResponse:
+async def handle(ctx: RequestContext, header: RequestHeader, request: ApiVersionsRequest) -> EncodedResponse:
+    if not request.is_valid(header.api_version):
+        # Kafka's answer (getErrorResponse): the error, no APIs and no features.
+        body = encode_api_versions_response(header.api_version, ApiVersionsResponse(ErrorCode.INVALID_REQUEST, ()))
+        return EncodedResponse([body], len(body))
     keys = tuple(ApiVersion(api_key=key, min_version=lo, max_version=hi)
                  for key, (lo, hi) in ctx.broker.handlers.supported_versions().items())
     response = ApiVersionsResponse(

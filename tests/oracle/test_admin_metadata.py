@@ -205,3 +205,54 @@ def test_versions_a_broker_does_not_serve(brokers) -> None:  # type: ignore[no-u
             run.note(f"api {api_key} v{version}: connection closed", conn.closed_by_peer(5.0))
 
     brokers.compare(scenario, known={"KD-201": {"0:.api_keys.api_versions"}})
+
+
+def test_raw_api_versions_and_metadata_bodies(brokers) -> None:  # type: ignore[no-untyped-def]
+    """A client's first two requests as raw bodies, read by the hand-written decoders: tags the
+    schemas do not define (skipped), client software names Kafka's ApiVersionsRequest.isValid
+    refuses (INVALID_REQUEST), nulls the schemas forbid, a boolean byte other than 0 and 1, and a
+    body cut inside its tags (the connection closes)."""
+    import struct
+
+    def compact(text: str) -> bytes:
+        raw = text.encode()
+        return bytes([len(raw) + 1]) + raw
+
+    def scenario(run: ScenarioRun) -> None:
+        create_topic(run, "t", partitions=1, record=False)
+        for version in (3, 4):
+            for label, body in (
+                    ("unknown tags", compact("oracle") + compact("1.0") + b"\x02\x05\x01a\x40\x00"),
+                    ("a name with a space", compact("bad name") + compact("1.0") + b"\x00"),
+                    ("a version ending in a dot", compact("oracle") + compact("1.") + b"\x00"),
+                    ("an empty name", compact("") + compact("1.0") + b"\x00")):
+                conn = run.connect()
+                answer = conn.receive(18, version, conn.send_raw(18, version, body))
+                if answer.error_code:  # the whole (short) answer
+                    run.record(f"ApiVersions v{version} with {label}", None, answer)
+                else:  # a served request: which APIs it lists is test_api_versions' subject
+                    run.note(f"ApiVersions v{version} with {label}", {"lists apis": bool(answer.api_keys)})
+            conn = run.connect()
+            conn.send_raw(18, version, b"\x00" + compact("1.0") + b"\x00")
+            run.note(f"ApiVersions v{version} with a null name: connection closed", conn.closed_by_peer(5))
+        name = run.topic("t").encode()
+        for version in (9, 12):
+            fresh = run.topic(f"fresh-{version}").encode()  # (Kafka creates it after its answer)
+            topic_id = uuid.UUID(int=0).bytes if version >= 10 else b""
+            ops = b"\x00" if version <= 10 else b""  # include_cluster_authorized_operations (v8-10)
+            body = (b"\x02" + topic_id + compact(name.decode()) + b"\x01\x07\x02ab"  # a topic with a tag
+                    + b"\x00" + ops + b"\x00" + b"\x02\x09\x00\x0b\x01z")  # no auto creation; the request's tags
+            cid = run.conn.send_raw(3, version, body)
+            run.record(f"Metadata v{version} with unknown tags", None, run.conn.receive(3, version, cid))
+            body = b"\x02" + topic_id + compact(fresh.decode()) + b"\x00" + b"\x02" + ops + b"\x00" + b"\x00"
+            cid = run.conn.send_raw(3, version, body)
+            run.record(f"Metadata v{version} with allow_auto_topic_creation byte 2", None,
+                       run.conn.receive(3, version, cid))
+            conn = run.connect()
+            conn.send_raw(3, version, body[:-1])
+            run.note(f"Metadata v{version} cut inside its tags: connection closed", conn.closed_by_peer(5))
+        conn = run.connect()
+        conn.send_raw(3, 0, struct.pack(">i", -1))
+        run.note("Metadata v0 with a null topic array: connection closed", conn.closed_by_peer(5))
+
+    brokers.compare(scenario)

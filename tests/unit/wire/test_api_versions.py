@@ -312,3 +312,17 @@ def test_the_module_does_not_import_kio() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[3]).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(("name", "software_version", "valid"), [
+    ("librdkafka", "2.0.2", True), ("apache-kafka-java", "4.4.0", True), ("t", "1", True),
+    ("confluent-kafka-python", "2.6.1-rdkafka-2.6.1", True), ("a.b-c", "0", True),
+    ("", "1.0", False), ("oracle", "", False), ("bad name", "1.0", False), ("oracle", "1.", False),
+    ("-leading", "1", False), ("trailing-", "1", False), ("under_score", "1", False), ("ünïcode", "1", False),
+])
+def test_client_software_names_are_checked_as_kafka_checks_them(name: str, software_version: str,
+                                                                  valid: bool) -> None:
+    """Kafka's ApiVersionsRequest.isValid, from v3 only (v0-2 carry neither)."""
+    request = ApiVersionsRequest(name, software_version)
+    assert request.is_valid(3) is valid and request.is_valid(4) is valid
+    assert request.is_valid(2) and ApiVersionsRequest().is_valid(0)
