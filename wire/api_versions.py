@@ -57,7 +57,7 @@ import msgspec
 
 from wire.body_reader import read_string, skip_tagged_fields
 from wire.errors import ErrorCode, RequestDecodeError
-from wire.records import Buffer
+from wire.records import Buffer, write_uvarint
 
 __all__ = [
     "VERSIONS",
@@ -178,10 +178,7 @@ def _uvarint(v: int) -> bytes:
     if v < 0x80:
         return bytes((v,))
     out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
+    write_uvarint(out, v)
     return bytes(out)
 
 

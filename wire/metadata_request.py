@@ -80,8 +80,7 @@ def _topic(version: int, buf: Buffer, pos: int, end: int, flexible: bool) -> tup
     if name is None and version < FIRST_TOPIC_ID_VERSION:
         raise RequestDecodeError(f"cannot decode {_REQUEST}: a topic name is null (nullable from v10)")
     if flexible:
-        pos = pos + 1 if pos < end and buf[pos] == 0 else skip_tagged_fields(
-            buf, pos, end, _REQUEST, "a topic's tagged fields")
+        pos = skip_tagged_fields(buf, pos, end, _REQUEST, "a topic's tagged fields")
     return MetadataRequestTopic(topic_id, name), pos
 
 

@@ -42,6 +42,8 @@ from collections.abc import Sequence
 
 import msgspec
 
+from wire.records import write_uvarint
+
 __all__ = [
     "VERSIONS",
     "MetadataResponse",
@@ -116,10 +118,7 @@ class MetadataResponse(msgspec.Struct, frozen=True, gc=False):
 
 def _uvarint(v: int) -> bytes:
     out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
+    write_uvarint(out, v)
     return bytes(out)
 
 

@@ -1,8 +1,10 @@
-"""What the tests that hold a hand-written request decoder to kio's share: kio's path (the
-bounds walk, then kio's reader) and damage to a valid body."""
+"""What the tests that hold a hand-written codec to kio's share: kio entities built from the
+fields a version has, kio's path for a request (the bounds walk, then kio's reader) and damage
+to a valid body."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +21,12 @@ test_unknown_tagged_fields_are_skipped)."""
 
 NULL = "kio refuses a null"
 """kio's reader met a null where its schema has a non-nullable field."""
+
+
+def kio_entity_of(cls: type[Any], **fields: Any) -> Any:
+    """A kio entity of `cls` from those of `fields` its version has (the others are dropped)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in fields.items() if k in names})
 
 
 def by_kio(api_key: int, version: int, body: bytes | memoryview) -> Any:

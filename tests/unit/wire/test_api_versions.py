@@ -8,7 +8,6 @@ byte-identical to kio's writer, and kio's reader reads its bytes back as the res
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import importlib
 import io
@@ -25,7 +24,14 @@ from kio.serial import entity_writer
 from kio.static.primitive import i32Timedelta
 from msgspec.structs import replace
 
-from decoder_reference import NULL, UNKNOWN_TAG, assert_decodes_as_kio, by_kio, damaged  # (tests/unit/wire)
+from decoder_reference import (  # (tests/unit/wire)
+    NULL,
+    UNKNOWN_TAG,
+    assert_decodes_as_kio,
+    by_kio,
+    damaged,
+    kio_entity_of,
+)
 from wire.api_versions import (
     VERSIONS,
     ApiVersion,
@@ -41,18 +47,13 @@ from wire.errors import RequestDecodeError
 from wire.messages import decode_response, encode_request
 
 
-def _build(cls: type[Any], **fields: Any) -> Any:
-    """A kio entity from the fields its version has."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in fields.items() if k in names})
-
 
 # -- the request -----------------------------------------------------------------
 
 
 def _kio_request(version: int, client_software_name: str, client_software_version: str) -> Any:
     m = importlib.import_module(f"kio.schema.api_versions.v{version}.request")
-    return _build(m.ApiVersionsRequest, client_software_name=client_software_name,
+    return kio_entity_of(m.ApiVersionsRequest, client_software_name=client_software_name,
                   client_software_version=client_software_version)
 
 
@@ -174,7 +175,7 @@ def test_malformed_bodies_are_refused(version: int, body: bytes, message: str) -
 def kio_entity(version: int, response: ApiVersionsResponse) -> Any:
     """kio's ApiVersionsResponse of `version` with the values of `response` (those it carries)."""
     m = importlib.import_module(f"kio.schema.api_versions.v{version}.response")
-    return _build(
+    return kio_entity_of(
         m.ApiVersionsResponse,
         error_code=KioErrorCode(response.error_code),
         api_keys=tuple(m.ApiVersion(api_key=k.api_key, min_version=k.min_version, max_version=k.max_version)

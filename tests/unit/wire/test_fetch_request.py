@@ -4,7 +4,6 @@ both give the same request, or both refuse it."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import importlib
 import uuid
@@ -14,18 +13,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from decoder_reference import NULL, UNKNOWN_TAG, assert_decodes_as_kio, by_kio, damaged  # (tests/unit/wire)
+from decoder_reference import (  # (tests/unit/wire)
+    NULL,
+    UNKNOWN_TAG,
+    assert_decodes_as_kio,
+    by_kio,
+    damaged,
+    kio_entity_of,
+)
 from wire.errors import RequestDecodeError
 from wire.fetch_request import VERSIONS, decode_fetch_request
 from wire.messages import encode_request
 
 Partition = tuple[int, int, int, int, int, int, "uuid.UUID | None"]
 
-
-def _build(cls: type[Any], **fields: Any) -> Any:
-    """A kio entity from the fields its version has."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in fields.items() if k in names})
 
 
 def _kio_request(version: int, replica_id: int, replica_epoch: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
@@ -36,15 +37,15 @@ def _kio_request(version: int, replica_id: int, replica_epoch: int, max_wait_ms:
     extra: dict[str, Any] = {}
     if version >= 15:
         extra["replica_state"] = m.ReplicaState(replica_id=replica_id, replica_epoch=replica_epoch)
-    return _build(
+    return kio_entity_of(
         m.FetchRequest, replica_id=replica_id, max_wait=datetime.timedelta(milliseconds=max_wait_ms),
         min_bytes=min_bytes, max_bytes=max_bytes, isolation_level=isolation_level, session_id=session_id,
         session_epoch=session_epoch, rack_id=rack_id, cluster_id=cluster_id, **extra,
-        topics=tuple(_build(m.FetchTopic, topic=name, topic_id=topic_id, partitions=tuple(
-            _build(m.FetchPartition, partition=p, current_leader_epoch=cle, fetch_offset=fo, last_fetched_epoch=lfe,
+        topics=tuple(kio_entity_of(m.FetchTopic, topic=name, topic_id=topic_id, partitions=tuple(
+            kio_entity_of(m.FetchPartition, partition=p, current_leader_epoch=cle, fetch_offset=fo, last_fetched_epoch=lfe,
                    log_start_offset=lso, partition_max_bytes=pmb, replica_directory_id=directory)
             for p, cle, fo, lfe, lso, pmb, directory in partitions)) for name, topic_id, partitions in topics),
-        forgotten_topics_data=tuple(_build(m.ForgottenTopic, topic=name, topic_id=topic_id, partitions=tuple(ps))
+        forgotten_topics_data=tuple(kio_entity_of(m.ForgottenTopic, topic=name, topic_id=topic_id, partitions=tuple(ps))
                                     for name, topic_id, ps in forgotten) if version >= 7 else ())
 
 

@@ -5,7 +5,6 @@ as Kafka does): unknown tags, booleans other than 0 and 1, a null topics array i
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import subprocess
 import sys
@@ -17,7 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from decoder_reference import NULL, UNKNOWN_TAG, assert_decodes_as_kio, by_kio, damaged  # (tests/unit/wire)
+from decoder_reference import (  # (tests/unit/wire)
+    NULL,
+    UNKNOWN_TAG,
+    assert_decodes_as_kio,
+    by_kio,
+    damaged,
+    kio_entity_of,
+)
 from wire.errors import RequestDecodeError
 from wire.messages import _reader, encode_request, request_class
 from wire.metadata_request import VERSIONS, MetadataRequest, MetadataRequestTopic, decode_metadata_request
@@ -30,19 +36,14 @@ BOOL = "kio refuses a boolean byte other than 0 and 1"
 the hand-written decoder (test_a_boolean_byte_other_than_0_is_true)."""
 
 
-def _build(cls: type[Any], **fields: Any) -> Any:
-    """A kio entity from the fields its version has."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in fields.items() if k in names})
-
 
 def _kio_request(version: int, topics: list[Topic] | None, allow_auto_topic_creation: bool,
                  include_cluster_authorized_operations: bool, include_topic_authorized_operations: bool) -> Any:
     m = importlib.import_module(f"kio.schema.metadata.v{version}.request")
-    return _build(
+    return kio_entity_of(
         m.MetadataRequest,
         topics=None if topics is None else tuple(
-            _build(m.MetadataRequestTopic, topic_id=topic_id, name=name) for topic_id, name in topics),
+            kio_entity_of(m.MetadataRequestTopic, topic_id=topic_id, name=name) for topic_id, name in topics),
         allow_auto_topic_creation=allow_auto_topic_creation,
         include_cluster_authorized_operations=include_cluster_authorized_operations,
         include_topic_authorized_operations=include_topic_authorized_operations)

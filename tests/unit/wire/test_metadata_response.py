@@ -3,7 +3,6 @@ and kio's reader reads its bytes back as the response it was given."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import importlib
 import io
@@ -18,6 +17,7 @@ from kio.serial import entity_writer
 from kio.static.primitive import i32Timedelta
 
 import wire.metadata_response as metadata_response
+from decoder_reference import kio_entity_of
 from wire.messages import decode_response
 from wire.metadata_response import (
     VERSIONS,
@@ -29,26 +29,21 @@ from wire.metadata_response import (
 )
 
 
-def _mk(cls: type, **values: Any) -> Any:
-    """A kio entity from the values its version has fields for."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in values.items() if k in names})
-
 
 def kio_entity(version: int, response: MetadataResponse) -> Any:
     """kio's MetadataResponse of `version` with the values of `response` (those it carries)."""
     m = importlib.import_module(f"kio.schema.metadata.v{version}.response")
-    return _mk(
+    return kio_entity_of(
         m.MetadataResponse,
         throttle_time=i32Timedelta.parse(datetime.timedelta(milliseconds=response.throttle_time_ms)),
-        brokers=tuple(_mk(m.MetadataResponseBroker, node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+        brokers=tuple(kio_entity_of(m.MetadataResponseBroker, node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                       for b in response.brokers),
         cluster_id=response.cluster_id,
         controller_id=response.controller_id,
-        topics=tuple(_mk(
+        topics=tuple(kio_entity_of(
             m.MetadataResponseTopic, error_code=KioErrorCode(t.error_code), name=t.name, topic_id=t.topic_id,
             is_internal=t.is_internal, topic_authorized_operations=t.topic_authorized_operations,
-            partitions=tuple(_mk(
+            partitions=tuple(kio_entity_of(
                 m.MetadataResponsePartition, error_code=KioErrorCode(p.error_code), partition_index=p.partition_index,
                 leader_id=p.leader_id, leader_epoch=p.leader_epoch, replica_nodes=p.replica_nodes,
                 isr_nodes=p.isr_nodes, offline_replicas=p.offline_replicas) for p in t.partitions))

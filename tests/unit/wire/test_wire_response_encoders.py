@@ -7,7 +7,6 @@ parts untouched, and with their bytes put in place the body equals kio's.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import importlib
 import uuid
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.static.primitive import i32Timedelta
 
+from decoder_reference import kio_entity_of
 from wire.messages import decode_response, encode_response
 from wire.response_encoders import (
     FETCH_VERSIONS,
@@ -33,11 +33,6 @@ from wire.response_encoders import (
 )
 
 
-def _mk(cls: type, **values: Any) -> Any:
-    """Build a kio entity from the values its version has fields for."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in values.items() if k in names})
-
 
 def _ts(ms: int) -> datetime.datetime | None:
     if ms < 0:
@@ -50,7 +45,7 @@ def _throttle(ms: int) -> i32Timedelta:
 
 
 def _endpoints(m: Any, eps: list[tuple[int, str, int, str | None]]) -> tuple[Any, ...]:
-    return tuple(_mk(m.NodeEndpoint, node_id=n, host=h, port=p, rack=r) for n, h, p, r in eps)
+    return tuple(kio_entity_of(m.NodeEndpoint, node_id=n, host=h, port=p, rack=r) for n, h, p, r in eps)
 
 
 def kio_produce(version: int, topics: list[ProduceTopicResult], throttle: int, eps: list) -> bytes:
@@ -75,14 +70,14 @@ def kio_produce(version: int, topics: list[ProduceTopicResult], throttle: int, e
             if hasattr(m, "LeaderIdAndEpoch"):
                 leader = p.current_leader or (-1, -1)
                 kw["current_leader"] = m.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
-            parts.append(_mk(m.PartitionProduceResponse, **kw))
+            parts.append(kio_entity_of(m.PartitionProduceResponse, **kw))
         responses.append(
-            _mk(m.TopicProduceResponse, name=t.name, topic_id=t.topic_id, partition_responses=tuple(parts))
+            kio_entity_of(m.TopicProduceResponse, name=t.name, topic_id=t.topic_id, partition_responses=tuple(parts))
         )
     kw = dict(responses=tuple(responses), throttle_time=_throttle(throttle))
     if hasattr(m, "NodeEndpoint"):
         kw["node_endpoints"] = _endpoints(m, eps)
-    return encode_response(_mk(m.ProduceResponse, **kw))
+    return encode_response(kio_entity_of(m.ProduceResponse, **kw))
 
 
 class Region:
@@ -132,8 +127,8 @@ def kio_fetch(version: int, topics: list[FetchTopicData], throttle: int, error: 
                 kw["current_leader"] = m.LeaderIdAndEpoch(leader_id=c[0], leader_epoch=c[1])
                 s = p.snapshot_id or (-1, -1)
                 kw["snapshot_id"] = m.SnapshotId(end_offset=s[0], epoch=s[1])
-            parts.append(_mk(m.PartitionData, **kw))
-        responses.append(_mk(m.FetchableTopicResponse, topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)))
+            parts.append(kio_entity_of(m.PartitionData, **kw))
+        responses.append(kio_entity_of(m.FetchableTopicResponse, topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)))
     kw = dict(
         throttle_time=_throttle(throttle),
         error_code=KioErrorCode(error),
@@ -142,7 +137,7 @@ def kio_fetch(version: int, topics: list[FetchTopicData], throttle: int, error: 
     )
     if hasattr(m, "NodeEndpoint"):
         kw["node_endpoints"] = _endpoints(m, eps)
-    return encode_response(_mk(m.FetchResponse, **kw))
+    return encode_response(kio_entity_of(m.FetchResponse, **kw))
 
 
 _names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz._-0123456789", min_size=1, max_size=20)
