@@ -9,11 +9,13 @@ import datetime
 import os
 import struct
 import time
+import uuid
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
+from kio.schema.api_versions.v3 import request as api_versions3
 from kio.schema.fetch.v12 import request as fetch12
+from kio.schema.metadata.v1 import request as meta1
 from kio.schema.metadata.v12 import request as meta12
 from kio.schema.produce.v9 import request as produce9
 
@@ -46,6 +48,11 @@ SEED_REQUESTS = [
                                          produce9.PartitionProduceData(index=0, records=SEEDS_BATCHES[1]),)),))),
     _request(meta12.MetadataRequest(topics=None, allow_auto_topic_creation=False,
                                     include_topic_authorized_operations=False)),
+    _request(meta12.MetadataRequest(topics=(meta12.MetadataRequestTopic(topic_id=None, name="t"),
+                                            meta12.MetadataRequestTopic(topic_id=uuid.UUID(int=7), name=None)),
+                                    allow_auto_topic_creation=True, include_topic_authorized_operations=True)),
+    _request(meta1.MetadataRequest(topics=(meta1.MetadataRequestTopic(name="t"),))),
+    _request(api_versions3.ApiVersionsRequest(client_software_name="fuzz", client_software_version="1.0")),
     _request(fetch12.FetchRequest(cluster_id=None, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=1,
                                   max_bytes=1000, isolation_level=0, session_id=0, session_epoch=-1, topics=(
                                       fetch12.FetchTopic(topic="t", partitions=(fetch12.FetchPartition(
