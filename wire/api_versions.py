@@ -1,4 +1,4 @@
-"""A hand-written codec for a client's first request: ApiVersions (key 18), versions 0-4.
+"""A hand-written codec for a client's first request: ApiVersions (key 18), versions 0-5.
 
 Every client opens a connection with ApiVersions, then Metadata. Through kio, answering that
 first ApiVersions meant importing kio (about 12 ms of the broker's ~100 ms start) and loading its
@@ -33,9 +33,12 @@ lengths, tagged fields; the response header stays v0 for every version)::
     request
       client_software_name     string (v3+)
       client_software_version  string (v3+)
+      cluster_id               nullable string (v5+, KIP-1242: the cluster the client means to reach)
+      node_id                  int32 (v5+, -1 for none: the broker it means to reach)
       tags                     (v3+; none defined)
 
     response
+    response (v5 as v4)
       error_code               int16
       api_keys                 [api_key int16, min_version int16, max_version int16, tags (v3+)]
       throttle_time_ms         int32 (v1+)
@@ -55,7 +58,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from wire.body_reader import read_string, skip_tagged_fields
+from wire.body_reader import read_string, skip_tagged_fields, truncated
 from wire.errors import ErrorCode, RequestDecodeError
 from wire.records import Buffer, write_uvarint
 
@@ -71,14 +74,19 @@ __all__ = [
     "unsupported_api_versions_response",
 ]
 
-VERSIONS = range(0, 5)
+VERSIONS = range(0, 6)
+KIO_VERSIONS = range(0, 5)
+"""The versions kio has schemas for, which the unit tests compare with; v5's are checked by hand
+and against Kafka 4.4 (tests/oracle/test_admin_metadata.py)."""
 FIRST_THROTTLE_VERSION = 1
 FIRST_FLEXIBLE_VERSION = 3
+FIRST_TARGET_VERSION = 5
 
 _REQUEST = "ApiVersionsRequest"
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_I32_AT = _I32.unpack_from
 _HEAD = struct.Struct(">hi")  # error_code, api_keys' count (v0-2)
 _API_VERSION = struct.Struct(">hhh")  # api_key, min_version, max_version (v0-2)
 _API_VERSION_FLEXIBLE = struct.Struct(">hhhx")  # ... and an empty tagged-field section (v3+)
@@ -97,14 +105,26 @@ class ApiVersionsRequest(msgspec.Struct, frozen=True, gc=False):
     """From v3; "" before."""
     client_software_version: str = ""
     """From v3; "" before."""
+    cluster_id: str | None = None
+    """From v5 (KIP-1242): the cluster the client means to reach; None when it does not know."""
+    node_id: int = -1
+    """From v5: the broker the client means to reach; -1 when it does not know."""
 
     def is_valid(self, version: int) -> bool:
         """Kafka's ApiVersionsRequest.isValid: from v3, a client software name and version of
-        letters, digits, '-' and '.', that begin and end with a letter or digit. A request that
-        is not is answered INVALID_REQUEST, and nothing else."""
-        return version < FIRST_FLEXIBLE_VERSION or (
-            _CLIENT_SOFTWARE.fullmatch(self.client_software_name) is not None
-            and _CLIENT_SOFTWARE.fullmatch(self.client_software_version) is not None)
+        letters, digits, '-' and '.', that begin and end with a letter or digit; from v5, a
+        cluster id and a node id given together or neither. A request that is not is answered
+        INVALID_REQUEST, and nothing else."""
+        if version < FIRST_FLEXIBLE_VERSION:
+            return True
+        return (_CLIENT_SOFTWARE.fullmatch(self.client_software_name) is not None
+                and _CLIENT_SOFTWARE.fullmatch(self.client_software_version) is not None
+                and (self.cluster_id is None) == (self.node_id == -1))
+
+    def is_misrouted(self, cluster_id: str | None, node_id: int) -> bool:
+        """KIP-1242: the client named another cluster or another broker than this one (v5+), and
+        must bootstrap again (REBOOTSTRAP_REQUIRED)."""
+        return self.cluster_id is not None and (self.cluster_id != cluster_id or self.node_id != node_id)
 
 
 class ApiVersion(msgspec.Struct, frozen=True, gc=False):
@@ -154,21 +174,27 @@ def _name(buf: Buffer, pos: int, end: int, what: str) -> tuple[str, int]:
 
 
 def decode_api_versions_request(version: int, buf: Buffer, pos: int) -> ApiVersionsRequest:
-    """Decode an ApiVersions body (versions 0-4) that starts at `pos` of `buf`; bytes after it
+    """Decode an ApiVersions body (versions 0-5) that starts at `pos` of `buf`; bytes after it
     are ignored.
 
     RequestDecodeError for a body that does not hold what it declares; ValueError for a version
-    outside 0-4 (Kafka answers those without reading the body: unsupported_api_versions_response).
+    outside 0-5 (Kafka answers those without reading the body: unsupported_api_versions_response).
     """
     if version not in VERSIONS:
-        raise ValueError(f"api versions request version {version} not in 0-4")
+        raise ValueError(f"api versions request version {version} not in 0-5")
     if version < FIRST_FLEXIBLE_VERSION:
         return _NO_FIELDS  # (v0-2 have an empty body)
     end = len(buf)
     name, pos = _name(buf, pos, end, "client_software_name")
     software_version, pos = _name(buf, pos, end, "client_software_version")
+    cluster_id, node_id = None, -1
+    if version >= FIRST_TARGET_VERSION:
+        cluster_id, pos = read_string(buf, pos, end, True, _REQUEST, "cluster_id")
+        if pos + 4 > end:
+            raise truncated(_REQUEST, "node_id")
+        node_id, pos = _I32_AT(buf, pos)[0], pos + 4
     skip_tagged_fields(buf, pos, end, _REQUEST, "the request's tagged fields")
-    return ApiVersionsRequest(name, software_version)
+    return ApiVersionsRequest(name, software_version, cluster_id, node_id)
 
 
 # -- the response ----------------------------------------------------------------
@@ -220,13 +246,13 @@ def _tags(response: ApiVersionsResponse) -> bytes:
 
 
 def encode_api_versions_response(version: int, response: ApiVersionsResponse) -> bytes:
-    """The ApiVersionsResponse body for `version` (0-4), byte for byte kio's.
+    """The ApiVersionsResponse body for `version` (0-5), byte for byte kio's (v5's is v4's).
 
-    The features (v3+) are not written before v3. ValueError for a version outside 0-4;
+    The features (v3+) are not written before v3. ValueError for a version outside 0-5;
     struct.error for a number outside its field's range (kio's writer refuses it too).
     """
     if version not in VERSIONS:
-        raise ValueError(f"api versions response version {version} not in 0-4")
+        raise ValueError(f"api versions response version {version} not in 0-5")
     keys = response.api_keys
     if version < FIRST_FLEXIBLE_VERSION:
         pack = _API_VERSION.pack

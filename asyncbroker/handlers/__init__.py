@@ -45,7 +45,7 @@ SERVED_APIS: dict[ApiKey, tuple[str, int, int]] = {
     ApiKey.LIST_GROUPS: ("list_groups", 0, 5),
     # v0: the tokens that follow come without Kafka request framing
     ApiKey.SASL_HANDSHAKE: ("sasl_handshake", 0, 1),
-    ApiKey.API_VERSIONS: ("api_versions", 0, 4),
+    ApiKey.API_VERSIONS: ("api_versions", 0, 5),
     ApiKey.CREATE_TOPICS: ("create_topics", 2, 7),
     ApiKey.DELETE_TOPICS: ("delete_topics", 1, 6),
     ApiKey.DELETE_RECORDS: ("delete_records", 0, 2),

@@ -12,8 +12,10 @@ KRaft, streams groups) are left out until those are served (tests/oracle/KNOWN_D
 KD-203).
 
 A v3+ request whose client software name or version Kafka's ApiVersionsRequest.isValid refuses
-(letters, digits, '-' and '.', beginning and ending with a letter or digit) is answered as Kafka
-answers it: INVALID_REQUEST, with no APIs and no features.
+(letters, digits, '-' and '.', beginning and ending with a letter or digit), or a v5 request
+with only one of a cluster id and a node id, is answered as Kafka answers it: INVALID_REQUEST,
+with no APIs and no features. A v5 request naming another cluster or node (KIP-1242: a client
+that reached the wrong broker) gets REBOOTSTRAP_REQUIRED the same way.
 """
 
 from __future__ import annotations
@@ -44,9 +46,14 @@ FINALIZED_FEATURES_EPOCH = 0
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ApiVersionsRequest) -> EncodedResponse:
+    error = None
     if not request.is_valid(header.api_version):
+        error = ErrorCode.INVALID_REQUEST
+    elif request.is_misrouted(ctx.broker.cluster_id, ctx.broker.node_id):
+        error = ErrorCode.REBOOTSTRAP_REQUIRED
+    if error is not None:
         # Kafka's answer (getErrorResponse): the error, no APIs and no features.
-        body = encode_api_versions_response(header.api_version, ApiVersionsResponse(ErrorCode.INVALID_REQUEST, ()))
+        body = encode_api_versions_response(header.api_version, ApiVersionsResponse(error, ()))
         return EncodedResponse([body], len(body))
     keys = tuple(ApiVersion(api_key=key, min_version=lo, max_version=hi)
                  for key, (lo, hi) in ctx.broker.handlers.supported_versions().items())

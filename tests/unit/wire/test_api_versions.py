@@ -1,4 +1,5 @@
-"""The hand-written ApiVersions codec against kio's, for every version 0-4.
+"""The hand-written ApiVersions codec against kio's, for every version 0-4, and v5 (KIP-1242,
+which kio lacks) by its bytes.
 
 The decoder against kio's path (the bounds walk, then kio's reader), on valid requests and on the
 same requests cut short or with bytes changed: both give the same request, or both refuse it,
@@ -33,7 +34,7 @@ from decoder_reference import (  # (tests/unit/wire)
     kio_entity_of,
 )
 from wire.api_versions import (
-    VERSIONS,
+    KIO_VERSIONS,
     ApiVersion,
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -83,12 +84,12 @@ software = st.text(alphabet="abcdefghijklmnopqrstuvwxyz.-0123456789", max_size=2
 
 
 @st.composite
-def requests(draw: st.DrawFn, versions: st.SearchStrategy[int] = st.sampled_from(VERSIONS)) -> tuple[int, str, str]:
+def requests(draw: st.DrawFn, versions: st.SearchStrategy[int] = st.sampled_from(KIO_VERSIONS)) -> tuple[int, str, str]:
     return draw(versions), draw(software), draw(software)
 
 
 # Damage to a v0-2 body (empty: whatever follows is ignored) says little; most damaged ones are v3-4.
-mostly_flexible = st.sampled_from(VERSIONS) | st.sampled_from([3, 4])
+mostly_flexible = st.sampled_from(KIO_VERSIONS) | st.sampled_from([3, 4])
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
@@ -98,7 +99,7 @@ def test_valid_requests_decode_as_kio_decodes_them(request: tuple[int, str, str]
     assert_decodes_as_kio(_by_kio, _by_hand, version, encode_request(_kio_request(version, *fields)))
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", KIO_VERSIONS)
 def test_every_version_at_an_offset_with_bytes_after_it(version: int) -> None:
     name, software_version = "librdkafka", "2.0.2-\u00e9" * 20  # a version longer than a one-byte length
     body = encode_request(_kio_request(version, name, software_version))
@@ -232,14 +233,14 @@ responses = st.builds(
 )
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", KIO_VERSIONS)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(response=responses)
 def test_responses_match_kio(version: int, response: ApiVersionsResponse) -> None:
     assert_as_kio(version, response)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", KIO_VERSIONS)
 def test_defaults_and_broker_answers_match_kio(version: int) -> None:
     """The defaults (no tagged field: v3+ end with a 0 count), a broker's usual answer (epoch 0,
     features with non-ASCII and long names), and 300 api keys (a two-byte compact count)."""
@@ -276,12 +277,51 @@ def test_tagged_fields_are_written_only_when_not_at_their_default() -> None:
     assert assert_as_kio(0, everything) == b"\x00\x00" + b"\x00\x00\x00\x01" + b"\x00\x12\x00\x00\x00\x04"
 
 
-@pytest.mark.parametrize("version", [-1, 5])
+@pytest.mark.parametrize("version", [-1, 6])
 def test_versions_outside_range_are_refused(version: int) -> None:
-    with pytest.raises(ValueError, match="not in 0-4"):
+    with pytest.raises(ValueError, match="not in 0-5"):
         encode_api_versions_response(version, ApiVersionsResponse(0, ()))
-    with pytest.raises(ValueError, match="not in 0-4"):
+    with pytest.raises(ValueError, match="not in 0-5"):
         decode_api_versions_request(version, b"", 0)
+
+
+def _v5_body(name: str, software_version: str, cluster_id: str | None, node_id: int, tags: bytes = b"\x00") -> bytes:
+    def compact(text: str | None) -> bytes:
+        return b"\x00" if text is None else bytes([len(text.encode()) + 1]) + text.encode()
+
+    return compact(name) + compact(software_version) + compact(cluster_id) + node_id.to_bytes(4, "big", signed=True) + tags
+
+
+@pytest.mark.parametrize(("cluster_id", "node_id"), [(None, -1), ("AbCdEfGhIjKlMnOpQrStUv", 1), ("c", -1), (None, 7)])
+def test_v5_reads_the_cluster_and_node_a_client_means_to_reach(cluster_id: str | None, node_id: int) -> None:
+    """KIP-1242's fields after v4's (ClusterId nullable), read from an offset, with unknown tags
+    after them and bytes after the body."""
+    body = b"xyz" + _v5_body("apache-kafka-java", "4.4.0", cluster_id, node_id, b"\x01\x07\x01a") + b"trailing"
+    request = decode_api_versions_request(5, body, 3)
+    assert request == ApiVersionsRequest("apache-kafka-java", "4.4.0", cluster_id, node_id)
+    assert request.is_valid(5) is ((cluster_id is None) == (node_id == -1))  # both or neither
+
+
+@pytest.mark.parametrize("cut", range(1, 6))
+def test_a_v5_body_cut_short_is_refused(cut: int) -> None:
+    body = _v5_body("t", "1", "cluster", 1)
+    with pytest.raises(RequestDecodeError):
+        decode_api_versions_request(5, body[:-cut], 0)
+
+
+def test_a_v5_request_naming_another_cluster_or_node_is_misrouted() -> None:
+    """KIP-1242: a client that names a cluster and node must have reached that one; Kafka 4.4
+    answers the others REBOOTSTRAP_REQUIRED (tests/oracle/test_admin_metadata.py)."""
+    assert not ApiVersionsRequest("t", "1").is_misrouted("us", 1)  # it knows neither
+    assert not ApiVersionsRequest("t", "1", "us", 1).is_misrouted("us", 1)
+    assert ApiVersionsRequest("t", "1", "them", 1).is_misrouted("us", 1)
+    assert ApiVersionsRequest("t", "1", "us", 2).is_misrouted("us", 1)
+
+
+def test_a_v5_answer_is_laid_out_as_v4s() -> None:
+    response = ApiVersionsResponse(0, (ApiVersion(18, 0, 5),), 3, (SupportedFeatureKey("a", 0, 1),), 0,
+                                   (FinalizedFeatureKey("a", 1, 1),))
+    assert encode_api_versions_response(5, response) == encode_api_versions_response(4, response)
 
 
 @pytest.mark.parametrize("supported", [
