@@ -207,6 +207,11 @@ def test_versions_a_broker_does_not_serve(brokers) -> None:  # type: ignore[no-u
     brokers.compare(scenario)
 
 
+def _compact(text: str | None) -> bytes:
+    """A compact (flexible-version) string, null for None."""
+    return b"\x00" if text is None else bytes([len(text.encode()) + 1]) + text.encode()
+
+
 def test_raw_api_versions_and_metadata_bodies(brokers) -> None:  # type: ignore[no-untyped-def]
     """A client's first two requests as raw bodies, read by the hand-written decoders: tags the
     schemas do not define (skipped), client software names Kafka's ApiVersionsRequest.isValid
@@ -214,18 +219,14 @@ def test_raw_api_versions_and_metadata_bodies(brokers) -> None:  # type: ignore[
     body cut inside its tags (the connection closes)."""
     import struct
 
-    def compact(text: str) -> bytes:
-        raw = text.encode()
-        return bytes([len(raw) + 1]) + raw
-
     def scenario(run: ScenarioRun) -> None:
         create_topic(run, "t", partitions=1, record=False)
         for version in (3, 4):
             for label, body in (
-                    ("unknown tags", compact("oracle") + compact("1.0") + b"\x02\x05\x01a\x40\x00"),
-                    ("a name with a space", compact("bad name") + compact("1.0") + b"\x00"),
-                    ("a version ending in a dot", compact("oracle") + compact("1.") + b"\x00"),
-                    ("an empty name", compact("") + compact("1.0") + b"\x00")):
+                    ("unknown tags", _compact("oracle") + _compact("1.0") + b"\x02\x05\x01a\x40\x00"),
+                    ("a name with a space", _compact("bad name") + _compact("1.0") + b"\x00"),
+                    ("a version ending in a dot", _compact("oracle") + _compact("1.") + b"\x00"),
+                    ("an empty name", _compact("") + _compact("1.0") + b"\x00")):
                 conn = run.connect()
                 answer = conn.receive(18, version, conn.send_raw(18, version, body))
                 if answer.error_code:  # the whole (short) answer
@@ -233,18 +234,18 @@ def test_raw_api_versions_and_metadata_bodies(brokers) -> None:  # type: ignore[
                 else:  # a served request: which APIs it lists is test_api_versions' subject
                     run.note(f"ApiVersions v{version} with {label}", {"lists apis": bool(answer.api_keys)})
             conn = run.connect()
-            conn.send_raw(18, version, b"\x00" + compact("1.0") + b"\x00")
+            conn.send_raw(18, version, b"\x00" + _compact("1.0") + b"\x00")
             run.note(f"ApiVersions v{version} with a null name: connection closed", conn.closed_by_peer(5))
         name = run.topic("t").encode()
         for version in (9, 12):
             fresh = run.topic(f"fresh-{version}").encode()  # (Kafka creates it after its answer)
             topic_id = uuid.UUID(int=0).bytes if version >= 10 else b""
             ops = b"\x00" if version <= 10 else b""  # include_cluster_authorized_operations (v8-10)
-            body = (b"\x02" + topic_id + compact(name.decode()) + b"\x01\x07\x02ab"  # a topic with a tag
+            body = (b"\x02" + topic_id + _compact(name.decode()) + b"\x01\x07\x02ab"  # a topic with a tag
                     + b"\x00" + ops + b"\x00" + b"\x02\x09\x00\x0b\x01z")  # no auto creation; the request's tags
             cid = run.conn.send_raw(3, version, body)
             run.record(f"Metadata v{version} with unknown tags", None, run.conn.receive(3, version, cid))
-            body = b"\x02" + topic_id + compact(fresh.decode()) + b"\x00" + b"\x02" + ops + b"\x00" + b"\x00"
+            body = b"\x02" + topic_id + _compact(fresh.decode()) + b"\x00" + b"\x02" + ops + b"\x00" + b"\x00"
             cid = run.conn.send_raw(3, version, body)
             run.record(f"Metadata v{version} with allow_auto_topic_creation byte 2", None,
                        run.conn.receive(3, version, cid))
@@ -267,9 +268,6 @@ def test_api_versions_v5_names_the_cluster_and_node(brokers) -> None:  # type: i
 
     from steps import METADATA
 
-    def compact(text: str | None) -> bytes:
-        return b"\x00" if text is None else bytes([len(text.encode()) + 1]) + text.encode()
-
     def scenario(run: ScenarioRun) -> None:
         meta = run.call(METADATA, 12, _record=False, topics=(), allow_auto_topic_creation=False,
                         include_topic_authorized_operations=False)
@@ -278,7 +276,7 @@ def test_api_versions_v5_names_the_cluster_and_node(brokers) -> None:  # type: i
                 ("neither", None, -1), ("both right", cluster, node), ("another cluster", "AAAAAAAAAAAAAAAAAAAAAA", node),
                 ("another node", cluster, node + 5), ("the cluster only", cluster, -1), ("the node only", None, node)):
             conn = run.connect()
-            body = compact("oracle") + compact("1.0") + compact(cluster_id) + struct.pack(">i", node_id) + b"\x00"
+            body = _compact("oracle") + _compact("1.0") + _compact(cluster_id) + struct.pack(">i", node_id) + b"\x00"
             answer = conn.receive(18, 4, conn.send_raw(18, 5, body))
             if answer.error_code:
                 run.record(f"ApiVersions v5, {label}", None, answer)
