@@ -1,10 +1,10 @@
-"""A response body already encoded by a hot-path handler, possibly with parts still in files.
+"""A response body already encoded by a handler, possibly with parts still in files.
 
-Produce and Fetch answers, and ApiVersions and Metadata answers (a client's
-first), are built with wire's hand-written encoders rather than kio entities. A Fetch body may reference segment bytes as `FileRegion`s
-(wire's fetch encoder passes them through as parts, sized by `len()`) so the
-connection can move them to the socket with sendfile (or one pread in an
-executor) instead of copying them through Python objects.
+Produce and Fetch answers, and ApiVersions and Metadata answers (a client's first), are built
+with wire's hand-written encoders rather than kio entities. A Fetch body may reference segment
+bytes as `FileRegion`s (wire's fetch encoder passes them through as parts, sized by `len()`) so
+the connection can move them to the socket with sendfile (or one pread in an executor) instead
+of copying them through Python objects.
 """
 
 from __future__ import annotations
