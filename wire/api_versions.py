@@ -60,7 +60,8 @@ import msgspec
 
 from wire.body_reader import read_string, skip_tagged_fields, truncated
 from wire.errors import ErrorCode, RequestDecodeError
-from wire.records import Buffer, write_uvarint
+from wire.body_writer import write_length, write_string, write_tagged_fields
+from wire.records import Buffer
 
 __all__ = [
     "VERSIONS",
@@ -87,13 +88,11 @@ _REQUEST = "ApiVersionsRequest"
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I32_AT = _I32.unpack_from
-_HEAD = struct.Struct(">hi")  # error_code, api_keys' count (v0-2)
+_HEAD = struct.Struct(">hi")  # error_code, api_keys' count (a v0 answer)
 _API_VERSION = struct.Struct(">hhh")  # api_key, min_version, max_version (v0-2)
 _API_VERSION_FLEXIBLE = struct.Struct(">hhhx")  # ... and an empty tagged-field section (v3+)
 _FEATURE = struct.Struct(">hhx")  # two levels and an empty tagged-field section
-_EPOCH_TAG = struct.Struct(">BBq")  # tag 1, size 8, finalized_features_epoch
-_ZK_MIGRATION_READY_TAG = b"\x03\x01\x01"  # tag 3, size 1, true
-_NO_TAGS = b"\x00"
+_I64 = struct.Struct(">q")
 
 
 _CLIENT_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -200,49 +199,31 @@ def decode_api_versions_request(version: int, buf: Buffer, pos: int) -> ApiVersi
 # -- the response ----------------------------------------------------------------
 
 
-def _uvarint(v: int) -> bytes:
-    if v < 0x80:
-        return bytes((v,))
-    out = bytearray()
-    write_uvarint(out, v)
-    return bytes(out)
+def _write_features(out: bytearray, features: list[tuple[str, int, int]]) -> None:
+    """A feature list (a tagged field's value): each name, then its two levels."""
+    write_length(out, len(features), True)
+    for name, first, second in features:
+        write_string(out, name, True)
+        out += _FEATURE.pack(first, second)
 
 
-def _compact_string(s: str) -> bytes:
-    raw = s.encode("utf-8")
-    return _uvarint(len(raw) + 1) + raw
-
-
-def _tag(tag: int, value: bytes) -> bytes:
-    return _uvarint(tag) + _uvarint(len(value)) + value
-
-
-def _supported(features: tuple[SupportedFeatureKey, ...]) -> bytes:
-    pack = _FEATURE.pack
-    return _uvarint(len(features) + 1) + b"".join(
-        _compact_string(f.name) + pack(f.min_version, f.max_version) for f in features)
-
-
-def _finalized(features: tuple[FinalizedFeatureKey, ...]) -> bytes:
-    pack = _FEATURE.pack
-    return _uvarint(len(features) + 1) + b"".join(
-        _compact_string(f.name) + pack(f.max_version_level, f.min_version_level) for f in features)
-
-
-def _tags(response: ApiVersionsResponse) -> bytes:
-    """The response's tagged-field section: those not at their defaults, in tag order."""
-    tags = []
+def _tagged_fields(response: ApiVersionsResponse) -> list[tuple[int, bytes]]:
+    """The response's tagged fields that are not at their defaults, in tag order."""
+    fields: list[tuple[int, bytes]] = []
     if response.supported_features:
-        tags.append(_tag(0, _supported(response.supported_features)))
+        value = bytearray()
+        _write_features(value, [(f.name, f.min_version, f.max_version) for f in response.supported_features])
+        fields.append((0, bytes(value)))
     if response.finalized_features_epoch != -1:
-        tags.append(_EPOCH_TAG.pack(1, 8, response.finalized_features_epoch))
+        fields.append((1, _I64.pack(response.finalized_features_epoch)))
     if response.finalized_features:
-        tags.append(_tag(2, _finalized(response.finalized_features)))
+        value = bytearray()
+        _write_features(value, [(f.name, f.max_version_level, f.min_version_level)
+                                for f in response.finalized_features])
+        fields.append((2, bytes(value)))
     if response.zk_migration_ready:
-        tags.append(_ZK_MIGRATION_READY_TAG)
-    if not tags:
-        return _NO_TAGS
-    return _uvarint(len(tags)) + b"".join(tags)
+        fields.append((3, b"\x01"))
+    return fields
 
 
 def encode_api_versions_response(version: int, response: ApiVersionsResponse) -> bytes:
@@ -253,20 +234,18 @@ def encode_api_versions_response(version: int, response: ApiVersionsResponse) ->
     """
     if version not in VERSIONS:
         raise ValueError(f"api versions response version {version} not in 0-5")
+    flexible = version >= FIRST_FLEXIBLE_VERSION
     keys = response.api_keys
-    if version < FIRST_FLEXIBLE_VERSION:
-        pack = _API_VERSION.pack
-        parts = [_HEAD.pack(response.error_code, len(keys))]
-        parts += [pack(k.api_key, k.min_version, k.max_version) for k in keys]
-        if version >= FIRST_THROTTLE_VERSION:
-            parts.append(_I32.pack(response.throttle_time_ms))
-        return b"".join(parts)
-    pack = _API_VERSION_FLEXIBLE.pack
-    parts = [_I16.pack(response.error_code), _uvarint(len(keys) + 1)]
-    parts += [pack(k.api_key, k.min_version, k.max_version) for k in keys]
-    parts.append(_I32.pack(response.throttle_time_ms))
-    parts.append(_tags(response))
-    return b"".join(parts)
+    out = bytearray(_I16.pack(response.error_code))
+    write_length(out, len(keys), flexible)
+    pack = (_API_VERSION_FLEXIBLE if flexible else _API_VERSION).pack
+    for k in keys:
+        out += pack(k.api_key, k.min_version, k.max_version)
+    if version >= FIRST_THROTTLE_VERSION:
+        out += _I32.pack(response.throttle_time_ms)
+    if flexible:
+        write_tagged_fields(out, _tagged_fields(response))
+    return bytes(out)
 
 
 def unsupported_api_versions_response(supported: Mapping[int, tuple[int, int]]) -> bytes:

@@ -7,7 +7,7 @@ leader change): for a topic of 1,000 partitions, kio's writer walked 1,000 froze
 field by field. `encode_metadata_response` writes the same bytes as kio's writer (the unit
 tests compare them byte for byte for every version) from msgspec structs, with no kio import:
 each partition in one `struct.Struct.pack` (the Struct for its arrays' lengths compiled once
-and cached), the body joined once.
+and cached), the body written into one buffer.
 
 The structs have kio's field names, except the throttle time, an int of milliseconds. A field
 a version lacks is not written. Kafka's schema has no tagged field up to v13 (v14 adds a
@@ -42,7 +42,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from wire.records import write_uvarint
+from wire.body_writer import write_length, write_string
 
 __all__ = [
     "VERSIONS",
@@ -61,8 +61,6 @@ NO_AUTHORIZED_OPERATIONS = -2147483648
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _ZERO_UUID = bytes(16)
-_NULL_STRING = b"\xff\xff"
-_NULL_COMPACT = b"\x00"
 
 
 class MetadataResponseBroker(msgspec.Struct, frozen=True, gc=False):
@@ -113,38 +111,6 @@ class MetadataResponse(msgspec.Struct, frozen=True, gc=False):
     """Written from v13."""
 
 
-# -- primitives ----------------------------------------------------------------
-
-
-def _uvarint(v: int) -> bytes:
-    out = bytearray()
-    write_uvarint(out, v)
-    return bytes(out)
-
-
-def _length(n: int, flexible: bool) -> bytes:
-    """An array's count or a string's length: int32 (int16 for a classic string is the
-    caller's), or a compact uvarint of n + 1."""
-    if flexible:
-        return bytes((n + 1,)) if n < 0x7F else _uvarint(n + 1)
-    return _I32.pack(n)
-
-
-def _string(s: str | None, flexible: bool) -> bytes:
-    if s is None:
-        return _NULL_COMPACT if flexible else _NULL_STRING
-    raw = s.encode("utf-8")
-    n = len(raw)
-    if flexible:
-        return (bytes((n + 1,)) if n < 0x7F else _uvarint(n + 1)) + raw
-    return _I16.pack(n) + raw
-
-
-def _int32s(values: Sequence[int], flexible: bool) -> bytes:
-    n = len(values)
-    return _length(n, flexible) + struct.pack(f">{n}i", *values)
-
-
 # -- partitions ------------------------------------------------------------------
 #
 # A partition is written in one pack, by a Struct for its version's layout and its three
@@ -160,6 +126,7 @@ _LAYOUT_FLEXIBLE = 3
 _SHAPES: tuple[dict[tuple[int, int, int], struct.Struct], ...] = ({}, {}, {}, {})
 _MAX_SHAPES = 1024  # a layout's cache is cleared past this many shapes
 _FLEXIBLE_ONE_BYTE_COUNT = 0x7F  # arrays shorter than this have a one-byte compact count
+_FLEXIBLE_PARTITION_HEAD = struct.Struct(">hiii")  # error_code, partition_index, leader_id, leader_epoch
 
 
 def _layout(version: int) -> int:
@@ -185,17 +152,19 @@ def _partition_struct(layout: int, shape: tuple[int, int, int]) -> struct.Struct
     return compiled
 
 
-def _flexible_partition(p: MetadataResponsePartition) -> bytes:
+def _write_flexible_partition(out: bytearray, p: MetadataResponsePartition) -> None:
     """A flexible partition with an array of 127 ids or more (a count of two bytes or more)."""
-    return (struct.pack(">hiii", p.error_code, p.partition_index, p.leader_id, p.leader_epoch)
-            + _int32s(p.replica_nodes, True) + _int32s(p.isr_nodes, True) + _int32s(p.offline_replicas, True)
-            + b"\x00")
+    out += _FLEXIBLE_PARTITION_HEAD.pack(p.error_code, p.partition_index, p.leader_id, p.leader_epoch)
+    for ids in (p.replica_nodes, p.isr_nodes, p.offline_replicas):
+        write_length(out, len(ids), True)
+        out += struct.pack(f">{len(ids)}i", *ids)
+    out.append(0)  # no tagged fields
 
 
-def _partitions(layout: int, partitions: Sequence[MetadataResponsePartition], parts: list[bytes]) -> None:
-    """Append each partition's bytes to `parts`. (The loops are written out per layout: no
-    call in them but the pack, and a Struct lookup when the shape changes.)"""
-    append = parts.append
+def _write_partitions(out: bytearray, layout: int, partitions: Sequence[MetadataResponsePartition]) -> None:
+    """Each partition's bytes. (The loops are written out per layout: no call in them but the
+    pack, and a Struct lookup when the shape changes.)"""
+    append = out.extend
     n_replicas = n_isr = n_offline = -1  # the shape `pack` was compiled for
     pack = _partition_struct(layout, (0, 0, 0)).pack
     if layout == _LAYOUT_FLEXIBLE:
@@ -205,7 +174,7 @@ def _partitions(layout: int, partitions: Sequence[MetadataResponsePartition], pa
             if nr != n_replicas or ni != n_isr or no != n_offline:
                 if nr >= _FLEXIBLE_ONE_BYTE_COUNT or ni >= _FLEXIBLE_ONE_BYTE_COUNT \
                         or no >= _FLEXIBLE_ONE_BYTE_COUNT:
-                    append(_flexible_partition(p))
+                    _write_flexible_partition(out, p)
                     continue
                 pack = _partition_struct(layout, (nr, ni, no)).pack
                 n_replicas, n_isr, n_offline = nr, ni, no
@@ -251,41 +220,40 @@ def encode_metadata_response(version: int, response: MetadataResponse) -> bytes:
         raise ValueError(f"metadata response version {version} not in 0-13")
     flexible = version >= FIRST_FLEXIBLE_VERSION
     tags = b"\x00" if flexible else b""
-    parts: list[bytes] = []
-    append = parts.append
+    out = bytearray()
     if version >= 3:
-        append(_I32.pack(response.throttle_time_ms))
-    append(_length(len(response.brokers), flexible))
+        out += _I32.pack(response.throttle_time_ms)
+    write_length(out, len(response.brokers), flexible)
     for broker in response.brokers:
-        append(_I32.pack(broker.node_id))
-        append(_string(broker.host, flexible))
-        append(_I32.pack(broker.port))
+        out += _I32.pack(broker.node_id)
+        write_string(out, broker.host, flexible)
+        out += _I32.pack(broker.port)
         if version >= 1:
-            append(_string(broker.rack, flexible))
-        append(tags)
+            write_string(out, broker.rack, flexible)
+        out += tags
     if version >= 2:
-        append(_string(response.cluster_id, flexible))
+        write_string(out, response.cluster_id, flexible)
     if version >= 1:
-        append(_I32.pack(response.controller_id))
-    append(_length(len(response.topics), flexible))
+        out += _I32.pack(response.controller_id)
+    write_length(out, len(response.topics), flexible)
     layout = _layout(version)
     for topic in response.topics:
-        append(_I16.pack(topic.error_code))
+        out += _I16.pack(topic.error_code)
         if topic.name is None and version < 12:
             raise ValueError(f"a topic without a name in a metadata response v{version} (nullable from v12)")
-        append(_string(topic.name, flexible))
+        write_string(out, topic.name, flexible)
         if version >= 10:
-            append(_ZERO_UUID if topic.topic_id is None else topic.topic_id.bytes)
+            out += _ZERO_UUID if topic.topic_id is None else topic.topic_id.bytes
         if version >= 1:
-            append(b"\x01" if topic.is_internal else b"\x00")
-        append(_length(len(topic.partitions), flexible))
-        _partitions(layout, topic.partitions, parts)
+            out.append(1 if topic.is_internal else 0)
+        write_length(out, len(topic.partitions), flexible)
+        _write_partitions(out, layout, topic.partitions)
         if version >= 8:
-            append(_I32.pack(topic.topic_authorized_operations))
-        append(tags)
+            out += _I32.pack(topic.topic_authorized_operations)
+        out += tags
     if 8 <= version <= 10:
-        append(_I32.pack(response.cluster_authorized_operations))
+        out += _I32.pack(response.cluster_authorized_operations)
     elif version >= 13:
-        append(_I16.pack(response.error_code))
-    append(tags)
-    return b"".join(parts)
+        out += _I16.pack(response.error_code)
+    out += tags
+    return bytes(out)

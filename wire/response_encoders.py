@@ -39,6 +39,8 @@ from typing import Any, Protocol
 
 import msgspec
 
+from wire.body_writer import write_length, write_string, write_tagged_fields, write_uvarint
+
 __all__ = [
     "RecordData",
     "RecordRegion",
@@ -130,66 +132,14 @@ class FetchTopicData(msgspec.Struct):
     topic_id: uuid.UUID | None = None  # v13+ sends this instead of the name
 
 
-# -- primitive writers ---------------------------------------------------------
-
-
-def _uvarint(out: bytearray, v: int) -> None:
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def _string(out: bytearray, s: str | None, flexible: bool) -> None:
-    if s is None:
-        if flexible:
-            out.append(0)
-        else:
-            out += b"\xff\xff"
-        return
-    raw = s.encode("utf-8")
-    if flexible:
-        if len(raw) < 0x7F:  # a one-byte length: most names
-            out.append(len(raw) + 1)
-        else:
-            _uvarint(out, len(raw) + 1)
-    else:
-        out += _I16.pack(len(raw))
-    out += raw
-
-
-def _array_len(out: bytearray, n: int | None, flexible: bool) -> None:
-    if n is None:
-        if flexible:
-            out.append(0)
-        else:
-            out += b"\xff\xff\xff\xff"
-    elif flexible:
-        if n < 0x7F:  # a one-byte count: most arrays
-            out.append(n + 1)
-        else:
-            _uvarint(out, n + 1)
-    else:
-        out += _I32.pack(n)
-
-
-def _tagged(out: bytearray, fields: list[tuple[int, bytes]]) -> None:
-    """Tagged-field section: count, then (tag, size, data) in tag order."""
-    _uvarint(out, len(fields))
-    for tag, data in fields:
-        _uvarint(out, tag)
-        _uvarint(out, len(data))
-        out += data
-
-
 def _node_endpoints(endpoints: Sequence[NodeEndpoint]) -> bytes:
     out = bytearray()
-    _array_len(out, len(endpoints), True)
+    write_length(out, len(endpoints), True)
     for node_id, host, port, rack in endpoints:
         out += _I32.pack(node_id)
-        _string(out, host, True)
+        write_string(out, host, True)
         out += _I32.pack(port)
-        _string(out, rack, True)
+        write_string(out, rack, True)
         out.append(0)
     return bytes(out)
 
@@ -226,13 +176,13 @@ def encode_produce_response(
     _check_version("produce", version, PRODUCE_VERSIONS)
     flexible = version >= 9
     out = bytearray()
-    _array_len(out, len(topics), flexible)
+    write_length(out, len(topics), flexible)
     for topic in topics:
         if version >= 13:
             out += topic.topic_id.bytes if topic.topic_id is not None else _ZERO_UUID
         else:
-            _string(out, topic.name, flexible)
-        _array_len(out, len(topic.partitions), flexible)
+            write_string(out, topic.name, flexible)
+        write_length(out, len(topic.partitions), flexible)
         for p in topic.partitions:
             if version >= 5:
                 out += _PRODUCE_PART_V5.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms,
@@ -243,19 +193,19 @@ def encode_produce_response(
                 out += b"\x01\x00\x00"  # (the usual case) no record errors, a null message, no tagged field
                 continue
             if version >= 8:
-                _array_len(out, len(p.record_errors), flexible)
+                write_length(out, len(p.record_errors), flexible)
                 for batch_index, message in p.record_errors:
                     out += _I32.pack(batch_index)
-                    _string(out, message, flexible)
+                    write_string(out, message, flexible)
                     if flexible:
                         out.append(0)
-                _string(out, p.error_message, flexible)
+                write_string(out, p.error_message, flexible)
             if flexible:
                 leader = p.current_leader
                 if version >= 10 and leader is not None and tuple(leader) != _NO_LEADER:
                     data = bytearray(_I32.pack(leader[0]) + _I32.pack(leader[1]))
                     data.append(0)
-                    _tagged(out, [(0, bytes(data))])
+                    write_tagged_fields(out, [(0, bytes(data))])
                 else:
                     out.append(0)
         if flexible:
@@ -263,7 +213,7 @@ def encode_produce_response(
     out += _I32.pack(throttle_time_ms)
     if flexible:
         if version >= 10 and node_endpoints:
-            _tagged(out, [(0, _node_endpoints(node_endpoints))])
+            write_tagged_fields(out, [(0, _node_endpoints(node_endpoints))])
         else:
             out.append(0)
     return bytes(out)
@@ -298,13 +248,13 @@ def encode_fetch_response(
     if version >= 7:
         out += _I16.pack(error_code)
         out += _I32.pack(session_id)
-    _array_len(out, len(topics), flexible)
+    write_length(out, len(topics), flexible)
     for topic in topics:
         if version >= 13:
             out += topic.topic_id.bytes if topic.topic_id is not None else _ZERO_UUID
         else:
-            _string(out, topic.topic, flexible)
-        _array_len(out, len(topic.partitions), flexible)
+            write_string(out, topic.topic, flexible)
+        write_length(out, len(topic.partitions), flexible)
         for p in topic.partitions:
             aborted = p.aborted_transactions
             if (flexible and not p.records and p.records is not None and not aborted and p.diverging_epoch is None
@@ -322,7 +272,7 @@ def encode_fetch_response(
             if aborted is None:
                 out += null_array
             else:
-                _array_len(out, len(aborted), flexible)
+                write_length(out, len(aborted), flexible)
                 for producer_id, first_offset in aborted:
                     out += _ABORTED.pack(producer_id, first_offset)
                     if flexible:
@@ -344,7 +294,7 @@ def encode_fetch_response(
                     size = sum(sizes)
                     passed = [r for r, n in zip(records, sizes) if n]
                 if flexible:
-                    _uvarint(out, size + 1)
+                    write_uvarint(out, size + 1)
                 else:
                     out += _I32.pack(size)
                 if size:
@@ -364,12 +314,12 @@ def encode_fetch_response(
                     tags.append((1, _I32.pack(p.current_leader[0]) + _I32.pack(p.current_leader[1]) + b"\x00"))
                 if p.snapshot_id is not None and tuple(p.snapshot_id) != (-1, -1):
                     tags.append((2, _I64.pack(p.snapshot_id[0]) + _I32.pack(p.snapshot_id[1]) + b"\x00"))
-                _tagged(out, tags)
+                write_tagged_fields(out, tags)
         if flexible:
             out.append(0)
     if flexible:
         if version >= 16 and node_endpoints:
-            _tagged(out, [(0, _node_endpoints(node_endpoints))])
+            write_tagged_fields(out, [(0, _node_endpoints(node_endpoints))])
         else:
             out.append(0)
     parts.append(out)

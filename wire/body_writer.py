@@ -1,0 +1,54 @@
+"""Writes of a response body's fields, for the hand-written encoders (Produce, Fetch, Metadata,
+ApiVersions): wire.body_reader's counterpart.
+
+Each writer appends to a bytearray the encoder builds the body in. Classic (non-flexible)
+versions have int16 string lengths and int32 array lengths, -1 for null; flexible ones a uvarint
+of length + 1, 0 for null, and a tagged-field section after each struct.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from wire.records import write_uvarint
+
+__all__ = ["write_uvarint", "write_string", "write_length", "write_tagged_fields"]
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+def write_string(out: bytearray, s: str | None, flexible: bool) -> None:
+    """A nullable string (None writes null)."""
+    if s is None:
+        out += b"\x00" if flexible else b"\xff\xff"
+        return
+    raw = s.encode("utf-8")
+    if not flexible:
+        out += _I16.pack(len(raw))
+    elif len(raw) < 0x7F:  # a one-byte length: most names
+        out.append(len(raw) + 1)
+    else:
+        write_uvarint(out, len(raw) + 1)
+    out += raw
+
+
+def write_length(out: bytearray, n: int | None, flexible: bool) -> None:
+    """An array's count (or a bytes field's length); None writes null."""
+    if n is None:
+        out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+    elif not flexible:
+        out += _I32.pack(n)
+    elif n < 0x7F:  # a one-byte count: most arrays
+        out.append(n + 1)
+    else:
+        write_uvarint(out, n + 1)
+
+
+def write_tagged_fields(out: bytearray, fields: list[tuple[int, bytes]]) -> None:
+    """A tagged-field section: the count, then each field's tag, size and bytes, in tag order."""
+    write_uvarint(out, len(fields))
+    for tag, data in fields:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
