@@ -375,9 +375,9 @@ class Broker:
 
     @property
     def share_partitions(self) -> SharePartitionManager:
-        """Share groups' records (ShareFetch); built with the group coordinator."""
+        """Share groups' records (ShareFetch); built with the first share group."""
         if self._share_partitions is None:
-            self._start_group_coordinator()
+            self._start_share_partitions()
         assert self._share_partitions is not None
         return self._share_partitions
 
@@ -412,18 +412,22 @@ class Broker:
         self.producer_id_expiration.start()
 
     def _start_group_coordinator(self) -> None:
-        """Consumer groups (loading __consumer_offsets in the background; group requests
-        wait for it) and share groups."""
+        """Consumer and share groups (loading __consumer_offsets in the background; group
+        requests wait for it)."""
         from asyncbroker.group_coordinator import GroupCoordinator
 
         from asyncbroker.offsets_topic import offsets_topic_configs
 
         coordinator = GroupCoordinator(
             self.config, self._coordinator_topic(*offsets_topic_configs(self.config)), clock=self.clock,
-            run_blocking=self.run_blocking, transaction_coordinator=lambda: self.transaction_coordinator)
+            run_blocking=self.run_blocking, transaction_coordinator=lambda: self.transaction_coordinator,
+            share_partitions=lambda: self.share_partitions)
         self._group_coordinator = coordinator
         coordinator.start_loading()
-        # Share groups' records: handed out by ShareFetch, released when a member leaves.
+
+    def _start_share_partitions(self) -> None:
+        """Share groups' records: handed out by ShareFetch, released when a member leaves, with
+        their durable state in the share coordinator's topic."""
         from asyncbroker.share_coordinator import ShareCoordinator
         from asyncbroker.share_partition_manager import SharePartitionManager
 
@@ -432,13 +436,9 @@ class Broker:
                                                   "cleanup.policy": "delete", "compression.type": "producer",
                                                   "retention.ms": "-1", "segment.bytes":
                                                   str(self.config.share_coordinator_state_topic_segment_bytes)})
-        share_coordinator = ShareCoordinator(state_topic)
-        share_partitions = SharePartitionManager(self.replica_manager, self.topics, coordinator.group_configs,
-                                                 self.clock, share_coordinator)
-        self._share_partitions = share_partitions
-        # The share group offset admin APIs write share state and make the fetch path read it again.
-        coordinator.share_manager.share_coordinator = share_coordinator
-        coordinator.on_share_state_reset = share_partitions.forget
+        self._share_partitions = SharePartitionManager(self.replica_manager, self.topics,
+                                                       self.group_coordinator.group_configs, self.clock,
+                                                       ShareCoordinator(state_topic))
 
     def _start_transaction_coordinator(self) -> None:
         """Transactions: `__transaction_state` is loaded in the background (requests for a

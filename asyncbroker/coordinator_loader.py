@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.clock import Clock
 
@@ -40,11 +40,16 @@ from asyncbroker.coordinator_records import (
     decode_target_assignment_member_value,
     decode_target_assignment_metadata_value,
 )
-from asyncbroker.consumer_group_manager import ConsumerGroupManager
 from asyncbroker.group_metadata_manager import GroupMetadataManager
+from asyncbroker.lazy_group_manager import LazyGroupManager
 from asyncbroker.offset_metadata_manager import OffsetMetadataManager
 from asyncbroker.offsets_topic import CoordinatorTopic, StoredRecord
-from asyncbroker.share_group_manager import ShareGroupManager
+
+if TYPE_CHECKING:
+    from asyncbroker.consumer_group import ConsumerGroup
+    from asyncbroker.consumer_group_manager import ConsumerGroupManager
+    from asyncbroker.share_group import ShareGroup
+    from asyncbroker.share_group_manager import ShareGroupManager
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +75,11 @@ class CoordinatorLoader:
 
     def __init__(self, offsets_topic: CoordinatorTopic, group_manager: GroupMetadataManager,
                  offset_manager: OffsetMetadataManager, clock: Clock,
-                 run_blocking: Callable[..., Awaitable[Any]], consumer_manager: ConsumerGroupManager,
-                 share_manager: ShareGroupManager) -> None:
-        self.consumer_manager = consumer_manager
-        self.share_manager = share_manager
+                 run_blocking: Callable[..., Awaitable[Any]],
+                 consumer_groups: LazyGroupManager[ConsumerGroupManager, ConsumerGroup],
+                 share_groups: LazyGroupManager[ShareGroupManager, ShareGroup]) -> None:
+        self.consumer_groups = consumer_groups
+        self.share_groups = share_groups
         self.offsets_topic = offsets_topic
         self.group_manager = group_manager
         self.offset_manager = offset_manager
@@ -109,23 +115,24 @@ class CoordinatorLoader:
                         decode = _CONSUMER_VALUE_DECODERS[consumer_key.record_type]
                         value = None if value_bytes is None else decode(value_bytes)
                         if consumer_key.record_type in SHARE_GROUP_RECORD_TYPES:
-                            self.share_manager.replay(consumer_key, value)  # type: ignore[arg-type]
+                            self.share_groups.manager.replay(consumer_key, value)  # type: ignore[arg-type]
                         else:
-                            self.consumer_manager.replay(consumer_key, value)
+                            self.consumer_groups.manager.replay(consumer_key, value)
             except RecordFormatError as exc:
                 log.warning("Skipping unreadable record at offset %d of %s-%d: %s", offset,
                             self.offsets_topic.name, partition, exc)
         now = self.clock.milliseconds()
         for group_id, value in group_values.items():
-            if group_id not in self.consumer_manager.groups:
+            if group_id not in self.consumer_groups.groups:
                 self.group_manager.replay(group_id, value, now)
-        self.consumer_manager.after_load()
-        self.share_manager.after_load()
+        for loaded in (self.consumer_groups.built, self.share_groups.built):
+            if loaded is not None:  # None: no group of that kind was loaded
+                loaded.after_load()
         offsets = 0
         for group_id in self.offset_manager.groups_with_offsets():
-            if group_id not in self.consumer_manager.groups:
+            if group_id not in self.consumer_groups.groups:
                 self.group_manager.get_or_create_simple_group(group_id)
             offsets += len(self.offset_manager.offsets[group_id])
         log.info("Loaded %d group(s) and %d committed offset(s) from %s in %d ms",
-                 len(self.group_manager.groups) + len(self.consumer_manager.groups),
+                 len(self.group_manager.groups) + len(self.consumer_groups.groups),
                  offsets, self.offsets_topic.name, self.clock.milliseconds() - started)

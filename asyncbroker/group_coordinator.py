@@ -17,7 +17,11 @@ Kafka's group coordinator, the state is split by what it is about:
   with the share coordinator's state (share_coordinator.py), as Kafka's
   GroupCoordinatorService runs them with its persister;
 - coordinator_loader.py: CoordinatorLoader, which replays `__consumer_offsets`
-  into both.
+  into them.
+
+The consumer-protocol and share managers are built with the first group of their
+kind (lazy_group_manager.py): a broker whose clients use classic groups never
+imports them.
 
 This GroupCoordinator is what the handlers talk to: it loads the state, runs
 the offset-expiration job, and answers each request with the manager that
@@ -38,18 +42,22 @@ from storage.partition_metadata import uuid_to_base64
 from wire.errors import CoordinatorNotAvailableError, ErrorCode, GroupIdNotFoundError, UnknownServerError
 
 from asyncbroker.classic_group import ClassicGroup, ClassicGroupState, OffsetAndMetadata
-from asyncbroker.consumer_group_manager import ConsumerGroupManager
 from asyncbroker.coordinator_loader import CoordinatorLoader
 from asyncbroker.coordinator_timer import CoordinatorTimer
 from asyncbroker.group_configs import GroupConfigManager
 from asyncbroker.group_metadata_manager import GroupMetadataManager, JoinGroupResult, ListedGroup, SyncGroupResult
+from asyncbroker.lazy_group_manager import LazyGroupManager
 from asyncbroker.offset_metadata_manager import OffsetMetadataManager, TopicPartitionKey
 from asyncbroker.offsets_topic import CoordinatorTopic, append_error_code
-from asyncbroker.share_group_manager import InitMap, ShareGroupManager
 
 if TYPE_CHECKING:
     from asyncbroker.config import KafkaConfig
+    from asyncbroker.consumer_group import ConsumerGroup
+    from asyncbroker.consumer_group_manager import ConsumerGroupManager
     from asyncbroker.share_coordinator import ShareCoordinator, ShareStateSummary
+    from asyncbroker.share_group import ShareGroup
+    from asyncbroker.share_group_manager import InitMap, ShareGroupManager
+    from asyncbroker.share_partition_manager import SharePartitionManager
     from asyncbroker.transaction_coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
@@ -63,22 +71,25 @@ class GroupCoordinator:
 
     def __init__(self, config: KafkaConfig, offsets_topic: CoordinatorTopic, *, clock: Clock,
                  run_blocking: Callable[..., Awaitable[Any]],
-                 transaction_coordinator: Callable[[], TransactionCoordinator]) -> None:
+                 transaction_coordinator: Callable[[], TransactionCoordinator],
+                 share_partitions: Callable[[], SharePartitionManager] | None = None) -> None:
+        self.config = config
         self.offsets_topic = offsets_topic
         self.clock = clock
-        # Who must forget the share partitions of a group whose state was set afresh: given
-        # by the broker (with share_manager.share_coordinator, the share groups' durable state).
-        self.on_share_state_reset: Callable[[str, list[tuple[uuid.UUID, int]]], Awaitable[None]] = _nothing
+        # The share groups' records and durable state (Kafka's persister), given by the broker:
+        # built with the first share group.
+        self._share_partitions = share_partitions
         self.group_configs = GroupConfigManager(config, run_blocking)
         self.group_manager = GroupMetadataManager(config, offsets_topic, clock)
-        self.consumer_manager = ConsumerGroupManager(config, offsets_topic, clock, self.group_manager,
-                                                     self.group_configs)
-        self.share_manager = ShareGroupManager(config, offsets_topic, clock, self.group_manager.timer,
-                                               self.group_configs)
+        # KIP-848's and KIP-932's groups: their managers are built with the first such group.
+        self.consumer_groups: LazyGroupManager[ConsumerGroupManager, ConsumerGroup] = LazyGroupManager(
+            self._build_consumer_manager)
+        self.share_groups: LazyGroupManager[ShareGroupManager, ShareGroup] = LazyGroupManager(
+            self._build_share_manager)
         self.offset_manager = OffsetMetadataManager(self.group_manager, config, offsets_topic, clock,
-                                                    transaction_coordinator, self.consumer_manager)
+                                                    transaction_coordinator, self.consumer_groups)
         self.loader = CoordinatorLoader(offsets_topic, self.group_manager, self.offset_manager, clock, run_blocking,
-                                        self.consumer_manager, self.share_manager)
+                                        self.consumer_groups, self.share_groups)
         self.offsets_retention_check_interval_ms: int = config.offsets_retention_check_interval_ms
         self._loaded: asyncio.Future[None] | None = None
         self._expiry_task: asyncio.Task[None] | None = None
@@ -92,6 +103,25 @@ class GroupCoordinator:
         self.on_transaction_completed = offsets.on_transaction_completed
         self.delete_offsets = offsets.delete_offsets
         self.cleanup_group_metadata = offsets.cleanup_group_metadata
+
+    def _build_consumer_manager(self) -> ConsumerGroupManager:
+        from asyncbroker.consumer_group_manager import ConsumerGroupManager
+
+        return ConsumerGroupManager(self.config, self.offsets_topic, self.clock, self.group_manager, self.group_configs)
+
+    def _build_share_manager(self) -> ShareGroupManager:
+        from asyncbroker.share_group_manager import ShareGroupManager
+
+        manager = ShareGroupManager(self.config, self.offsets_topic, self.clock, self.group_manager.timer,
+                                    self.group_configs)
+        if self._share_partitions is not None:
+            manager.share_coordinator = self._share_partitions().coordinator
+        return manager
+
+    async def _forget_share_state(self, group_id: str, partitions: list[tuple[uuid.UUID, int]]) -> None:
+        """Share partitions whose state was set afresh are read again by the next ShareFetch."""
+        if self._share_partitions is not None:
+            await self._share_partitions().forget(group_id, partitions)
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:
@@ -155,46 +185,47 @@ class GroupCoordinator:
         members is converted (Kafka's online upgrade, in ConsumerGroupManager)."""
         group_id = request["group_id"]
         # A bad request changes nothing, the classic group it names included.
-        self.consumer_manager.validate_heartbeat(**{k: v for k, v in request.items()
-                                                    if k not in ("client_id", "client_host", "authorized_topics")})
+        self.consumer_groups.manager.validate_heartbeat(**{k: v for k, v in request.items()
+                                                           if k not in ("client_id", "client_host", "authorized_topics")})
         classic = self.group_manager.groups.get(group_id)
         classic_in_use = classic is not None and not classic.is_in_state(_S.DEAD) and bool(classic.members)
         if classic is not None and not classic_in_use and request["member_epoch"] == 0 and group_id \
-                and not self.consumer_manager.is_consumer_group(group_id):
+                and group_id not in self.consumer_groups.groups:
             await self.offsets_topic.append(self.offsets_topic.partition_for(group_id),
                                             [self.group_manager.tombstone(group_id)])
             self.group_manager.remove_group(group_id)
-        if group_id in self.share_manager.groups:
+        if group_id in self.share_groups.groups:
             raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
-        return await self.consumer_manager.heartbeat(classic_group=classic if classic_in_use else None, **request)
+        return await self.consumer_groups.manager.heartbeat(classic_group=classic if classic_in_use else None,
+                                                            **request)
 
     def consumer_group_describe(self, group_id: str) -> Any:
-        if group_id in self.share_manager.groups:
+        if group_id in self.share_groups.groups:
             raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
-        return self.consumer_manager.describe(group_id)
+        return self.consumer_groups.manager.describe(group_id)
 
     def share_group_describe(self, group_id: str) -> Any:
         classic = self.group_manager.groups.get(group_id)
-        if group_id in self.consumer_manager.groups or (classic is not None and not classic.is_in_state(_S.DEAD)):
+        if group_id in self.consumer_groups.groups or (classic is not None and not classic.is_in_state(_S.DEAD)):
             raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
-        return self.share_manager.describe(group_id)
+        return self.share_groups.manager.describe(group_id)
 
     async def share_group_heartbeat(self, **request: Any) -> Any:
         """ShareGroupHeartbeat (KIP-932); an id held by a classic or consumer-protocol group is
         not a share group's."""
-        self.share_manager.validate_heartbeat(**{k: v for k, v in request.items()
-                                                 if k not in ("client_id", "client_host")})
+        self.share_groups.manager.validate_heartbeat(**{k: v for k, v in request.items()
+                                                        if k not in ("client_id", "client_host")})
         group_id = request["group_id"]
         classic = self.group_manager.groups.get(group_id)
-        other = group_id in self.consumer_manager.groups or (classic is not None and not classic.is_in_state(_S.DEAD))
-        return await self.share_manager.heartbeat(other_group_exists=other, **request)
+        other = group_id in self.consumer_groups.groups or (classic is not None and not classic.is_in_state(_S.DEAD))
+        return await self.share_groups.manager.heartbeat(other_group_exists=other, **request)
 
     def _held_by_other_group_type(self, group_id: str) -> bool:
         classic = self.group_manager.groups.get(group_id)
-        return group_id in self.consumer_manager.groups or (classic is not None and not classic.is_in_state(_S.DEAD))
+        return group_id in self.consumer_groups.groups or (classic is not None and not classic.is_in_state(_S.DEAD))
 
     def _persister(self) -> ShareCoordinator:
-        persister = self.share_manager.share_coordinator
+        persister = self.share_groups.manager.share_coordinator
         if persister is None:
             raise CoordinatorNotAvailableError("The share coordinator is not available.")
         return persister
@@ -211,7 +242,7 @@ class GroupCoordinator:
         persister = self._persister()
         if topics is None:
             wanted = [(t, name, sorted(parts)) for t, (name, parts) in
-                      self.share_manager.initialized_partitions(group_id).items()]
+                      self.share_groups.manager.initialized_partitions(group_id).items()]
         else:
             wanted = [(t, name, list(parts)) for t, name, parts in topics]
         if wanted:
@@ -227,7 +258,7 @@ class GroupCoordinator:
         refuses the request; nothing is written)."""
         persister = self._persister()
         init: InitMap = {t: (name, frozenset(offsets)) for t, (name, offsets) in topics.items()}
-        epoch = await self.share_manager.begin_alter_offsets(
+        epoch = await self.share_groups.manager.begin_alter_offsets(
             group_id, init, other_group_exists=self._held_by_other_group_type(group_id))
         written = [(t, p) for t, (_, offsets) in topics.items() for p in offsets]
         if written:
@@ -238,8 +269,8 @@ class GroupCoordinator:
         for t, (_, offsets) in topics.items():
             for p, start in offsets.items():
                 await persister.initialize(group_id, t, p, start, epoch, now)
-        await self.on_share_state_reset(group_id, written)
-        await self.share_manager.finish_initializing(group_id, {t: v for t, v in init.items() if v[1]})
+        await self._forget_share_state(group_id, written)
+        await self.share_groups.manager.finish_initializing(group_id, {t: v for t, v in init.items() if v[1]})
 
     async def delete_share_group_offsets(
             self, group_id: str, topics: Sequence[tuple[str, uuid.UUID | None, int]],
@@ -248,14 +279,14 @@ class GroupCoordinator:
         count) each; answers (name, id, error code, message) per topic: those deleted first,
         then those refused."""
         persister = self._persister()
-        to_delete, refused = await self.share_manager.begin_delete_offsets(
+        to_delete, refused = await self.share_groups.manager.begin_delete_offsets(
             group_id, topics, other_group_exists=self._held_by_other_group_type(group_id))
         for t, (_, parts) in to_delete.items():
             for p in sorted(parts):
                 await persister.delete(group_id, t, p)
-        await self.on_share_state_reset(group_id, [(t, p) for t, (_, parts) in to_delete.items() for p in parts])
+        await self._forget_share_state(group_id, [(t, p) for t, (_, parts) in to_delete.items() for p in parts])
         if to_delete:
-            await self.share_manager.finish_deleting(group_id, to_delete)
+            await self.share_groups.manager.finish_deleting(group_id, to_delete)
         answered: list[tuple[str, uuid.UUID | None, int, str | None]] = [
             (name, t, ErrorCode.NONE, None) for t, (name, _) in to_delete.items()]
         return answered + [(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message) for name, message in refused]
@@ -267,50 +298,51 @@ class GroupCoordinator:
         empty consumer-protocol group gives way to a classic group (Kafka's
         maybeDeleteEmptyConsumerGroup)."""
         group_id = request["group_id"]
-        if group_id in self.share_manager.groups:
+        if group_id in self.share_groups.groups:
             return JoinGroupResult(error=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id="")
-        consumer = self.consumer_manager.groups.get(group_id)
+        consumer = self.consumer_groups.groups.get(group_id)
         if consumer is not None and consumer.members:
             self.group_manager.check_session_timeout(request["session_timeout_ms"])
-            return await self.consumer_manager.classic_join(**{k: v for k, v in request.items()
-                                                                if k not in ("reason", "api_version")})
+            return await self.consumer_groups.manager.classic_join(**{k: v for k, v in request.items()
+                                                                       if k not in ("reason", "api_version")})
         if consumer is not None:
             await self.offsets_topic.append(self.offsets_topic.partition_for(group_id),
-                                            self.consumer_manager.tombstones(group_id))
-            self.consumer_manager.remove_group(group_id)
+                                            self.consumer_groups.manager.tombstones(group_id))
+            self.consumer_groups.manager.remove_group(group_id)
             log.info("[GroupId %s] Converted the empty consumer group to a classic group.", group_id)
         return await self.group_manager.join_group(**request)
 
     async def sync_group(self, **request: Any) -> SyncGroupResult:
-        if request["group_id"] in self.consumer_manager.groups:
-            return await self.consumer_manager.classic_sync(**{k: v for k, v in request.items() if k != "assignments"})
+        if request["group_id"] in self.consumer_groups.groups:
+            return await self.consumer_groups.manager.classic_sync(**{k: v for k, v in request.items()
+                                                                      if k != "assignments"})
         return await self.group_manager.sync_group(**request)
 
     async def heartbeat(self, **request: Any) -> None:
-        if request["group_id"] in self.consumer_manager.groups:
-            await self.consumer_manager.classic_heartbeat(**request)
+        if request["group_id"] in self.consumer_groups.groups:
+            await self.consumer_groups.manager.classic_heartbeat(**request)
         else:
             await self.group_manager.heartbeat(**request)
 
     async def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None, str | None]]) -> list[int]:
-        if group_id in self.consumer_manager.groups:
-            return await self.consumer_manager.classic_leave(group_id, members)
+        if group_id in self.consumer_groups.groups:
+            return await self.consumer_groups.manager.classic_leave(group_id, members)
         return await self.group_manager.leave_group(group_id, members)
 
     def list_groups(self, states: Sequence[str] = (), types: Sequence[str] = ()) -> list[ListedGroup]:
         """Classic and consumer groups (ListGroups v5 filters on both)."""
         listed = [g for g in self.group_manager.list_groups(states, types)
-                  if not self.consumer_manager.is_consumer_group(g.group_id)]
+                  if g.group_id not in self.consumer_groups.groups]
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
         if not wanted_types or "consumer" in wanted_types:
-            for group_id, group in self.consumer_manager.groups.items():
+            for group_id, group in self.consumer_groups.groups.items():
                 state = group.state.value
                 if wanted_states and state.lower() not in wanted_states:
                     continue
                 listed.append(ListedGroup(group_id, "consumer", state, "consumer"))
         if not wanted_types or "share" in wanted_types:
-            for group_id, share in self.share_manager.groups.items():
+            for group_id, share in self.share_groups.groups.items():
                 state = share.state.value
                 if wanted_states and state.lower() not in wanted_states:
                     continue
@@ -323,7 +355,7 @@ class GroupCoordinator:
         by_partition: dict[int, list[tuple[str, list[tuple[bytes, bytes | None]]]]] = {}
         share_states: dict[str, list[tuple[uuid.UUID, int]]] = {}  # a share group's state goes with it
         for group_id in group_ids:
-            share = self.share_manager.groups.get(group_id)
+            share = self.share_groups.groups.get(group_id)
             if share is not None:
                 if share.members:
                     results[group_id] = ErrorCode.NON_EMPTY_GROUP
@@ -331,15 +363,16 @@ class GroupCoordinator:
                 share_states[group_id] = [(t, p) for state in (share.initialized, share.initializing)
                                           for t, (_, parts) in state.items() for p in parts]
                 by_partition.setdefault(self.offsets_topic.partition_for(group_id), []).append(
-                    (group_id, self.share_manager.tombstones(group_id)))
+                    (group_id, self.share_groups.manager.tombstones(group_id)))
                 continue
-            consumer = self.consumer_manager.groups.get(group_id)
+            consumer = self.consumer_groups.groups.get(group_id)
             if consumer is not None:
                 if consumer.members:
                     results[group_id] = ErrorCode.NON_EMPTY_GROUP
                     continue
                 by_partition.setdefault(self.offsets_topic.partition_for(group_id), []).append(
-                    (group_id, [*self.offset_manager.tombstones(group_id), *self.consumer_manager.tombstones(group_id)]))
+                    (group_id, [*self.offset_manager.tombstones(group_id),
+                                *self.consumer_groups.manager.tombstones(group_id)]))
                 continue
             group = self.group_manager.groups.get(group_id)
             if group is None or group.is_in_state(_S.DEAD):
@@ -361,17 +394,19 @@ class GroupCoordinator:
                 continue
             for group_id, _ in items:
                 self.offset_manager.remove_group(group_id)
-                self.consumer_manager.remove_group(group_id)
-                self.share_manager.remove_group(group_id)
+                if (consumers := self.consumer_groups.built) is not None:
+                    consumers.remove_group(group_id)
+                if (shares := self.share_groups.built) is not None:
+                    shares.remove_group(group_id)
                 results[group_id] = ErrorCode.NONE
                 log.info("Deleted group %s", group_id)
         for group_id, partitions in share_states.items():
-            if results.get(group_id) != ErrorCode.NONE or self.share_manager.share_coordinator is None:
+            if results.get(group_id) != ErrorCode.NONE or self.share_groups.manager.share_coordinator is None:
                 continue
             # Kafka's share coordinator deletes the state of every partition the group had.
             for topic_id, index in partitions:
-                await self.share_manager.share_coordinator.delete(group_id, topic_id, index)
-            await self.on_share_state_reset(group_id, partitions)
+                await self.share_groups.manager.share_coordinator.delete(group_id, topic_id, index)
+            await self._forget_share_state(group_id, partitions)
         return results
 
     async def on_partitions_deleted(self, partitions: Iterable[TopicPartitionKey]) -> int:
@@ -409,6 +444,3 @@ def _check_persister_request(prefix: str, group_id: str, topics: Sequence[tuple[
     if problem is not None:
         raise UnknownServerError(problem, wire_message=problem if show_message else _UNKNOWN_SERVER_ERROR)
 
-
-async def _nothing(group_id: str, partitions: list[tuple[uuid.UUID, int]]) -> None:
-    """No share partitions to forget (no broker wired one in)."""

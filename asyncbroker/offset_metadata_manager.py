@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from asyncbroker.config import KafkaConfig
     from asyncbroker.consumer_group import ConsumerGroup
     from asyncbroker.consumer_group_manager import ConsumerGroupManager
+    from asyncbroker.lazy_group_manager import LazyGroupManager
     from asyncbroker.transaction_coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
@@ -73,9 +74,9 @@ class OffsetMetadataManager:
 
     def __init__(self, group_manager: GroupMetadataManager, config: KafkaConfig, offsets_topic: CoordinatorTopic,
                  clock: Clock, transaction_coordinator: Callable[[], TransactionCoordinator],
-                 consumer_manager: ConsumerGroupManager) -> None:
+                 consumer_groups: LazyGroupManager[ConsumerGroupManager, ConsumerGroup]) -> None:
         self.group_manager = group_manager
-        self.consumer_manager = consumer_manager
+        self.consumer_groups = consumer_groups
         self.offsets_topic = offsets_topic
         self.clock = clock
         # Built after the group coordinator (it needs the producer-id allocator); read when used.
@@ -142,10 +143,10 @@ class OffsetMetadataManager:
         api_version: int,
     ) -> dict[TopicPartitionKey, int]:
         """Commit (topic, partition, offset, leader epoch, metadata) items; an error code per partition."""
-        consumer_group = self.consumer_manager.groups.get(group_id)
+        consumer_group = self.consumer_groups.groups.get(group_id)
         if consumer_group is not None:
             # A consumer-protocol group: the member epoch stands in the generation's place.
-            self.consumer_manager.validate_offset_commit(consumer_group, member_id, generation_id, api_version)
+            self.consumer_groups.manager.validate_offset_commit(consumer_group, member_id, generation_id, api_version)
             return await self._append_commit(group_id, offsets, retention_time_ms, create_classic=False)
         # The empty group id is valid here, as in Kafka: simple consumers of old commit to it.
         group = self.group_manager.groups.get(group_id)
@@ -215,8 +216,8 @@ class OffsetMetadataManager:
         group = self.group_manager.groups.get(group_id)
         if group is not None and group.is_in_state(_S.DEAD):
             raise GroupIdNotFoundError(f"Group {group_id} is in dead state")
-        if member is not None:
-            self.consumer_manager.validate_offset_fetch(group_id, *member)
+        if member is not None and group_id in self.consumer_groups.groups:
+            self.consumer_groups.manager.validate_offset_fetch(group_id, *member)
         per_group = self.offsets.get(group_id, {})
         unstable = self._pending_partitions(group_id) if require_stable else set()
         if partitions is None:
@@ -390,18 +391,18 @@ class OffsetMetadataManager:
         and an empty group left without offsets is removed with its records."""
         now = self._now()
         removed_total = 0
-        for group_id, group in list(self.consumer_manager.groups.items()):
+        for group_id, group in list(self.consumer_groups.groups.items()):
             per_group = self.offsets.get(group_id, {})
             removed = select(group, per_group, now)
             delete_group = len(removed) == len(per_group) and not group.members and kind == "expired"
             if not removed and not delete_group:
                 continue
             await self._remove_offsets(group_id, per_group, removed,
-                                       self.consumer_manager.tombstones(group_id) if delete_group else [], kind)
+                                       self.consumer_groups.manager.tombstones(group_id) if delete_group else [], kind)
             removed_total += len(removed)
             if delete_group and not group.members and not self.offsets.get(group_id):
                 self.offsets.pop(group_id, None)
-                self.consumer_manager.remove_group(group_id)
+                self.consumer_groups.manager.remove_group(group_id)
                 log.info("Group %s transitioned to Dead and was removed (empty, no offsets)", group_id)
         return removed_total
 

@@ -16,9 +16,10 @@ import os
 from types import ModuleType
 from typing import Any, Literal
 
-from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.static.constants import EntityType
+
+from wire.messages import response_module
 
 _ZERO = datetime.timedelta(0)
 
@@ -59,7 +60,9 @@ def _convert(kafka_type: str, value: Any) -> Any:
 @functools.cache
 def _names_in_any_version(cls: type) -> frozenset[str]:
     """The field names of this entity (the same class name) across every version of its API
-    kio has: what a version-agnostic description of it may name."""
+    kio has: what a version-agnostic description of it may name (STRICT only: kio's index
+    of every schema is loaded for it)."""
+    from kio.index import load_payload_module
     from kio.schema.index import api_key_map, schema_name_map
 
     names: set[str] = set(_field_plan(cls)[0])
@@ -114,4 +117,4 @@ class ResponseBuilder:
 
 @functools.cache
 def _response_module(api_key: int, version: int) -> ModuleType:
-    return load_payload_module(api_key, version, EntityType.response)
+    return response_module(api_key, version)

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import enum
 import io
+import sys
 from functools import lru_cache
-from typing import Any
+from types import ModuleType
+from typing import Any, Literal
 
 from wire.api_versions import VERSIONS as API_VERSIONS_VERSIONS, decode_api_versions_request
 from wire.errors import RequestDecodeError, UnsupportedApiError
@@ -44,6 +46,7 @@ __all__ = [
     "kio_version_range",
     "request_class",
     "response_class",
+    "response_module",
     "decode_request",
     "encode_response",
     "encode_request",
@@ -173,23 +176,27 @@ def kio_version_range(api_key: int) -> tuple[int, int] | None:
 @lru_cache(maxsize=2048)
 def request_class(api_key: int, api_version: int) -> type[Any]:
     """kio request dataclass; UnsupportedApiError if kio has no such schema."""
-    from kio.index import KioIndexError, load_request_schema
-
-    try:
-        return load_request_schema(api_key, api_version)
-    except KioIndexError:
-        raise UnsupportedApiError(f"unsupported request api_key={api_key} version={api_version}") from None
+    return _kio_schema(api_key, api_version, "request")
 
 
 @lru_cache(maxsize=2048)
 def response_class(api_key: int, api_version: int) -> type[Any]:
     """kio response dataclass; UnsupportedApiError if kio has no such schema."""
-    from kio.index import KioIndexError, load_response_schema
+    return _kio_schema(api_key, api_version, "response")
+
+
+def response_module(api_key: int, api_version: int) -> ModuleType:
+    """kio's module of that response (its nested entities' classes); UnsupportedApiError if none."""
+    return sys.modules[response_class(api_key, api_version).__module__]
+
+
+def _kio_schema(api_key: int, api_version: int, kind: Literal["request", "response"]) -> type[Any]:
+    from wire._kio_compat import payload_schema  # kio's layout, with its version check
 
     try:
-        return load_response_schema(api_key, api_version)
-    except KioIndexError:
-        raise UnsupportedApiError(f"unsupported response api_key={api_key} version={api_version}") from None
+        return payload_schema(ApiKey(api_key).name.lower(), api_version, kind)
+    except (ValueError, LookupError):  # a key we do not name; a version kio lacks
+        raise UnsupportedApiError(f"unsupported {kind} api_key={api_key} version={api_version}") from None
 
 
 _READERS: dict[type, Any] = {}

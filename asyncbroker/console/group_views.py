@@ -118,10 +118,10 @@ async def group_rows(broker: Broker, group_filter: NameFilter = _every,
 
 def _member_count(coordinator: GroupCoordinator, group_id: str, group_type: str) -> int:
     if group_type == "consumer":
-        consumer = coordinator.consumer_manager.groups.get(group_id)
+        consumer = coordinator.consumer_groups.groups.get(group_id)
         return len(consumer.members) if consumer is not None else 0
     if group_type == "share":
-        share = coordinator.share_manager.groups.get(group_id)
+        share = coordinator.share_groups.groups.get(group_id)
         return len(share.members) if share is not None else 0
     group = coordinator.groups.get(group_id)
     return len(group.members) if group is not None else 0
@@ -136,7 +136,7 @@ async def group_detail(broker: Broker, group_id: str, topic_filter: NameFilter =
         raise GroupIdNotFoundError(f"Group {group_id} does not exist.")
     members: list[MemberRow] = []
     protocol = ""
-    consumer = coordinator.consumer_manager.groups.get(group_id)
+    consumer = coordinator.consumer_groups.groups.get(group_id)
     if listed.group_type == "consumer" and consumer is not None:
         protocol = "consumer (KIP-848)"
         for m in consumer.members.values():

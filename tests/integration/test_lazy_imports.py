@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from asyncbroker.response_builder import STRICT_ENV
 from asyncbroker.testing import BrokerProcess
 from asyncbroker.testing.broker import free_port_block
 from test_kcat import kcat
@@ -250,6 +251,50 @@ def test_coordinators_load_with_their_first_request(tmp_path: Path) -> None:
     with BrokerProcess(["num.partitions=1"], log_dir=tmp_path, env=env) as again:
         wait_until(lambda: {"asyncbroker.group_coordinator", "asyncbroker.transaction_coordinator"} <= imported(again),
                    timeout=30, message="coordinators not loaded at startup")
+
+
+KIP848_AND_SHARE = {"asyncbroker.consumer_group_manager", "asyncbroker.share_group_manager",
+                    "asyncbroker.share_coordinator", "asyncbroker.share_partition_manager", "xxhash"}
+SHARE = {name for name in KIP848_AND_SHARE if "share" in name}
+
+
+def consume_one(bootstrap: str, group: str, topic: str, **conf: object) -> None:
+    """One record through a consumer of `group`, committed, then the consumer closed."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, **conf})
+    try:
+        consumer.subscribe([topic])
+        message = wait_until(lambda: consumer.poll(0.5), timeout=60, message="nothing consumed")
+        consumer.commit(message=message, asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def test_group_managers_load_with_the_first_group_of_their_kind(tmp_path: Path) -> None:
+    """A classic group (librdkafka's and the Java client's default) loads none of KIP-848's or
+    KIP-932's managers, and no kio index of every schema (asyncbroker.lazy_group_manager,
+    wire._kio_compat.payload_schema): about 1.2 MB of a broker's memory. A consumer-protocol
+    group loads its manager, and so does loading one back from `__consumer_offsets`."""
+    # Strict response checks (the suite's default) read kio's index to know every version's
+    # field names: off here, as in production.
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1", STRICT_ENV: "0"}
+    with BrokerProcess(["num.partitions=1"], log_dir=tmp_path, env=env) as b:
+        produce_and_wait_for_the_log(b, "plain")
+        consume_one(b.bootstrap, "classic", "plain")
+        assert "asyncbroker.group_coordinator" in imported(b)
+        assert any(name.startswith("kio.schema.join_group.") for name in imported(b))
+        assert not (KIP848_AND_SHARE | {"kio.index", "kio.schema.index"}) & imported(b)
+
+        consume_one(b.bootstrap, "kip848", "plain", **{"group.protocol": "consumer"})
+        assert "asyncbroker.consumer_group_manager" in imported(b)
+        assert not SHARE & imported(b)
+
+    with BrokerProcess(["num.partitions=1"], log_dir=tmp_path, env=env) as again:
+        wait_until(lambda: "asyncbroker.consumer_group_manager" in imported(again), timeout=30,
+                   message="the consumer-protocol group's manager did not load with __consumer_offsets")
+        wait_until(lambda: "Loaded 2 group(s)" in again.output(), timeout=30,
+                   message="the two groups were not loaded back")
+        assert not SHARE & imported(again)
 
 
 def test_producing_and_reading_by_offset_never_load_kio(tmp_path: Path) -> None:

@@ -426,12 +426,12 @@ async def test_consumer_protocol_group_offsets_expire_and_the_empty_group_goes(t
             rebalance_timeout_ms=-1, subscribed_topic_names=None, subscribed_topic_regex=None,
             server_assignor=None, owned=None, client_id="client", client_host="/127.0.0.1")
         assert await c.cleanup_group_metadata() == 1  # from its commit, 61 s ago: not from the leave
-        assert "cg" not in c.consumer_manager.groups and "cg" not in c.offsets
+        assert "cg" not in c.consumer_groups.groups and "cg" not in c.offsets
         c.close()
         await broker.shutdown()
         broker = await start_broker(tmp_path, *settings, clock=clock)
         c = await coordinator_of(broker)
-        assert "cg" not in c.consumer_manager.groups and c.offsets == {}
+        assert "cg" not in c.consumer_groups.groups and c.offsets == {}
     finally:
         (await coordinator_of(broker)).close()
         await broker.shutdown()
@@ -457,7 +457,7 @@ async def test_a_group_config_sets_its_members_session_timeout(tmp_path: Path) -
         async def fenced(group: str) -> bool:
             """Whether the group's member is gone once the fencing task (a write) has run."""
             deadline = asyncio.get_running_loop().time() + 5
-            while "m-a" in c.consumer_manager.groups[group].members:
+            while "m-a" in c.consumer_groups.groups[group].members:
                 if asyncio.get_running_loop().time() > deadline:
                     return False
                 await asyncio.sleep(0.01)  # a condition polled with a deadline
@@ -466,7 +466,7 @@ async def test_a_group_config_sets_its_members_session_timeout(tmp_path: Path) -
         clock.advance(46_000)  # past the broker's 45 s, short of the group's 50 s
         c.timer.poll()
         assert await fenced("default")
-        assert "m-a" in c.consumer_manager.groups["short"].members
+        assert "m-a" in c.consumer_groups.groups["short"].members
         clock.advance(5_000)
         c.timer.poll()
         assert await fenced("short")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from kio.index import load_payload_module
+from kio.index import load_entity_schema, load_payload_module
 from kio.schema.index import api_key_map, schema_name_map
 from kio.static.constants import EntityType
 
 from wire import _kio_compat as compat
+from wire.errors import UnsupportedApiError
+from wire.messages import ApiKey, request_class, response_class, response_module
 from wire.request_bounds import _entity_step
 
 
@@ -36,6 +38,42 @@ def test_every_schema_field_is_classified() -> None:
                 compat.get_field_tag(field)
                 seen += 1
     assert seen > 4_000
+
+
+def test_every_payload_schema_is_where_kio_index_finds_it() -> None:
+    """payload_schema goes to kio's module by its layout instead of through kio.index's table:
+    both find the same class and module for every request and response kio has, and the
+    broker's lookups (wire.messages) name each API as kio does."""
+    checked = 0
+    for key, version, kind in every_entity():
+        name = api_key_map[key]
+        kind_name = "request" if kind == EntityType.request else "response"
+        expected = load_entity_schema(name, version, kind)
+        assert compat.payload_schema(name, version, kind_name) is expected, (name, version, kind_name)
+        assert compat.payload_module(name, version, kind_name) is load_payload_module(key, version, kind)
+        assert ApiKey(key).name.lower() == name
+        looked_up = request_class(key, version) if kind == EntityType.request else response_class(key, version)
+        assert looked_up is expected
+        if kind == EntityType.response:
+            assert response_module(key, version) is load_payload_module(key, version, kind)
+        checked += 1
+    assert checked > 600  # every request and response of the 300-odd API versions kio 0.6.5 has
+
+
+def test_a_schema_kio_lacks_is_unsupported() -> None:
+    """Versions past kio's last, unknown API names and keys: LookupError from payload_schema,
+    UNSUPPORTED_VERSION from the broker's lookups, and nothing else is swallowed."""
+    last = max(schema_name_map["metadata"])
+    with pytest.raises(LookupError):
+        compat.payload_schema("metadata", last + 1, "request")
+    with pytest.raises(LookupError):
+        compat.payload_schema("no_such_api", 0, "response")
+    with pytest.raises(UnsupportedApiError):
+        request_class(ApiKey.METADATA, last + 1)
+    with pytest.raises(UnsupportedApiError):
+        response_class(9_999, 0)
+    with pytest.raises(UnsupportedApiError):
+        response_module(ApiKey.FETCH, max(schema_name_map["fetch"]) + 1)
 
 
 def test_the_bounds_walk_is_built_for_every_request_schema() -> None:
