@@ -72,14 +72,15 @@ class EncodedResponse(msgspec.Struct):
 
 
 # API key -> the first version whose answer has throttle_time_ms as its first field.
-_THROTTLE_FIRST = {1: 1, 3: 3, 8: 3}  # Fetch, Metadata, OffsetCommit
+_THROTTLE_FIRST = {1: 1, 3: 3, 8: 3, 10: 1}  # Fetch, Metadata, OffsetCommit, FindCoordinator
 _PRODUCE, _I32 = 0, struct.Struct(">i")
 
 
 def with_throttle_time(response: EncodedResponse, api_key: int, version: int, throttle_ms: int) -> EncodedResponse:
     """The answer with throttle_time_ms set (a client quota's throttle): the first field of
-    Fetch, Metadata and OffsetCommit answers, the last one (before the tagged fields, of
-    which none are written) of Produce answers. Other answers are kio entities."""
+    the answers _THROTTLE_FIRST lists, from the version that has it, and the last one (before
+    the tagged fields, of which none are written) of Produce answers. Other answers are kio
+    entities."""
     parts = list(response.parts)
     if api_key in _THROTTLE_FIRST and version >= _THROTTLE_FIRST[api_key] and isinstance(parts[0], (bytes, bytearray)):
         parts[0] = _I32.pack(throttle_ms) + bytes(parts[0][4:])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 import io
 import sys
+from collections.abc import Callable
 from functools import lru_cache
 from types import ModuleType
 from typing import Any, Literal
@@ -27,6 +28,7 @@ from typing import Any, Literal
 from wire.api_versions import VERSIONS as API_VERSIONS_VERSIONS, decode_api_versions_request
 from wire.errors import RequestDecodeError, UnsupportedApiError
 from wire.fetch_request import VERSIONS as FETCH_VERSIONS, decode_fetch_request
+from wire.find_coordinator import VERSIONS as FIND_COORDINATOR_VERSIONS, decode_find_coordinator_request
 from wire.framing import patchable
 from wire.headers import RequestHeader
 from wire.metadata_request import VERSIONS as METADATA_VERSIONS, decode_metadata_request
@@ -212,6 +214,12 @@ def _reader(cls: type) -> Any:
     return reader
 
 
+_GROUP_DECODERS: dict[int, tuple[range, Callable[[int, Any, int], Any]]] = {
+    ApiKey.FIND_COORDINATOR: (FIND_COORDINATOR_VERSIONS, decode_find_coordinator_request),
+}
+"""The classic group APIs' hand-written decoders (a classic consumer's requests never load kio)."""
+
+
 def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview, body_offset: int) -> Any:
     """Decode the request body that follows the header in `frame`.
 
@@ -232,6 +240,9 @@ def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview,
         return decode_metadata_request(header.api_version, frame, body_offset)
     if header.api_key == ApiKey.API_VERSIONS and header.api_version in API_VERSIONS_VERSIONS:
         return decode_api_versions_request(header.api_version, frame, body_offset)
+    hand_written = _GROUP_DECODERS.get(header.api_key)
+    if hand_written is not None and header.api_version in hand_written[0]:
+        return hand_written[1](header.api_version, frame, body_offset)
     from wire.request_bounds import check_request_bounds  # (it reads kio's schemas: loaded with kio)
 
     cls = request_class(header.api_key, header.api_version)

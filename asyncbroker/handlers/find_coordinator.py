@@ -10,17 +10,22 @@ of a transaction coordinator `__transaction_state`, and the first of a share coo
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any
 
 from wire.error_messages import default_message, message_or_name
 from wire.errors import ErrorCode
+from wire.find_coordinator import (
+    Coordinator,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    encode_find_coordinator_response,
+)
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.acl_binding import AclOperation
+from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
-from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.FIND_COORDINATOR
 
@@ -29,10 +34,9 @@ TRANSACTION_KEY_TYPE = 1
 SHARE_KEY_TYPE = 2
 
 
-async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: FindCoordinatorRequest) -> EncodedResponse:
     version = header.api_version
-    b = ResponseBuilder(API_KEY, version)
-    key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
+    key_type = request.key_type
     keys = list(request.coordinator_keys) if version >= 4 else [request.key]
     # DESCRIBE on the group or transactional id, per key, before anything else (Kafka's getCoordinator).
     refusals = {k: _refusal(ctx, key_type, k) for k in keys}
@@ -50,9 +54,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         # request fails. A key that is not "group:topic id:partition" is INVALID_REQUEST.
         if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
             error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-            return b.entity("FindCoordinatorResponse", throttle_time=0, coordinators=tuple(
-                b.entity("Coordinator", key=k, error_code=error, error_message=default_message(error), node_id=-1,
-                         host="", port=-1) for k in keys))
+            return _encoded(version, FindCoordinatorResponse(coordinators=tuple(
+                Coordinator(k, -1, "", -1, error, default_message(error)) for k in keys)))
         from asyncbroker.share_coordinator import parse_share_partition_key  # with share groups, on first use
 
         for k in keys:
@@ -67,24 +70,26 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
 
     host, port = ctx.broker.advertised_for(ctx.listener_name)
 
-    def fields(key: str, message: str | None) -> dict[str, Any]:
+    def coordinator(key: str, message: str | None) -> Coordinator:
         code = refusals[key] or error
         ok = code == ErrorCode.NONE
-        return dict(
-            error_code=code, error_message=message if message is not None else message_or_name(code, ErrorCode(code).name),
-            node_id=ctx.broker.node_id if ok else -1,
-            host=host if ok else "",
-            port=port if ok else -1,
-        )
+        return Coordinator(key, ctx.broker.node_id if ok else -1, host if ok else "", port if ok else -1, code,
+                           message if message is not None else message_or_name(code, ErrorCode(code).name))
 
     if version >= 4:
         # Per-key answers carry no message (""), except when the request failed as a whole.
         known = key_type in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, SHARE_KEY_TYPE)
         message = "" if known else default_message(error)
-        coordinators = tuple(b.entity("Coordinator", key=k, **fields(k, message)) for k in keys)
-        return b.entity("FindCoordinatorResponse", throttle_time=0, coordinators=coordinators)
+        return _encoded(version, FindCoordinatorResponse(coordinators=tuple(coordinator(k, message) for k in keys)))
     # Before v4 the message is Kafka's Errors.message(): the default text, "NONE" on success.
-    return b.entity("FindCoordinatorResponse", throttle_time=0, **fields(keys[0], None))
+    only = coordinator(keys[0], None)
+    return _encoded(version, FindCoordinatorResponse(error_code=only.error_code, error_message=only.error_message,
+                                                     node_id=only.node_id, host=only.host, port=only.port))
+
+
+def _encoded(version: int, response: FindCoordinatorResponse) -> EncodedResponse:
+    body = encode_find_coordinator_response(version, response)
+    return EncodedResponse([body], len(body))
 
 
 async def _coordinator_topic_error(created: Awaitable[None]) -> int:

@@ -1,16 +1,25 @@
 """What the tests that hold a hand-written codec to kio's share: kio entities built from the
-fields a version has, kio's path for a request (the bounds walk, then kio's reader) and damage
-to a valid body."""
+fields a version has, kio's path for a request (the bounds walk, then kio's reader), damage
+to a valid body, and the conversions between kio's entities and a codec's structs (which
+carry kio's field names)."""
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import enum
+import io
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode as KioErrorCode
+from kio.serial import entity_writer
 from kio.serial.errors import UnexpectedNull
+from kio.static.primitive import i32Timedelta, i64Timedelta
 
+from wire._kio_compat import EntityField, EntityTupleField, classify_field
 from wire.messages import _reader, request_class
 from wire.request_bounds import check_request_bounds
 
@@ -68,3 +77,61 @@ def assert_decodes_as_kio(by_kio: Callable[[int, bytes | memoryview], Any],
     assert expected is not None
     assert by_hand(version, body) == expected
     assert by_hand(version, memoryview(body)) == expected
+
+
+_MS = datetime.timedelta(milliseconds=1)
+
+
+def plain(value: Any) -> Any:
+    """A kio entity, or a value in one, as plain values: an entity as a dict by field name, a
+    duration as its milliseconds, an error code as its int, bytes as bytes."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime.timedelta):
+        return value // _MS
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple):
+        return tuple(plain(v) for v in value)
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return value
+
+
+def ours_from_kio(entity: Any, cls: type[Any]) -> Any:
+    """The codec's struct `cls` with a kio entity's values (the fields its version lacks at the
+    struct's defaults, which are Kafka's)."""
+    return msgspec.convert(plain(entity), cls)
+
+
+def kio_from_ours(struct: Any, kio_cls: type[Any]) -> Any:
+    """kio's entity `kio_cls` (one version's) with the values of the codec's struct, for the
+    fields that version has."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(kio_cls):
+        value = getattr(struct, f.name)
+        kind = classify_field(f)
+        kafka_type = f.metadata.get("kafka_type")
+        if isinstance(kind, EntityTupleField):
+            value = tuple(kio_from_ours(v, kind.type_) for v in value)
+        elif isinstance(kind, EntityField):
+            value = None if value is None else kio_from_ours(value, kind.type_)
+        elif value is None:
+            pass
+        elif kafka_type == "timedelta_i32":
+            value = i32Timedelta.parse(value * _MS)
+        elif kafka_type == "timedelta_i64":
+            value = i64Timedelta.parse(value * _MS)
+        elif kafka_type == "error_code":
+            value = KioErrorCode(value)
+        elif isinstance(value, (bytearray, memoryview)):
+            value = bytes(value)
+        values[f.name] = value
+    return kio_cls(**values)
+
+
+def kio_bytes(entity: Any) -> bytes:
+    """What kio's writer writes for an entity."""
+    out = io.BytesIO()
+    entity_writer(type(entity))(out, entity)
+    return out.getvalue()
