@@ -72,7 +72,16 @@ class EncodedResponse(msgspec.Struct):
 
 
 # API key -> the first version whose answer has throttle_time_ms as its first field.
-_THROTTLE_FIRST = {1: 1, 3: 3, 8: 3, 10: 1}  # Fetch, Metadata, OffsetCommit, FindCoordinator
+_THROTTLE_FIRST = {
+    1: 1,  # Fetch
+    3: 3,  # Metadata
+    8: 3,  # OffsetCommit
+    10: 1,  # FindCoordinator
+    11: 2,  # JoinGroup
+    12: 1,  # Heartbeat
+    13: 1,  # LeaveGroup
+    14: 1,  # SyncGroup
+}
 _PRODUCE, _I32 = 0, struct.Struct(">i")
 
 

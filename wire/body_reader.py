@@ -20,8 +20,8 @@ import uuid
 from wire.errors import CorruptRecordError, RequestDecodeError
 from wire.records import Buffer, read_uvarint
 
-__all__ = ["truncated", "read_varint", "read_length", "read_string", "read_count", "read_uuid",
-           "read_tagged_fields", "skip_tagged_fields"]
+__all__ = ["truncated", "read_varint", "read_length", "read_string", "read_required_string", "read_bytes",
+           "read_int", "read_count", "read_uuid", "read_tagged_fields", "skip_tagged_fields"]
 
 _I16 = struct.Struct(">h").unpack_from
 _I32 = struct.Struct(">i").unpack_from
@@ -72,6 +72,38 @@ def read_string(buf: Buffer, pos: int, end: int, flexible: bool, request: str, w
         return str(buf[pos : pos + n], "utf-8"), pos + n
     except UnicodeDecodeError as exc:
         raise RequestDecodeError(f"cannot decode {request}: {what} is not UTF-8: {exc}") from None
+
+
+def read_required_string(buf: Buffer, pos: int, end: int, flexible: bool, request: str,
+                         what: str) -> tuple[str, int]:
+    """A string the schema does not let be null (Kafka refuses a null one: "non-nullable field
+    ... was serialized as null")."""
+    value, pos = read_string(buf, pos, end, flexible, request, what)
+    if value is None:
+        raise RequestDecodeError(f"cannot decode {request}: {what} is null")
+    return value, pos
+
+
+def read_bytes(buf: Buffer, pos: int, end: int, flexible: bool, request: str, what: str) -> tuple[bytes | None, int]:
+    """A nullable bytes field, copied out of the body (None for null)."""
+    n, pos = read_length(buf, pos, end, flexible, 4, request, what)
+    if n < 0:
+        if n == -1:
+            return None, pos
+        raise RequestDecodeError(f"cannot decode {request}: negative length {n} of {what}")
+    if pos + n > end:
+        raise truncated(request, what)
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+_INTS = {1: struct.Struct(">b").unpack_from, 2: _I16, 4: _I32, 8: struct.Struct(">q").unpack_from}
+
+
+def read_int(buf: Buffer, pos: int, end: int, width: int, request: str, what: str) -> tuple[int, int]:
+    """A signed big-endian integer of `width` bytes (1, 2, 4 or 8)."""
+    if pos + width > end:
+        raise truncated(request, what)
+    return _INTS[width](buf, pos)[0], pos + width
 
 
 def read_count(buf: Buffer, pos: int, end: int, flexible: bool, min_size: int, request: str,

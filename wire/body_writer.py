@@ -12,7 +12,7 @@ import struct
 
 from wire.records import write_uvarint
 
-__all__ = ["write_uvarint", "write_string", "write_length", "write_tagged_fields"]
+__all__ = ["write_uvarint", "write_string", "write_bytes", "write_length", "write_tagged_fields"]
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -43,6 +43,13 @@ def write_length(out: bytearray, n: int | None, flexible: bool) -> None:
         out.append(n + 1)
     else:
         write_uvarint(out, n + 1)
+
+
+def write_bytes(out: bytearray, b: bytes | None, flexible: bool) -> None:
+    """A nullable bytes field (None writes null)."""
+    write_length(out, None if b is None else len(b), flexible)
+    if b is not None:
+        out += b
 
 
 def write_tagged_fields(out: bytearray, fields: list[tuple[int, bytes]]) -> None:

@@ -44,9 +44,8 @@ import struct
 
 import msgspec
 
-from wire.body_reader import read_count, read_string, skip_tagged_fields, truncated
+from wire.body_reader import read_count, read_int, read_required_string, skip_tagged_fields
 from wire.body_writer import write_length, write_string
-from wire.errors import RequestDecodeError
 from wire.records import Buffer
 
 __all__ = ["VERSIONS", "Coordinator", "FindCoordinatorRequest", "FindCoordinatorResponse",
@@ -98,13 +97,6 @@ class FindCoordinatorResponse(msgspec.Struct, frozen=True, gc=False):
     """From v4."""
 
 
-def _key(buf: Buffer, pos: int, end: int, flexible: bool, what: str) -> tuple[str, int]:
-    value, pos = read_string(buf, pos, end, flexible, _REQUEST, what)
-    if value is None:
-        raise RequestDecodeError(f"cannot decode {_REQUEST}: {what} is null")
-    return value, pos
-
-
 def decode_find_coordinator_request(version: int, buf: Buffer, pos: int) -> FindCoordinatorRequest:
     """Decode a FindCoordinator body (versions 0-6) that starts at `pos` of `buf`; bytes after
     it are ignored. RequestDecodeError for a body that does not hold what it declares;
@@ -115,19 +107,16 @@ def decode_find_coordinator_request(version: int, buf: Buffer, pos: int) -> Find
     flexible = version >= FIRST_FLEXIBLE_VERSION
     key = ""
     if version < FIRST_BATCHED_VERSION:
-        key, pos = _key(buf, pos, end, flexible, "key")
+        key, pos = read_required_string(buf, pos, end, flexible, _REQUEST, "key")
     key_type = 0
     if version >= FIRST_KEY_TYPE_VERSION:
-        if pos >= end:
-            raise truncated(_REQUEST, "key_type")
-        key_type = buf[pos] - 256 if buf[pos] > 127 else buf[pos]
-        pos += 1
+        key_type, pos = read_int(buf, pos, end, 1, _REQUEST, "key_type")
     keys: tuple[str, ...] = ()
     if version >= FIRST_BATCHED_VERSION:
         count, pos = read_count(buf, pos, end, flexible, 1, _REQUEST, "coordinator_keys")
         read = []
         for _ in range(count):
-            value, pos = _key(buf, pos, end, flexible, "coordinator_keys")
+            value, pos = read_required_string(buf, pos, end, flexible, _REQUEST, "coordinator_keys")
             read.append(value)
         keys = tuple(read)
     if flexible:

@@ -29,6 +29,10 @@ from wire.api_versions import VERSIONS as API_VERSIONS_VERSIONS, decode_api_vers
 from wire.errors import RequestDecodeError, UnsupportedApiError
 from wire.fetch_request import VERSIONS as FETCH_VERSIONS, decode_fetch_request
 from wire.find_coordinator import VERSIONS as FIND_COORDINATOR_VERSIONS, decode_find_coordinator_request
+from wire.heartbeat import VERSIONS as HEARTBEAT_VERSIONS, decode_heartbeat_request
+from wire.join_group import VERSIONS as JOIN_GROUP_VERSIONS, decode_join_group_request
+from wire.leave_group import VERSIONS as LEAVE_GROUP_VERSIONS, decode_leave_group_request
+from wire.sync_group import VERSIONS as SYNC_GROUP_VERSIONS, decode_sync_group_request
 from wire.framing import patchable
 from wire.headers import RequestHeader
 from wire.metadata_request import VERSIONS as METADATA_VERSIONS, decode_metadata_request
@@ -216,6 +220,10 @@ def _reader(cls: type) -> Any:
 
 _GROUP_DECODERS: dict[int, tuple[range, Callable[[int, Any, int], Any]]] = {
     ApiKey.FIND_COORDINATOR: (FIND_COORDINATOR_VERSIONS, decode_find_coordinator_request),
+    ApiKey.JOIN_GROUP: (JOIN_GROUP_VERSIONS, decode_join_group_request),
+    ApiKey.HEARTBEAT: (HEARTBEAT_VERSIONS, decode_heartbeat_request),
+    ApiKey.LEAVE_GROUP: (LEAVE_GROUP_VERSIONS, decode_leave_group_request),
+    ApiKey.SYNC_GROUP: (SYNC_GROUP_VERSIONS, decode_sync_group_request),
 }
 """The classic group APIs' hand-written decoders (a classic consumer's requests never load kio)."""
 

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from wire.errors import ErrorCode
 from wire.errors import GroupAuthorizationFailedError
 from wire.headers import RequestHeader
+from wire.heartbeat import HeartbeatRequest, HeartbeatResponse, encode_heartbeat_response
 from wire.messages import ApiKey
 
 from asyncbroker.acl_binding import AclOperation
+from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
-from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.HEARTBEAT
 
 
-async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: HeartbeatRequest) -> EncodedResponse:
     error: int = ErrorCode.NONE
     try:
         if not ctx.authorize_group(AclOperation.READ, request.group_id):
@@ -27,8 +26,9 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             group_id=request.group_id,
             generation_id=request.generation_id,
             member_id=request.member_id,
-            group_instance_id=getattr(request, "group_instance_id", None),
+            group_instance_id=request.group_instance_id,
         )
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         error = error_code_for(exc)
-    return ResponseBuilder(API_KEY, header.api_version).entity("HeartbeatResponse", throttle_time=0, error_code=error)
+    body = encode_heartbeat_response(header.api_version, HeartbeatResponse(error_code=error))
+    return EncodedResponse([body], len(body))

@@ -6,30 +6,29 @@ v4+ dynamic members first get MEMBER_ID_REQUIRED with their new member id.
 
 from __future__ import annotations
 
-from typing import Any
-
 from wire.errors import ErrorCode
 from wire.errors import GroupAuthorizationFailedError
 from wire.headers import RequestHeader
+from wire.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember, encode_join_group_response
 from wire.messages import ApiKey
 
 from asyncbroker.acl_binding import AclOperation
-from asyncbroker.handlers import error_code_for, millis
+from asyncbroker.encoded_response import EncodedResponse
+from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
-from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.JOIN_GROUP
 
 
-async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: JoinGroupRequest) -> EncodedResponse:
     from asyncbroker.group_metadata_manager import JoinGroupResult  # with the coordinator, on first use
 
     version = header.api_version
-    session_timeout = millis(request.session_timeout)
+    session_timeout = request.session_timeout
     # v0 has no rebalance timeout: the session timeout stands in for it (from v1 the value is
     # taken as sent, as Kafka does).
-    rebalance_timeout = millis(getattr(request, "rebalance_timeout", request.session_timeout))
-    instance_id = getattr(request, "group_instance_id", None)
+    rebalance_timeout = request.rebalance_timeout if version >= 1 else session_timeout
+    instance_id = request.group_instance_id
     try:
         if not ctx.authorize_group(AclOperation.READ, request.group_id):
             raise GroupAuthorizationFailedError()
@@ -43,26 +42,19 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             session_timeout_ms=session_timeout,
             rebalance_timeout_ms=rebalance_timeout,
             protocol_type=request.protocol_type,
-            protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+            protocols=[(p.name, p.metadata) for p in request.protocols],
             require_known_member_id=version >= 4 and instance_id is None,
-            reason=getattr(request, "reason", None),
+            reason=request.reason,
             api_version=version,
         )
     except GroupAuthorizationFailedError as exc:
         result = JoinGroupResult(error=error_code_for(exc))  # Kafka's error answer: no member id
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         result = JoinGroupResult(error=error_code_for(exc), member_id=request.member_id)
-    b = ResponseBuilder(API_KEY, version)
     # Before v7 the protocol name is not nullable: "" stands for none.
     protocol_name = result.protocol_name if version >= 7 else (result.protocol_name or "")
-    members = tuple(
-        b.entity("JoinGroupResponseMember", member_id=m.member_id, group_instance_id=m.group_instance_id,
-                 metadata=m.metadata)
-        for m in result.members
-    )
-    return b.entity(
-        "JoinGroupResponse",
-        throttle_time=0,
+    members = tuple(JoinGroupResponseMember(m.member_id, m.group_instance_id, m.metadata) for m in result.members)
+    body = encode_join_group_response(version, JoinGroupResponse(
         error_code=result.error,
         generation_id=result.generation_id,
         protocol_type=result.protocol_type if result.error == ErrorCode.NONE else None,
@@ -71,4 +63,5 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         skip_assignment=result.skip_assignment,
         member_id=result.member_id,
         members=members,
-    )
+    ))
+    return EncodedResponse([body], len(body))

@@ -29,7 +29,7 @@ from decoder_reference import (  # (tests/unit/wire)
     ours_from_kio,
     plain,
 )
-from wire import find_coordinator
+from wire import find_coordinator, heartbeat, join_group, leave_group, sync_group
 from wire.errors import RequestDecodeError
 from wire.headers import FIRST_FLEXIBLE_VERSION
 from wire.messages import ApiKey, decode_response, encode_request, request_class, response_class
@@ -50,6 +50,17 @@ CODECS = {
                               find_coordinator.FindCoordinatorRequest,
                               find_coordinator.encode_find_coordinator_response,
                               find_coordinator.FindCoordinatorResponse),
+    "heartbeat": Codec(ApiKey.HEARTBEAT, heartbeat.VERSIONS, heartbeat.decode_heartbeat_request,
+                       heartbeat.HeartbeatRequest, heartbeat.encode_heartbeat_response, heartbeat.HeartbeatResponse),
+    "join_group": Codec(ApiKey.JOIN_GROUP, join_group.VERSIONS, join_group.decode_join_group_request,
+                        join_group.JoinGroupRequest, join_group.encode_join_group_response,
+                        join_group.JoinGroupResponse),
+    "leave_group": Codec(ApiKey.LEAVE_GROUP, leave_group.VERSIONS, leave_group.decode_leave_group_request,
+                         leave_group.LeaveGroupRequest, leave_group.encode_leave_group_response,
+                         leave_group.LeaveGroupResponse),
+    "sync_group": Codec(ApiKey.SYNC_GROUP, sync_group.VERSIONS, sync_group.decode_sync_group_request,
+                        sync_group.SyncGroupRequest, sync_group.encode_sync_group_response,
+                        sync_group.SyncGroupResponse),
 }
 
 CASES = [(name, version) for name, codec in CODECS.items() for version in codec.versions]
