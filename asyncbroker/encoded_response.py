@@ -74,13 +74,16 @@ class EncodedResponse(msgspec.Struct):
 # API key -> the first version whose answer has throttle_time_ms as its first field.
 _THROTTLE_FIRST = {
     1: 1,  # Fetch
+    2: 2,  # ListOffsets
     3: 3,  # Metadata
     8: 3,  # OffsetCommit
+    9: 3,  # OffsetFetch
     10: 1,  # FindCoordinator
     11: 2,  # JoinGroup
     12: 1,  # Heartbeat
     13: 1,  # LeaveGroup
     14: 1,  # SyncGroup
+    22: 0,  # InitProducerId
 }
 _PRODUCE, _I32 = 0, struct.Struct(">i")
 

@@ -1,9 +1,9 @@
 """A hand-written codec for FindCoordinator (key 10), versions 0-6.
 
 Every consumer group member and transactional producer starts with FindCoordinator. With
-the other classic group APIs' codecs (wire.heartbeat, wire.leave_group, wire.sync_group,
-wire.join_group) it keeps kio out of a classic consumer's requests: kio's import, its native
-reader and each API's schema modules hold about 2 MB of a broker's memory once loaded.
+the codecs of the other requests a classic consumer and an idempotent producer send (listed in
+wire.messages' _CONSUMER_CODECS) it keeps kio out of them: kio's import, its native reader and
+each API's schema modules hold about 2 MB of a broker's memory once loaded.
 
 `decode_find_coordinator_request` reads the body, checking each length and count against the
 bytes left (wire.body_reader); a body that does not hold what it declares is a

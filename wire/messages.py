@@ -18,6 +18,7 @@ request_class/decode).
 from __future__ import annotations
 
 import enum
+import importlib
 import io
 import sys
 from collections.abc import Callable
@@ -28,11 +29,6 @@ from typing import Any, Literal
 from wire.api_versions import VERSIONS as API_VERSIONS_VERSIONS, decode_api_versions_request
 from wire.errors import RequestDecodeError, UnsupportedApiError
 from wire.fetch_request import VERSIONS as FETCH_VERSIONS, decode_fetch_request
-from wire.find_coordinator import VERSIONS as FIND_COORDINATOR_VERSIONS, decode_find_coordinator_request
-from wire.heartbeat import VERSIONS as HEARTBEAT_VERSIONS, decode_heartbeat_request
-from wire.join_group import VERSIONS as JOIN_GROUP_VERSIONS, decode_join_group_request
-from wire.leave_group import VERSIONS as LEAVE_GROUP_VERSIONS, decode_leave_group_request
-from wire.sync_group import VERSIONS as SYNC_GROUP_VERSIONS, decode_sync_group_request
 from wire.framing import patchable
 from wire.headers import RequestHeader
 from wire.metadata_request import VERSIONS as METADATA_VERSIONS, decode_metadata_request
@@ -218,14 +214,35 @@ def _reader(cls: type) -> Any:
     return reader
 
 
-_GROUP_DECODERS: dict[int, tuple[range, Callable[[int, Any, int], Any]]] = {
-    ApiKey.FIND_COORDINATOR: (FIND_COORDINATOR_VERSIONS, decode_find_coordinator_request),
-    ApiKey.JOIN_GROUP: (JOIN_GROUP_VERSIONS, decode_join_group_request),
-    ApiKey.HEARTBEAT: (HEARTBEAT_VERSIONS, decode_heartbeat_request),
-    ApiKey.LEAVE_GROUP: (LEAVE_GROUP_VERSIONS, decode_leave_group_request),
-    ApiKey.SYNC_GROUP: (SYNC_GROUP_VERSIONS, decode_sync_group_request),
+_CONSUMER_CODECS: dict[int, str] = {
+    ApiKey.LIST_OFFSETS: "wire.list_offsets",
+    ApiKey.OFFSET_COMMIT: "wire.offset_commit",
+    ApiKey.OFFSET_FETCH: "wire.offset_fetch",
+    ApiKey.FIND_COORDINATOR: "wire.find_coordinator",
+    ApiKey.JOIN_GROUP: "wire.join_group",
+    ApiKey.HEARTBEAT: "wire.heartbeat",
+    ApiKey.LEAVE_GROUP: "wire.leave_group",
+    ApiKey.SYNC_GROUP: "wire.sync_group",
+    ApiKey.INIT_PRODUCER_ID: "wire.init_producer_id",
 }
-"""The classic group APIs' hand-written decoders (a classic consumer's requests never load kio)."""
+"""The hand-written codecs of the other requests a classic consumer and an idempotent producer
+send (neither loads kio): the group's, ListOffsets (when the consumer has no committed offset to
+start from) and InitProducerId. Each module has VERSIONS and decode_<api>_request, and loads with
+its API's first request."""
+
+_consumer_decoders: dict[int, tuple[range, Callable[[int, Any, int], Any]]] = {}
+
+
+def _consumer_decoder(api_key: int) -> tuple[range, Callable[[int, Any, int], Any]] | None:
+    found = _consumer_decoders.get(api_key)
+    if found is None:
+        module_name = _CONSUMER_CODECS.get(api_key)
+        if module_name is None:
+            return None
+        module = importlib.import_module(module_name)
+        found = _consumer_decoders[api_key] = (
+            module.VERSIONS, getattr(module, f"decode_{ApiKey(api_key).name.lower()}_request"))
+    return found
 
 
 def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview, body_offset: int) -> Any:
@@ -248,7 +265,7 @@ def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview,
         return decode_metadata_request(header.api_version, frame, body_offset)
     if header.api_key == ApiKey.API_VERSIONS and header.api_version in API_VERSIONS_VERSIONS:
         return decode_api_versions_request(header.api_version, frame, body_offset)
-    hand_written = _GROUP_DECODERS.get(header.api_key)
+    hand_written = _consumer_decoder(header.api_key)
     if hand_written is not None and header.api_version in hand_written[0]:
         return hand_written[1](header.api_version, frame, body_offset)
     from wire.request_bounds import check_request_bounds  # (it reads kio's schemas: loaded with kio)

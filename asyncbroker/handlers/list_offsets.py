@@ -11,28 +11,29 @@ Kafka without tiered storage.
 
 from __future__ import annotations
 
-from typing import Any
-
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode
 from wire.headers import RequestHeader
+from wire.list_offsets import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+    encode_list_offsets_response,
+)
 from wire.messages import ApiKey
 
 from asyncbroker.acl_binding import AclOperation
+from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.replica_manager import FoundOffset, OffsetQuery
 from asyncbroker.request_context import RequestContext
-from asyncbroker.response_builder import ResponseBuilder
 
 API_KEY = ApiKey.LIST_OFFSETS
 
 READ_COMMITTED = 1
 
 
-# "No current leader epoch" in a ListOffsets request (any other value is checked).
-NO_EPOCH = -1
-
-
-async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: ListOffsetsRequest) -> EncodedResponse:
     """Kafka keys the answer by partition: a partition named twice in one request answers
     once, INVALID_REQUEST; every error answers offset, timestamp and epoch -1. Topics the
     principal may not DESCRIBE answer TOPIC_AUTHORIZATION_FAILED, after the others."""
@@ -46,12 +47,11 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
             (duplicates if tp in seen else seen).add(tp)
-    queries = {TopicPartition(t.name, p.partition_index): OffsetQuery(
-                   p.timestamp, getattr(p, "current_leader_epoch", NO_EPOCH))
+    queries = {TopicPartition(t.name, p.partition_index): OffsetQuery(p.timestamp, p.current_leader_epoch)
                for t in request_topics for p in t.partitions
                if TopicPartition(t.name, p.partition_index) not in duplicates}
     found = await ctx.broker.replica_manager.fetch_offsets(
-        queries, version=version, read_committed=getattr(request, "isolation_level", 0) == READ_COMMITTED)
+        queries, version=version, read_committed=request.isolation_level == READ_COMMITTED)
     by_topic: dict[str, dict[int, FoundOffset]] = {}
     for t in request_topics:
         for p in t.partitions:
@@ -62,12 +62,11 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         (t.name, {p.partition_index: FoundOffset(ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions})
         for t in unauthorized]
 
-    b = ResponseBuilder(API_KEY, version)
     topics = tuple(
-        b.entity("ListOffsetsTopicResponse", name=name, partitions=tuple(
-            b.entity("ListOffsetsPartitionResponse", partition_index=index, error_code=r.error,
-                     timestamp=r.timestamp, offset=r.offset, leader_epoch=r.leader_epoch)
+        ListOffsetsTopicResponse(name, tuple(
+            ListOffsetsPartitionResponse(index, r.error, r.timestamp, r.offset, r.leader_epoch)
             for index, r in parts.items()))
         for name, parts in [*by_topic.items(), *refused]
     )
-    return b.entity("ListOffsetsResponse", throttle_time=0, topics=topics)
+    body = encode_list_offsets_response(version, ListOffsetsResponse(topics=topics))
+    return EncodedResponse([body], len(body))

@@ -10,17 +10,22 @@ order in which Kafka's broker builds it.
 
 from __future__ import annotations
 
-import struct
 import uuid
-from typing import Any
 
 from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
+from wire.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    encode_offset_commit_response,
+)
 
 from asyncbroker.acl_binding import AclOperation
 from asyncbroker.encoded_response import EncodedResponse
-from asyncbroker.handlers import error_code_for, millis
+from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
 
 API_KEY = ApiKey.OFFSET_COMMIT
@@ -28,7 +33,7 @@ API_KEY = ApiKey.OFFSET_COMMIT
 TopicKey = str | uuid.UUID  # a name, or (v10) an id
 
 
-async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetCommitRequest) -> EncodedResponse:
     version = header.api_version
     answered: dict[TopicKey, list[tuple[int, int]]] = {}
     items: list[tuple[str, int, int, int, str | None]] = []
@@ -59,18 +64,17 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
                 answered.setdefault(key, []).append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 keys[(meta.name, p.partition_index)] = key
-                items.append((meta.name, p.partition_index, p.committed_offset,
-                              getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
+                items.append((meta.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                              p.committed_metadata))
     if items:
-        retention = getattr(request, "retention_time", None)
         try:
             coordinator = await ctx.broker.loaded_group_coordinator()
             results = await coordinator.commit_offsets(
                 group_id=request.group_id,
                 member_id=request.member_id,
-                group_instance_id=getattr(request, "group_instance_id", None),
+                group_instance_id=request.group_instance_id,
                 generation_id=request.generation_id_or_member_epoch,
-                retention_time_ms=millis(retention) if retention is not None else -1,
+                retention_time_ms=request.retention_time,
                 offsets=items,
                 api_version=version,
             )
@@ -80,45 +84,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
         for topic, partition, *_ in items:
             answered.setdefault(keys[(topic, partition)], []).append(
                 (partition, results.get((topic, partition), ErrorCode.NONE)))
-    body = encode_offset_commit_response(version, list(answered.items()))
+    body = encode_offset_commit_response(version, OffsetCommitResponse(topics=tuple(
+        OffsetCommitResponseTopic(key if isinstance(key, str) else "", key if isinstance(key, uuid.UUID) else None,
+                                  tuple(OffsetCommitResponsePartition(i, e) for i, e in partitions))
+        for key, partitions in answered.items())))
     return EncodedResponse([body], len(body))
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_PARTITION = struct.Struct(">ih")
-
-
-def encode_offset_commit_response(version: int, topics: list[tuple[TopicKey, list[tuple[int, int]]]]) -> bytes:
-    """OffsetCommitResponse v2-v10 body, written directly: consumers commit often and
-    building kio entities for this tiny answer costs more than the rest of the request.
-    Topics are names, or ids from v10."""
-    out = bytearray()
-    flexible = version >= 8
-    if version >= 3:
-        out += b"\x00\x00\x00\x00"  # throttle_time_ms
-    out += _uvarint(len(topics) + 1) if flexible else struct.pack(">i", len(topics))
-    for key, partitions in topics:
-        if isinstance(key, uuid.UUID):
-            out += key.bytes
-        else:
-            raw = key.encode("utf-8")
-            out += _uvarint(len(raw) + 1) if flexible else struct.pack(">h", len(raw))
-            out += raw
-        out += _uvarint(len(partitions) + 1) if flexible else struct.pack(">i", len(partitions))
-        for index, error in partitions:
-            out += _PARTITION.pack(index, error)
-            if flexible:
-                out += b"\x00"
-        if flexible:
-            out += b"\x00"
-    if flexible:
-        out += b"\x00"
-    return bytes(out)

@@ -14,11 +14,19 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from wire.errors import ErrorCode
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
+from wire.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+    encode_offset_fetch_response,
+)
 
 from asyncbroker.acl_binding import AclOperation
+from asyncbroker.encoded_response import EncodedResponse
 from asyncbroker.handlers import error_code_for
 from asyncbroker.request_context import RequestContext
-from asyncbroker.response_builder import ResponseBuilder
 
 if TYPE_CHECKING:
     from asyncbroker.broker import Broker
@@ -82,11 +90,17 @@ def _fetch_by_id(broker: Broker, group: Any, result: Any) -> tuple[int, dict[Any
     return error, out
 
 
-async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> Any:
+def _topic(key: str | uuid.UUID | None, rows: list[FetchedOffset]) -> OffsetFetchResponseTopic:
+    """A topic's answer: `key` is its name, or (v10) its id."""
+    return OffsetFetchResponseTopic(
+        key if isinstance(key, str) else "", key if isinstance(key, uuid.UUID) else None,
+        tuple(OffsetFetchResponsePartition(r.partition, r.offset, r.leader_epoch, r.metadata, r.error) for r in rows))
+
+
+async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetFetchRequest) -> EncodedResponse:
     from asyncbroker.offset_metadata_manager import FetchedOffset  # with the group coordinator, on first use
 
     version = header.api_version
-    b = ResponseBuilder(API_KEY, version)
     coordinator = None
     load_error: int = ErrorCode.NONE
     try:
@@ -94,7 +108,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
     except Exception as exc:  # noqa: BLE001 - mapped at the boundary
         load_error = error_code_for(exc)
 
-    require_stable = bool(getattr(request, "require_stable", False))
+    require_stable = request.require_stable
 
     member: tuple[str | None, int] | None = None
 
@@ -126,25 +140,17 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Any) -> An
             else:
                 error, rows = result(g.group_id, g.topics)
                 by_topic = _by_topic(rows)
-            topics = tuple(
-                b.entity("OffsetFetchResponseTopics", name=key, topic_id=key, partitions=tuple(
-                    b.entity("OffsetFetchResponsePartitions", partition_index=r.partition,
-                             committed_offset=r.offset, committed_leader_epoch=r.leader_epoch,
-                             metadata=r.metadata, error_code=r.error)
-                    for r in parts))
-                for key, parts in by_topic.items()
-            )
-            groups.append(b.entity("OffsetFetchResponseGroup", group_id=g.group_id, topics=topics, error_code=error))
-        return b.entity("OffsetFetchResponse", throttle_time=0, groups=tuple(groups))
+            topics = tuple(_topic(key, parts) for key, parts in by_topic.items())
+            groups.append(OffsetFetchResponseGroup(g.group_id, topics, error))
+        return _encoded(version, OffsetFetchResponse(groups=tuple(groups)))
     error, rows = result(request.group_id, request.topics)
     if error != ErrorCode.NONE and version < 2:
         # v0/v1 have no top-level error: report it on every requested partition.
         rows = [FetchedOffset(t.name, p, -1, -1, "", error) for t in (request.topics or ()) for p in t.partition_indexes]
-    topics = tuple(
-        b.entity("OffsetFetchResponseTopic", name=name, partitions=tuple(
-            b.entity("OffsetFetchResponsePartition", partition_index=r.partition, committed_offset=r.offset,
-                     committed_leader_epoch=r.leader_epoch, metadata=r.metadata, error_code=r.error)
-            for r in parts))
-        for name, parts in _by_topic(rows).items()
-    )
-    return b.entity("OffsetFetchResponse", throttle_time=0, topics=topics, error_code=error)
+    topics = tuple(_topic(name, parts) for name, parts in _by_topic(rows).items())
+    return _encoded(version, OffsetFetchResponse(topics=topics, error_code=error))
+
+
+def _encoded(version: int, response: OffsetFetchResponse) -> EncodedResponse:
+    body = encode_offset_fetch_response(version, response)
+    return EncodedResponse([body], len(body))

@@ -31,6 +31,15 @@ test_unknown_tagged_fields_are_skipped)."""
 NULL = "kio refuses a null"
 """kio's reader met a null where its schema has a non-nullable field."""
 
+BOOLEAN = "kio refuses a boolean byte other than 0 and 1"
+"""Kafka reads any byte but 0 as true (`readByte() != 0`), and so do the hand-written decoders;
+kio refuses the others."""
+
+OVERFLOW = "kio cannot hold the duration"
+"""kio reads an int64 duration as a timedelta, which holds about +-2.9e17 ms: a larger one (which
+kio's writer wrote, and Kafka reads as the number it is) fails kio's reader, and says nothing
+about a codec that reads the number."""
+
 
 def kio_entity_of(cls: type[Any], **fields: Any) -> Any:
     """A kio entity of `cls` from those of `fields` its version has (the others are dropped)."""
@@ -40,7 +49,7 @@ def kio_entity_of(cls: type[Any], **fields: Any) -> Any:
 
 def by_kio(api_key: int, version: int, body: bytes | memoryview) -> Any:
     """kio's entity for `body`; None when the bounds walk or the reader refuses it, else
-    UNKNOWN_TAG or NULL for those refusals."""
+    UNKNOWN_TAG, NULL, BOOLEAN or OVERFLOW for those refusals."""
     cls = request_class(api_key, version)
     try:
         check_request_bounds(cls, body, 0)
@@ -49,6 +58,12 @@ def by_kio(api_key: int, version: int, body: bytes | memoryview) -> Any:
         return UNKNOWN_TAG if "Unknown tagged field" in str(exc) else None
     except UnexpectedNull:
         return NULL
+    except ValueError as exc:
+        if "timedelta milliseconds overflow" in str(exc):
+            return OVERFLOW
+        if "Invalid boolean value" in str(exc):
+            return BOOLEAN
+        return None
     except Exception:  # noqa: BLE001 - any refusal closes the connection
         return None
     return entity

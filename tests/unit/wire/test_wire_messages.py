@@ -17,6 +17,7 @@ from wire.api_versions import unsupported_api_versions_response
 from wire.errors import ErrorCode, RequestDecodeError, UnsupportedApiError
 from wire.headers import encode_request_header, parse_request_header
 from wire.messages import (
+    _CONSUMER_CODECS,
     ApiKey,
     decode_request,
     decode_response,
@@ -28,7 +29,8 @@ from wire.messages import (
 )
 from wire.records import Record, build_batch
 
-from test_api_versions import _kio_request as _kio_api_versions_request  # (tests/unit/wire)
+from decoder_reference import kio_from_ours  # (tests/unit/wire)
+from test_api_versions import _kio_request as _kio_api_versions_request
 from test_fetch_request import _kio_request as _kio_fetch_request
 from test_metadata_request import _kio_request as _kio_metadata_request
 
@@ -93,6 +95,8 @@ def test_advertised_requests_round_trip(key: int, version: int, data: st.DataObj
             decoded.include_topic_authorized_operations)
     elif key == ApiKey.API_VERSIONS:
         decoded = _kio_api_versions_request(version, decoded.client_software_name, decoded.client_software_version)
+    elif key in _CONSUMER_CODECS:
+        decoded = kio_from_ours(decoded, cls)
     assert decoded == entity
 
 
