@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from asyncbroker.coordinator_records import ClassicMemberMetadata
+from asyncbroker.consumer_group_records import ClassicMemberMetadata
 
 __all__ = [
     "Assignment",

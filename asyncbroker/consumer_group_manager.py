@@ -14,7 +14,7 @@ member that will be back). Each heartbeat, under the group's lock:
    Nothing computes it in between: as in Kafka 4.4, the first heartbeat after the interval
    does, and a group with nobody heartbeating stays Assigning;
 4. moves the member towards its target (consumer_group.reconcile);
-5. writes what changed to `__consumer_offsets` (coordinator_records.py) and only then
+5. writes what changed to `__consumer_offsets` (consumer_group_records.py) and only then
    applies it in memory and answers, so a restart replays exactly what members were told.
 
 Subscription regexes (RE2J syntax, topic_regex.py) are resolved as Kafka resolves them: off
@@ -86,14 +86,13 @@ from asyncbroker.consumer_group import (
     reconcile,
 )
 from asyncbroker.consumer_group_assignors import ASSIGNORS, AssignmentSpec, MemberSpec, assign
-from asyncbroker.coordinator_records import (
+from asyncbroker.consumer_group_records import (
     ClassicMemberMetadata,
     ConsumerGroupKey,
     ConsumerGroupMemberKey,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataValue,
     ConsumerGroupRegexKey,
-    CoordinatorRecordType,
     CurrentMemberAssignmentValue,
     RegularExpressionValue,
     TargetAssignmentMemberValue,
@@ -107,6 +106,7 @@ from asyncbroker.coordinator_records import (
     encode_target_assignment_metadata_value,
     topic_assignments,
 )
+from asyncbroker.coordinator_records import CoordinatorRecordType
 from asyncbroker.group_configs import GroupConfigManager
 from asyncbroker.group_metadata_hash import group_metadata_hash
 from asyncbroker.group_metadata_manager import GroupMetadataManager, JoinGroupResult, SyncGroupResult

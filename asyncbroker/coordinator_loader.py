@@ -19,26 +19,13 @@ from typing import TYPE_CHECKING, Any
 from storage.clock import Clock
 
 from asyncbroker.coordinator_records import (
-    SHARE_GROUP_RECORD_TYPES,
-    CoordinatorRecordType,
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
     RecordFormatError,
-    decode_consumer_group_key,
-    decode_consumer_group_metadata_value,
-    decode_current_member_assignment_value,
     decode_group_metadata_value,
     decode_key,
-    decode_member_metadata_value,
     decode_offset_commit_value,
-    decode_regular_expression_value,
-    decode_share_current_member_assignment_value,
-    decode_share_group_metadata_value,
-    decode_share_member_metadata_value,
-    decode_share_state_partition_metadata_value,
-    decode_target_assignment_member_value,
-    decode_target_assignment_metadata_value,
 )
 from asyncbroker.group_metadata_manager import GroupMetadataManager
 from asyncbroker.lazy_group_manager import LazyGroupManager
@@ -53,21 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_T = CoordinatorRecordType
-_CONSUMER_VALUE_DECODERS: dict[int, Callable[[bytes], Any]] = {
-    _T.CONSUMER_GROUP_METADATA: decode_consumer_group_metadata_value,
-    _T.CONSUMER_GROUP_MEMBER_METADATA: decode_member_metadata_value,
-    _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: decode_target_assignment_metadata_value,
-    _T.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: decode_target_assignment_member_value,
-    _T.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: decode_current_member_assignment_value,
-    _T.CONSUMER_GROUP_REGULAR_EXPRESSION: decode_regular_expression_value,
-    _T.SHARE_GROUP_MEMBER_METADATA: decode_share_member_metadata_value,
-    _T.SHARE_GROUP_METADATA: decode_share_group_metadata_value,
-    _T.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA: decode_target_assignment_metadata_value,
-    _T.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER: decode_target_assignment_member_value,
-    _T.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT: decode_share_current_member_assignment_value,
-    _T.SHARE_GROUP_STATE_PARTITION_METADATA: decode_share_state_partition_metadata_value,
-}
 
 
 class CoordinatorLoader:
@@ -110,11 +82,14 @@ class CoordinatorLoader:
                     else:
                         group_values[key.group] = decode_group_metadata_value(value_bytes)
                 else:
-                    consumer_key = decode_consumer_group_key(key_bytes)
+                    # A consumer-protocol or share group's record: their formats load with the first.
+                    from asyncbroker import consumer_group_records as records
+
+                    consumer_key = records.decode_consumer_group_key(key_bytes)
                     if consumer_key is not None:
-                        decode = _CONSUMER_VALUE_DECODERS[consumer_key.record_type]
+                        decode = records.VALUE_DECODERS[consumer_key.record_type]
                         value = None if value_bytes is None else decode(value_bytes)
-                        if consumer_key.record_type in SHARE_GROUP_RECORD_TYPES:
+                        if consumer_key.record_type in records.SHARE_GROUP_RECORD_TYPES:
                             self.share_groups.manager.replay(consumer_key, value)  # type: ignore[arg-type]
                         else:
                             self.consumer_groups.manager.replay(consumer_key, value)

@@ -12,7 +12,7 @@ heartbeat, under the group's lock:
 3. recomputes the target assignment (share_group_assignor.py) when the group epoch is ahead
    of it and the group's share.assignment.interval.ms has passed;
 4. gives the member its target at once (members share partitions: nothing to revoke first);
-5. writes what changed to `__consumer_offsets` (coordinator_records.py types 10-15) and only
+5. writes what changed to `__consumer_offsets` (consumer_group_records.py types 10-15) and only
    then applies it in memory and answers.
 
 A topic the group newly subscribes to is not assigned at once: its partitions' share state is
@@ -49,10 +49,9 @@ from wire.errors import (
 
 from asyncbroker.consumer_group import Assignment
 from asyncbroker.consumer_group_assignors import MemberSpec
-from asyncbroker.coordinator_records import (
+from asyncbroker.consumer_group_records import (
     ConsumerGroupKey,
     ConsumerGroupMemberKey,
-    CoordinatorRecordType,
     ShareGroupCurrentMemberAssignmentValue,
     ShareGroupMemberMetadataValue,
     ShareGroupMetadataValue,
@@ -69,6 +68,7 @@ from asyncbroker.coordinator_records import (
     encode_target_assignment_metadata_value,
     topic_assignments,
 )
+from asyncbroker.coordinator_records import CoordinatorRecordType
 from asyncbroker.group_configs import GroupConfigManager
 from asyncbroker.group_metadata_hash import group_metadata_hash
 from asyncbroker.offsets_topic import CoordinatorTopic

@@ -24,12 +24,12 @@ from differential import run_scenario
 from jvm.kafka_jvm import dump_log_segments
 
 from asyncbroker.consumer_group_manager import ConsumerGroupManager
-from asyncbroker.coordinator_loader import _CONSUMER_VALUE_DECODERS
-from asyncbroker.coordinator_records import (
-    CoordinatorRecordType,
+from asyncbroker.consumer_group_records import (
+    VALUE_DECODERS,
     decode_consumer_group_key,
     decode_consumer_group_metadata_value,
 )
+from asyncbroker.coordinator_records import CoordinatorRecordType
 from asyncbroker.group_metadata_hash import group_metadata_hash
 from asyncbroker.offsets_topic import partition_for
 from wire.records import decode_records
@@ -50,7 +50,7 @@ ENCODERS = {
 def replayed(records: list[tuple[bytes, bytes | None]]) -> tuple[ConsumerGroupManager, list[tuple[Any, Any]]]:
     """Kafka's records decoded (each value encoded back to its very bytes) and replayed into a
     manager; the manager and the (key, value) pairs."""
-    import asyncbroker.coordinator_records as formats
+    import asyncbroker.consumer_group_records as formats
 
     manager = ConsumerGroupManager.__new__(ConsumerGroupManager)
     manager.groups = {}
@@ -58,7 +58,7 @@ def replayed(records: list[tuple[bytes, bytes | None]]) -> tuple[ConsumerGroupMa
     for key_bytes, value_bytes in records:
         key = decode_consumer_group_key(key_bytes)
         assert key is not None
-        value = None if value_bytes is None else _CONSUMER_VALUE_DECODERS[key.record_type](value_bytes)
+        value = None if value_bytes is None else VALUE_DECODERS[key.record_type](value_bytes)
         if value is not None:
             assert getattr(formats, ENCODERS[key.record_type])(value) == value_bytes, (key, value)
         manager.replay(key, value)
@@ -170,9 +170,9 @@ def test_regex_records_asyncbroker_wrote_read_by_kafka(brokers) -> None:  # type
 def test_share_group_records_kafka_wrote_read_and_written_back(brokers) -> None:  # type: ignore[no-untyped-def]
     """A share group's records (types 10 to 15): Kafka's bytes decode and encode back to the
     same bytes, and replaying them leaves the group Kafka deleted gone."""
-    import asyncbroker.coordinator_records as formats
+    import asyncbroker.consumer_group_records as formats
     import test_share_group_membership as share
-    from asyncbroker.coordinator_records import SHARE_GROUP_RECORD_TYPES
+    from asyncbroker.consumer_group_records import SHARE_GROUP_RECORD_TYPES
     from asyncbroker.share_group_manager import ShareGroupManager
 
     run = run_scenario(share.one_member, "kafka", brokers.kafka.bootstrap)
@@ -185,7 +185,7 @@ def test_share_group_records_kafka_wrote_read_and_written_back(brokers) -> None:
         key = decode_consumer_group_key(key_bytes)
         assert key is not None and key.record_type in SHARE_GROUP_RECORD_TYPES
         types.add(key.record_type)
-        value = None if value_bytes is None else _CONSUMER_VALUE_DECODERS[key.record_type](value_bytes)
+        value = None if value_bytes is None else VALUE_DECODERS[key.record_type](value_bytes)
         if value is not None:
             assert getattr(formats, SHARE_ENCODERS[key.record_type])(value) == value_bytes, (key, value)
         manager.replay(key, value)  # type: ignore[arg-type]
