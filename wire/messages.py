@@ -1,14 +1,16 @@
 """Request/response bodies through kio, plus the API key table.
 
 kio generates one frozen dataclass per API/version from Kafka's JSON schemas
-and ships a native decoder; we use it for every API but four. Produce and
-Fetch, on every request, have hand-written decoders (wire.produce_request,
-wire.fetch_request) and encoders (wire.response_encoders, re-exported here);
-ApiVersions and Metadata, a client's first requests, have hand-written codecs
-(wire.api_versions, wire.metadata_request, wire.metadata_response) so that
-a broker answers them without importing kio: kio loads with the first request
-for any other API (its import is about 12 ms, the schemas of each API a few
-more). The rules for unknown APIs are Kafka's: an ApiVersions request of an
+and ships a native decoder; we use it for the APIs admins and transactions use.
+Produce and Fetch, on every request, have hand-written decoders
+(wire.produce_request, wire.fetch_request) and encoders (wire.response_encoders,
+re-exported here); ApiVersions and Metadata, a client's first requests, have
+hand-written codecs (wire.api_versions, wire.metadata_request,
+wire.metadata_response), and so do the other requests of a classic consumer
+group and an idempotent producer (_CONSUMER_CODECS below). A broker serving
+them never imports kio (its import is about 12 ms, and it holds some 2 MB once
+its schemas are loaded): kio loads with the first request for any other API.
+The rules for unknown APIs are Kafka's: an ApiVersions request of an
 unknown version gets UNSUPPORTED_VERSION in a v0 body
 (wire.api_versions.unsupported_api_versions_response); any other unknown
 key/version means the connection is closed (`UnsupportedApiError` from
@@ -253,7 +255,8 @@ def decode_request(header: RequestHeader, frame: bytes | bytearray | memoryview,
     buffer, wire.framing.patchable: the append assigns offsets in them rather
     than in a copy); a Fetch as wire.fetch_request.FetchRequest, a Metadata as
     wire.metadata_request.MetadataRequest, an ApiVersions as
-    wire.api_versions.ApiVersionsRequest; every other API as kio's dataclass.
+    wire.api_versions.ApiVersionsRequest, the APIs of _CONSUMER_CODECS as their
+    codec's struct; every other API as kio's dataclass.
     UnsupportedApiError for an API/version kio lacks; RequestDecodeError
     (INVALID_REQUEST: Kafka closes the connection) for a malformed body.
     """
