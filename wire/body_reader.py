@@ -21,7 +21,7 @@ from wire.errors import CorruptRecordError, RequestDecodeError
 from wire.records import Buffer, read_uvarint
 
 __all__ = ["truncated", "read_varint", "read_length", "read_string", "read_required_string", "read_bytes",
-           "read_int", "read_count", "read_uuid", "read_tagged_fields", "skip_tagged_fields"]
+           "read_int", "read_int32s", "read_count", "read_uuid", "read_tagged_fields", "skip_tagged_fields"]
 
 _I16 = struct.Struct(">h").unpack_from
 _I32 = struct.Struct(">i").unpack_from
@@ -56,18 +56,26 @@ def read_length(buf: Buffer, pos: int, end: int, flexible: bool, width: int, req
     return (_I16 if width == 2 else _I32)(buf, pos)[0], pos + width
 
 
+def _present(n: int, pos: int, end: int, request: str, what: str) -> bool:
+    """Whether a string or bytes field of declared length `n` is there (False: null, -1);
+    a negative length other than -1, or one past the body, is refused."""
+    if n < 0:
+        if n == -1:
+            return False
+        raise RequestDecodeError(f"cannot decode {request}: negative length {n} of {what}")
+    if pos + n > end:
+        raise truncated(request, what)
+    return True
+
+
 def read_string(buf: Buffer, pos: int, end: int, flexible: bool, request: str, what: str) -> tuple[str | None, int]:
     """A nullable string (None for null); the caller refuses None where the schema does."""
     if flexible and pos < end and buf[pos] < 0x80:  # (read_length's usual case, without the call)
         n, pos = buf[pos] - 1, pos + 1
     else:
         n, pos = read_length(buf, pos, end, flexible, 2, request, what)
-    if n < 0:
-        if n == -1:
-            return None, pos
-        raise RequestDecodeError(f"cannot decode {request}: negative length {n} of {what}")
-    if pos + n > end:
-        raise truncated(request, what)
+    if not _present(n, pos, end, request, what):
+        return None, pos
     try:
         return str(buf[pos : pos + n], "utf-8"), pos + n
     except UnicodeDecodeError as exc:
@@ -87,12 +95,8 @@ def read_required_string(buf: Buffer, pos: int, end: int, flexible: bool, reques
 def read_bytes(buf: Buffer, pos: int, end: int, flexible: bool, request: str, what: str) -> tuple[bytes | None, int]:
     """A nullable bytes field, copied out of the body (None for null)."""
     n, pos = read_length(buf, pos, end, flexible, 4, request, what)
-    if n < 0:
-        if n == -1:
-            return None, pos
-        raise RequestDecodeError(f"cannot decode {request}: negative length {n} of {what}")
-    if pos + n > end:
-        raise truncated(request, what)
+    if not _present(n, pos, end, request, what):
+        return None, pos
     return bytes(buf[pos : pos + n]), pos + n
 
 
@@ -104,6 +108,13 @@ def read_int(buf: Buffer, pos: int, end: int, width: int, request: str, what: st
     if pos + width > end:
         raise truncated(request, what)
     return _INTS[width](buf, pos)[0], pos + width
+
+
+def read_int32s(buf: Buffer, pos: int, end: int, flexible: bool, request: str,
+                what: str) -> tuple[tuple[int, ...], int]:
+    """An array of int32 (partition indexes), not null."""
+    n, pos = read_count(buf, pos, end, flexible, 4, request, what)
+    return struct.unpack_from(f">{n}i", buf, pos), pos + 4 * n
 
 
 def read_count(buf: Buffer, pos: int, end: int, flexible: bool, min_size: int, request: str,

@@ -5,8 +5,11 @@ had nothing more specific to say (an error answered for the request as a
 whole, FindCoordinator before v4, ...), and clients show them to users, so
 they are part of the contract. kio generates its ErrorCode enum from Kafka's
 Errors.java and keeps each message as the docstring of its member; those
-docstrings are read here from kio's source instead of being copied, the first time a
-message is asked for (a broker that never sends one never loads kio for it).
+docstrings are read here from kio's source file instead of being copied, the first
+time a message is asked for, without importing the module (its import pulls in kio's
+primitives, which a broker whose clients' requests all have hand-written codecs
+never loads: a FindCoordinator answered COORDINATOR_NOT_AVAILABLE before v4 carries
+a message).
 """
 
 from __future__ import annotations
@@ -14,12 +17,18 @@ from __future__ import annotations
 import ast
 import functools
 import gc
-import inspect
+import importlib.util
 
 
 @functools.cache
 def _messages() -> dict[int, str]:
-    from kio.schema import errors as kio_errors
+    # The module's source through the import system, as inspect.getsource reads it, without
+    # running the module (finding it imports only the packages kio and kio.schema).
+    spec = importlib.util.find_spec("kio.schema.errors")
+    loader = None if spec is None else spec.loader
+    source = None if loader is None else loader.get_source("kio.schema.errors")  # type: ignore[attr-defined]
+    if source is None:
+        raise ImportError("the source of kio.schema.errors is not installed")
 
     # No cyclic GC while the tree is built. On CPython 3.11 the AST constructor keeps one depth
     # counter per interpreter: a finalizer that a collection runs in the middle of it, and that
@@ -29,7 +38,7 @@ def _messages() -> dict[int, str]:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        tree = ast.parse(inspect.getsource(kio_errors))
+        tree = ast.parse(source)
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -42,7 +42,15 @@ import uuid
 
 import msgspec
 
-from wire.body_reader import read_count, read_string, read_tagged_fields, read_uuid, skip_tagged_fields, truncated
+from wire.body_reader import (
+    read_count,
+    read_int32s,
+    read_string,
+    read_tagged_fields,
+    read_uuid,
+    skip_tagged_fields,
+    truncated,
+)
 from wire.errors import RequestDecodeError
 from wire.records import Buffer
 
@@ -200,9 +208,7 @@ def _forgotten(version: int, buf: Buffer, pos: int, end: int) -> tuple[tuple[For
     topics = []
     for _ in range(n_topics):
         name, topic_id, pos = _topic(buf, pos, end, flexible, by_id, "a forgotten topic")
-        n, pos = read_count(buf, pos, end, flexible, 4, _REQUEST, "a forgotten topic's partitions")
-        partitions = struct.unpack_from(f">{n}i", buf, pos)
-        pos += 4 * n
+        partitions, pos = read_int32s(buf, pos, end, flexible, _REQUEST, "a forgotten topic's partitions")
         if flexible:
             pos = skip_tagged_fields(buf, pos, end, _REQUEST, "a forgotten topic's tagged fields")
         topics.append(ForgottenTopic(name, topic_id, partitions))

@@ -42,6 +42,7 @@ import msgspec
 from wire.body_reader import (
     read_count,
     read_int,
+    read_int32s,
     read_length,
     read_required_string,
     read_string,
@@ -152,11 +153,7 @@ def _topics(buf: Buffer, pos: int, end: int, version: int, nullable: bool,
             topic_id, pos = read_uuid(buf, pos, end, _REQUEST, "topics' topic_id")
         else:
             name, pos = read_required_string(buf, pos, end, flexible, _REQUEST, "topics' name")
-        n, pos = read_count(buf, pos, end, flexible, 4, _REQUEST, "partition_indexes")
-        if pos + 4 * n > end:
-            raise truncated(_REQUEST, "partition_indexes")
-        indexes = struct.unpack_from(f">{n}i", buf, pos)
-        pos += 4 * n
+        indexes, pos = read_int32s(buf, pos, end, flexible, _REQUEST, "partition_indexes")
         if flexible:
             pos = skip_tagged_fields(buf, pos, end, _REQUEST, "a topic's tagged fields")
         topics.append(OffsetFetchRequestTopic(name, topic_id, indexes))
