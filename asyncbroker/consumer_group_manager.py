@@ -1244,10 +1244,7 @@ class ConsumerGroupManager:
 
     def describe(self, group_id: str) -> DescribedConsumerGroup:
         group = self.groups.get(group_id)
-        if group is None:
-            classic = self.classic.groups.get(group_id)
-            if classic is not None and not classic.is_in_state(ClassicGroupState.DEAD):
-                raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
+        if group is None:  # (the group coordinator answers ids no group of this kind holds)
             raise GroupIdNotFoundError(f"Group {group_id} not found.")
         members = tuple(DescribedConsumerMember(
             m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,

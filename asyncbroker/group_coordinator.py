@@ -200,14 +200,24 @@ class GroupCoordinator:
                                                             **request)
 
     def consumer_group_describe(self, group_id: str) -> Any:
-        if group_id in self.share_groups.groups:
+        """ConsumerGroupDescribe (Kafka 4's admin client asks it first, of classic groups too):
+        an id no consumer-protocol group holds is answered here, without building that
+        protocol's manager."""
+        classic = self.group_manager.groups.get(group_id)
+        if group_id in self.share_groups.groups or (
+                group_id not in self.consumer_groups.groups and classic is not None
+                and not classic.is_in_state(_S.DEAD)):
             raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
+        if group_id not in self.consumer_groups.groups:
+            raise GroupIdNotFoundError(f"Group {group_id} not found.")
         return self.consumer_groups.manager.describe(group_id)
 
     def share_group_describe(self, group_id: str) -> Any:
         classic = self.group_manager.groups.get(group_id)
         if group_id in self.consumer_groups.groups or (classic is not None and not classic.is_in_state(_S.DEAD)):
             raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
+        if group_id not in self.share_groups.groups:  # (no share group manager is built to say so)
+            raise GroupIdNotFoundError(f"Group {group_id} not found.")
         return self.share_groups.manager.describe(group_id)
 
     async def share_group_heartbeat(self, **request: Any) -> Any:

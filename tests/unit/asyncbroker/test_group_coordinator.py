@@ -101,6 +101,19 @@ async def test_first_member_needs_a_member_id_then_leads_generation_one(broker: 
     assert broker.topics.get(GROUP_METADATA_TOPIC_NAME).partitions == 3
 
 
+async def test_describing_a_classic_or_unknown_group_builds_no_other_manager(broker: Broker) -> None:
+    """ConsumerGroupDescribe and ShareGroupDescribe of ids that no group of their kind holds are
+    answered with Kafka's errors without building the KIP-848 or KIP-932 manager."""
+    c = await coordinator_of(broker)
+    await join_new_member(c, "classic")
+    for describe, kind in ((c.consumer_group_describe, "consumer"), (c.share_group_describe, "share")):
+        with pytest.raises(GroupIdNotFoundError, match=f"Group classic is not a {kind} group"):
+            describe("classic")
+        with pytest.raises(GroupIdNotFoundError, match="Group nobody not found"):
+            describe("nobody")
+    assert c.consumer_groups.built is None and c.share_groups.built is None
+
+
 async def test_old_join_versions_join_without_member_id_round_trip(broker: Broker) -> None:
     c = await coordinator_of(broker)
     res = await join(c, version=3)
