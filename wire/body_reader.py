@@ -21,7 +21,8 @@ from wire.errors import CorruptRecordError, RequestDecodeError
 from wire.records import Buffer, read_uvarint
 
 __all__ = ["truncated", "read_varint", "read_length", "read_string", "read_required_string", "read_bytes",
-           "read_int", "read_int32s", "read_count", "read_uuid", "read_tagged_fields", "skip_tagged_fields"]
+           "read_int", "read_int32s", "read_count", "read_uuid", "read_topic", "read_tagged_fields",
+           "skip_tagged_fields"]
 
 _I16 = struct.Struct(">h").unpack_from
 _I32 = struct.Struct(">i").unpack_from
@@ -138,6 +139,17 @@ def read_uuid(buf: Buffer, pos: int, end: int, request: str, what: str) -> tuple
         raise truncated(request, what)
     raw = bytes(buf[pos : pos + 16])
     return (None if raw == _NO_UUID else uuid.UUID(bytes=raw)), pos + 16
+
+
+def read_topic(buf: Buffer, pos: int, end: int, flexible: bool, by_id: bool, request: str,
+               what: str) -> tuple[str | None, uuid.UUID | None, int]:
+    """(name, id, next position) of a topic its version names by id (`by_id`; the name None)
+    or by name (never null; the id None)."""
+    if by_id:
+        topic_id, pos = read_uuid(buf, pos, end, request, f"{what} id")
+        return None, topic_id, pos
+    name, pos = read_required_string(buf, pos, end, flexible, request, f"{what} name")
+    return name, None, pos
 
 
 def read_tagged_fields(buf: Buffer, pos: int, end: int, request: str,

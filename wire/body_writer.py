@@ -9,13 +9,16 @@ of length + 1, 0 for null, and a tagged-field section after each struct.
 from __future__ import annotations
 
 import struct
+import uuid
 
 from wire.records import write_uvarint
 
-__all__ = ["write_uvarint", "write_string", "write_bytes", "write_length", "write_tagged_fields"]
+__all__ = ["write_uvarint", "write_string", "write_bytes", "write_uuid", "write_topic", "write_length",
+           "write_tagged_fields"]
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_ZERO_UUID = bytes(16)
 
 
 def write_string(out: bytearray, s: str | None, flexible: bool) -> None:
@@ -31,6 +34,19 @@ def write_string(out: bytearray, s: str | None, flexible: bool) -> None:
     else:
         write_uvarint(out, len(raw) + 1)
     out += raw
+
+
+def write_uuid(out: bytearray, value: uuid.UUID | None) -> None:
+    """A UUID; None writes the zero one (Kafka's Uuid.ZERO_UUID, "no id"), as kio writes it."""
+    out += _ZERO_UUID if value is None else value.bytes
+
+
+def write_topic(out: bytearray, name: str | None, topic_id: uuid.UUID | None, by_id: bool, flexible: bool) -> None:
+    """A topic as its version names it: by id (`by_id`), else by name."""
+    if by_id:
+        write_uuid(out, topic_id)
+    else:
+        write_string(out, name, flexible)
 
 
 def write_length(out: bytearray, n: int | None, flexible: bool) -> None:

@@ -47,6 +47,7 @@ from wire.body_reader import (
     read_int32s,
     read_string,
     read_tagged_fields,
+    read_topic,
     read_uuid,
     skip_tagged_fields,
     truncated,
@@ -144,18 +145,6 @@ def _directory_id(buf: Buffer, pos: int, end: int) -> tuple[uuid.UUID | None, in
     return directory_id, pos
 
 
-def _topic(buf: Buffer, pos: int, end: int, flexible: bool, by_id: bool,
-           what: str) -> tuple[str | None, uuid.UUID | None, int]:
-    """(name, id, next position) of a topic named by id (v13+) or by name (never null)."""
-    if by_id:
-        topic_id, pos = read_uuid(buf, pos, end, _REQUEST, f"{what} id")
-        return None, topic_id, pos
-    name, pos = read_string(buf, pos, end, flexible, _REQUEST, f"{what} name")
-    if name is None:
-        raise RequestDecodeError(f"cannot decode FetchRequest: {what} name is null")
-    return name, None, pos
-
-
 def _topics(version: int, buf: Buffer, pos: int, end: int) -> tuple[tuple[FetchTopic, ...], int]:
     flexible = version >= FIRST_FLEXIBLE_VERSION
     by_id = version >= FIRST_TOPIC_ID_VERSION
@@ -168,7 +157,7 @@ def _topics(version: int, buf: Buffer, pos: int, end: int) -> tuple[tuple[FetchT
     n_topics, pos = read_count(buf, pos, end, flexible, (18 if by_id else 3) if flexible else 6, _REQUEST, "topics")
     topics = []
     for _ in range(n_topics):
-        name, topic_id, pos = _topic(buf, pos, end, flexible, by_id, "a topic")
+        name, topic_id, pos = read_topic(buf, pos, end, flexible, by_id, _REQUEST, "a topic")
         n_partitions, pos = read_count(buf, pos, end, flexible, size + flexible, _REQUEST, "partitions")
         partitions: list[FetchPartition] = []
         add = partitions.append
@@ -207,7 +196,7 @@ def _forgotten(version: int, buf: Buffer, pos: int, end: int) -> tuple[tuple[For
                                "forgotten_topics_data")
     topics = []
     for _ in range(n_topics):
-        name, topic_id, pos = _topic(buf, pos, end, flexible, by_id, "a forgotten topic")
+        name, topic_id, pos = read_topic(buf, pos, end, flexible, by_id, _REQUEST, "a forgotten topic")
         partitions, pos = read_int32s(buf, pos, end, flexible, _REQUEST, "a forgotten topic's partitions")
         if flexible:
             pos = skip_tagged_fields(buf, pos, end, _REQUEST, "a forgotten topic's tagged fields")

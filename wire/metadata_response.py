@@ -42,7 +42,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from wire.body_writer import write_length, write_string
+from wire.body_writer import write_length, write_string, write_uuid
 
 __all__ = [
     "VERSIONS",
@@ -60,7 +60,6 @@ NO_AUTHORIZED_OPERATIONS = -2147483648
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-_ZERO_UUID = bytes(16)
 
 
 class MetadataResponseBroker(msgspec.Struct, frozen=True, gc=False):
@@ -243,7 +242,7 @@ def encode_metadata_response(version: int, response: MetadataResponse) -> bytes:
             raise ValueError(f"a topic without a name in a metadata response v{version} (nullable from v12)")
         write_string(out, topic.name, flexible)
         if version >= 10:
-            out += _ZERO_UUID if topic.topic_id is None else topic.topic_id.bytes
+            write_uuid(out, topic.topic_id)
         if version >= 1:
             out.append(1 if topic.is_internal else 0)
         write_length(out, len(topic.partitions), flexible)

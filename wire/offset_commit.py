@@ -46,10 +46,10 @@ from wire.body_reader import (
     read_int,
     read_required_string,
     read_string,
-    read_uuid,
+    read_topic,
     skip_tagged_fields,
 )
-from wire.body_writer import write_length, write_string
+from wire.body_writer import write_length, write_topic
 from wire.records import Buffer
 
 __all__ = ["VERSIONS", "OffsetCommitRequest", "OffsetCommitRequestPartition", "OffsetCommitRequestTopic",
@@ -67,7 +67,6 @@ FIRST_TOPIC_ID_VERSION = 10
 _REQUEST = "OffsetCommitRequest"
 _I32 = struct.Struct(">i")
 _PARTITION_ANSWER = struct.Struct(">ih")
-_NO_ID = bytes(16)
 
 
 class OffsetCommitRequestPartition(msgspec.Struct, frozen=True, gc=False):
@@ -141,11 +140,7 @@ def decode_offset_commit_request(version: int, buf: Buffer, pos: int) -> OffsetC
     count, pos = read_count(buf, pos, end, flexible, 2 if flexible else 6, _REQUEST, "topics")
     topics = []
     for _ in range(count):
-        name, topic_id = "", None
-        if by_id:
-            topic_id, pos = read_uuid(buf, pos, end, _REQUEST, "topics' topic_id")
-        else:
-            name, pos = read_required_string(buf, pos, end, flexible, _REQUEST, "topics' name")
+        name, topic_id, pos = read_topic(buf, pos, end, flexible, by_id, _REQUEST, "a topic")
         n, pos = read_count(buf, pos, end, flexible, least, _REQUEST, "partitions")
         partitions = []
         for _ in range(n):
@@ -160,7 +155,7 @@ def decode_offset_commit_request(version: int, buf: Buffer, pos: int) -> OffsetC
             partitions.append(OffsetCommitRequestPartition(index, offset, epoch, metadata))
         if flexible:
             pos = skip_tagged_fields(buf, pos, end, _REQUEST, "a topic's tagged fields")
-        topics.append(OffsetCommitRequestTopic(name, topic_id, tuple(partitions)))
+        topics.append(OffsetCommitRequestTopic(name or "", topic_id, tuple(partitions)))
     if flexible:
         skip_tagged_fields(buf, pos, end, _REQUEST, "the request's tagged fields")
     return OffsetCommitRequest(group_id, generation, member_id, instance_id, retention, tuple(topics))
@@ -175,10 +170,7 @@ def encode_offset_commit_response(version: int, response: OffsetCommitResponse) 
     out = bytearray(_I32.pack(response.throttle_time) if version >= FIRST_THROTTLE_VERSION else b"")
     write_length(out, len(response.topics), flexible)
     for topic in response.topics:
-        if by_id:
-            out += topic.topic_id.bytes if topic.topic_id is not None else _NO_ID
-        else:
-            write_string(out, topic.name, flexible)
+        write_topic(out, topic.name, topic.topic_id, by_id, flexible)
         write_length(out, len(topic.partitions), flexible)
         for p in topic.partitions:
             out += _PARTITION_ANSWER.pack(p.partition_index, p.error_code)

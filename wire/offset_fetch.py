@@ -46,11 +46,11 @@ from wire.body_reader import (
     read_length,
     read_required_string,
     read_string,
-    read_uuid,
+    read_topic,
     skip_tagged_fields,
     truncated,
 )
-from wire.body_writer import write_length, write_string
+from wire.body_writer import write_length, write_string, write_topic
 from wire.records import Buffer
 
 __all__ = ["VERSIONS", "OffsetFetchRequest", "OffsetFetchRequestGroup", "OffsetFetchRequestTopic",
@@ -71,7 +71,6 @@ _REQUEST = "OffsetFetchRequest"
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _OFFSET = struct.Struct(">iq")  # partition_index, committed_offset
-_NO_ID = bytes(16)
 
 
 class OffsetFetchRequestTopic(msgspec.Struct, frozen=True, gc=False):
@@ -148,15 +147,11 @@ def _topics(buf: Buffer, pos: int, end: int, version: int, nullable: bool,
     count, pos = read_count(buf, pos, end, flexible, 2 if flexible else 6, _REQUEST, "topics")
     topics = []
     for _ in range(count):
-        name, topic_id = "", None
-        if by_id:
-            topic_id, pos = read_uuid(buf, pos, end, _REQUEST, "topics' topic_id")
-        else:
-            name, pos = read_required_string(buf, pos, end, flexible, _REQUEST, "topics' name")
+        name, topic_id, pos = read_topic(buf, pos, end, flexible, by_id, _REQUEST, "a topic")
         indexes, pos = read_int32s(buf, pos, end, flexible, _REQUEST, "partition_indexes")
         if flexible:
             pos = skip_tagged_fields(buf, pos, end, _REQUEST, "a topic's tagged fields")
-        topics.append(OffsetFetchRequestTopic(name, topic_id, indexes))
+        topics.append(OffsetFetchRequestTopic(name or "", topic_id, indexes))
     return tuple(topics), pos
 
 
@@ -201,10 +196,7 @@ def _write_topics(out: bytearray, version: int, topics: tuple[OffsetFetchRespons
     epoch_too = version >= FIRST_LEADER_EPOCH_VERSION
     write_length(out, len(topics), flexible)
     for topic in topics:
-        if by_id:
-            out += topic.topic_id.bytes if topic.topic_id is not None else _NO_ID
-        else:
-            write_string(out, topic.name, flexible)
+        write_topic(out, topic.name, topic.topic_id, by_id, flexible)
         write_length(out, len(topic.partitions), flexible)
         for p in topic.partitions:
             out += _OFFSET.pack(p.partition_index, p.committed_offset)

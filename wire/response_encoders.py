@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from wire.body_writer import write_length, write_string, write_tagged_fields, write_uvarint
+from wire.body_writer import write_length, write_string, write_tagged_fields, write_topic, write_uvarint
 
 __all__ = [
     "RecordData",
@@ -86,7 +86,6 @@ _ABORTED = struct.Struct(">qq")
 # versions (v12+): the offsets, the aborted list's compact length (0 null, 1 empty), the
 # preferred read replica, an empty records field (compact length 1) and no tagged fields.
 _IDLE_PART_FLEXIBLE = struct.Struct(">ihqqqBiBB")
-_ZERO_UUID = bytes(16)
 _NO_LEADER = (-1, -1)
 
 
@@ -178,10 +177,7 @@ def encode_produce_response(
     out = bytearray()
     write_length(out, len(topics), flexible)
     for topic in topics:
-        if version >= 13:
-            out += topic.topic_id.bytes if topic.topic_id is not None else _ZERO_UUID
-        else:
-            write_string(out, topic.name, flexible)
+        write_topic(out, topic.name, topic.topic_id, version >= 13, flexible)
         write_length(out, len(topic.partitions), flexible)
         for p in topic.partitions:
             if version >= 5:
@@ -250,10 +246,7 @@ def encode_fetch_response(
         out += _I32.pack(session_id)
     write_length(out, len(topics), flexible)
     for topic in topics:
-        if version >= 13:
-            out += topic.topic_id.bytes if topic.topic_id is not None else _ZERO_UUID
-        else:
-            write_string(out, topic.topic, flexible)
+        write_topic(out, topic.topic, topic.topic_id, version >= 13, flexible)
         write_length(out, len(topic.partitions), flexible)
         for p in topic.partitions:
             aborted = p.aborted_transactions
