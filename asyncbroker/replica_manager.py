@@ -131,7 +131,8 @@ class PartitionRead(msgspec.Struct, gc=False):
     session_entry: Any = None
     # The log's offsets_generation when the read found the partition idle: caught up at the
     # log end with no open transaction below it, so that either isolation level reads nothing;
-    # -1 otherwise. While the generation stays, a read finds the same (a session skips it).
+    # -1 otherwise, or when the generation was odd (a change under way). While the generation
+    # stays, a read finds the same (a session skips it).
     idle_generation: int = -1
 
     def clone_request(self) -> "PartitionRead":
@@ -217,7 +218,7 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
             r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
             if read_committed:
                 r.aborted = []
-            if last_stable == high_watermark:
+            if last_stable == high_watermark and not generation & 1:  # odd: a change under way
                 r.idle_generation = generation
             continue
         limit = min(r.max_bytes, remaining)

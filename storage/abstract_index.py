@@ -48,6 +48,9 @@ class AbstractIndex:
         return self._mapped
 
     def _ensure(self) -> None:
+        """Map the file if it is not. A reader calls this under self._lock, then reads the
+        mapping: close_handler (a segment's deletion, on another thread) unmaps under the lock,
+        so between a check outside it and the read the mapping could be gone."""
         if not self._mapped:
             with self._lock:
                 if self._deleted:
@@ -152,8 +155,8 @@ class AbstractIndex:
 
     def resize(self, new_size: int) -> bool:
         """Grow or shrink the file (and mapping) to new_size rounded down to whole entries."""
-        self._ensure()
         with self._lock:
+            self._ensure()
             rounded = round_down_to_multiple(new_size, self.ENTRY_SIZE)
             if rounded == self._length:
                 return False
@@ -211,8 +214,8 @@ class AbstractIndex:
     # -- lifecycle ------------------------------------------------------------------------------
     def truncate(self) -> None:
         """Drop all entries (recovery rebuilds from zero)."""
-        self._ensure()
         with self._lock:
+            self._ensure()
             self._truncate_to_entries(0)
 
     reset = truncate
@@ -223,8 +226,8 @@ class AbstractIndex:
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries with offset >= `offset`."""
-        self._ensure()
         with self._lock:
+            self._ensure()
             rel = offset - self.base_offset
             slot = self._largest_lower_bound_slot(rel, self._rel)
             if slot == -1:

@@ -4,11 +4,15 @@ Offsets: log start offset <= last stable offset <= high watermark <= log end off
 log always has at least one segment. All mutations hold `self._lock` (one writer); reads take
 snapshots of the offset metadata and segment list and never block on the writer.
 
-`offsets_generation` goes up after every change of what `fetch_offsets` returns, and when the
-log closes: a reader that took it before the offsets knows, while it is unchanged, that a read
-at the same offset would find the same (an incremental fetch session skips its idle partitions
-on that, asyncbroker.fetch_session). It is an OffsetsGeneration apart from the Log, so that
-such a watcher never keeps a deleted log, and its open files, alive.
+`offsets_generation` goes up before and after every change of what `fetch_offsets` returns, and
+when the log closes: it is odd while a change is under way. A reader that took an even value
+before the offsets knows, while it is unchanged, that a read at the same offset would find the
+same (fetch_offsets keeps its answer on that, and an incremental fetch session skips its idle
+partitions, asyncbroker.fetch_session). Writers run on other threads than the readers, and a
+change can take milliseconds (retention writes checkpoints between moving the log start offset
+and finishing): were the value to move only after it, a reader could be answered from before a
+change that another request had already seen. It is an OffsetsGeneration apart from the Log, so
+that such a watcher never keeps a deleted log, and its open files, alive.
 """
 from __future__ import annotations
 
@@ -81,7 +85,7 @@ def _remote_log_enabled(dir: Path, config: LogConfig, system_enable: bool) -> bo
 
 
 class OffsetsGeneration:
-    """A log's count of changes to what a fetch of it reports (see the module doc)."""
+    """A log's count of changes to what a fetch of it reports, odd during one (see the module doc)."""
 
     __slots__ = ("value",)
 
@@ -228,10 +232,11 @@ class Log:
         fetch reports the first three for every partition it names, and compares its offset
         with the end (one call, not four properties, per partition of a 1,000-partition fetch).
 
-        Kept from one call to the next while the offsets generation stays: it moves after every
-        change of these offsets, so a value taken at a generation holds until it moves (taken
-        mid-change, it is what a read a moment earlier or later would have found)."""
-        generation = self.offsets_generation.value  # before the offsets (a change bumps it after)
+        Kept from one call to the next while the offsets generation stays: it moves before and
+        after every change of these offsets, so a value taken at an even generation holds until it
+        moves. One taken mid-change (odd) is what a read a moment earlier or later would have
+        found, and is not kept."""
+        generation = self.offsets_generation.value  # before the offsets (a change moves it first)
         taken_at, offsets = self._fetch_offsets_at
         if taken_at == generation:
             return offsets
@@ -239,8 +244,24 @@ class Log:
         first_unstable = self.producer_state_manager.first_unstable_offset()
         lso = hw if first_unstable is None or first_unstable > hw else first_unstable
         offsets = hw, lso, self._log_start_offset, self._next_offset_metadata.message_offset
-        self._fetch_offsets_at = generation, offsets
+        if not generation & 1:
+            self._fetch_offsets_at = generation, offsets
         return offsets
+
+    def _begin_offsets_change(self) -> bool:
+        """Before the first write of an offset fetch_offsets() reports (under self._lock): the
+        generation turns odd, so no reader keeps or reuses an answer from before the change.
+        False when a change is under way already (a roll inside an append or a retention
+        pass): the outer change ends it."""
+        generation = self.offsets_generation
+        if generation.value & 1:
+            return False
+        generation.value += 1
+        return True
+
+    def _end_offsets_change(self, began: bool) -> None:
+        if began:
+            self.offsets_generation.value += 1
 
     @property
     def recovery_point(self) -> int:
@@ -307,6 +328,7 @@ class Log:
                           nonblocking: bool) -> LogAppendInfo:
         if not self._lock.acquire(blocking=not nonblocking):
             raise AppendWouldBlock("the log is locked")
+        began = False
         try:
             if self._closed:
                 self._check_open()  # raises
@@ -358,6 +380,7 @@ class Log:
                            data, batches)
             fault_injection.fault_point("append")
             leo = info.last_offset + 1
+            began = self._begin_offsets_change()
             self._update_log_end_offset(leo, segment)
             if producers is not None:
                 psm.complete_append(producers, leo)
@@ -368,9 +391,9 @@ class Log:
             self._high_watermark = self._next_offset_metadata
             durable_to = leo if leo - self._recovery_point >= self.config.flush_messages else 0
         finally:
-            # After every offset above moved (readers take it first), and after an append that
-            # failed part-way too: what fetch_offsets() keeps must not outlive a change.
-            self.offsets_generation.value += 1
+            # After every offset above moved, and after an append that failed part-way too: the
+            # generation must not stay odd (what fetch_offsets() keeps would never be kept again).
+            self._end_offsets_change(began)
             self._lock.release()
         if durable_to:
             self._group_commit(durable_to)  # outside the lock: later appends join the next fsync
@@ -452,14 +475,17 @@ class Log:
                                   init_file_size=self.config.segment_size, preallocate=self.config.preallocate)
         self._dir_needs_fsync = True  # the new file's name is durable only after a dir fsync
         fault_injection.fault_point("roll")
-        self.segments.add(segment)
-        self._update_log_end_offset(self.log_end_offset, segment)
-        # Kafka snapshots producer state at every roll, so recovery replays at most one segment.
-        self.producer_state_manager.update_map_end_offset(new_offset)
-        self.producer_state_manager.take_snapshot()
-        if self._high_watermark.message_offset == self.log_end_offset:
-            self._high_watermark = self._next_offset_metadata
-        self.offsets_generation.value += 1
+        began = self._begin_offsets_change()
+        try:
+            self.segments.add(segment)
+            self._update_log_end_offset(self.log_end_offset, segment)
+            if self._high_watermark.message_offset == self.log_end_offset:
+                self._high_watermark = self._next_offset_metadata
+            # Kafka snapshots producer state at every roll, so recovery replays at most one segment.
+            self.producer_state_manager.update_map_end_offset(new_offset)
+            self.producer_state_manager.take_snapshot()
+        finally:
+            self._end_offsets_change(began)
         if self.background is not None:
             # Flush the finished segment off the append path (Kafka schedules "flush-log").
             self.background(lambda: self.flush(new_offset))
@@ -567,6 +593,12 @@ class Log:
         if max_metadata.message_offset_only:
             max_metadata = self._convert_to_offset_metadata(max_metadata.message_offset, nonblocking=nonblocking)
         segment = self.segments.floor_segment(fetch_offset)
+        if segment is None:
+            # Retention removed the segment after the check above (it moves the log start offset
+            # first): out of range, as Kafka answers, rather than an empty read below the HW.
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {fetch_offset} for partition {self.topic_partition}, but we only "
+                f"have log segments starting from offset: {self.local_log_start_offset}.")
         while segment is not None:
             if segment.base_offset < max_metadata.segment_base_offset:
                 max_position = segment.size()
@@ -690,10 +722,13 @@ class Log:
                 )
             if new_log_start_offset <= self._log_start_offset:
                 return False
-            self._log_start_offset = new_log_start_offset
-            self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
-            self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
-            self.offsets_generation.value += 1
+            began = self._begin_offsets_change()
+            try:
+                self._log_start_offset = new_log_start_offset
+                self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
+                self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
+            finally:
+                self._end_offsets_change(began)
             if self._recovery_point < new_log_start_offset:
                 self._recovery_point = new_log_start_offset
             return True
@@ -711,38 +746,45 @@ class Log:
             if first is None or target_offset < first.base_offset:
                 self.truncate_fully_and_start_at(target_offset)
                 return True
-            for segment in self.segments.higher_segments(target_offset):
-                if segment.base_offset >= target_offset and segment is not first:
-                    self.segments.remove(segment.base_offset)
-                    segment.delete_if_exists()
-            active = self.segments.active_segment()
-            active.truncate_to(target_offset)
-            self._update_log_end_offset(active.read_next_offset(), active)
-            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
-            self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
-            self.producer_state_manager.rebuild(self.segments, self._log_start_offset, self.log_end_offset)
-            self._high_watermark = self._next_offset_metadata  # single node: HW == LEO
-            self._recovery_point = min(self._recovery_point, self.log_end_offset)
-            self.offsets_generation.value += 1
+            began = self._begin_offsets_change()
+            try:
+                for segment in self.segments.higher_segments(target_offset):
+                    if segment.base_offset >= target_offset and segment is not first:
+                        self.segments.remove(segment.base_offset)
+                        segment.delete_if_exists()
+                active = self.segments.active_segment()
+                active.truncate_to(target_offset)
+                self._update_log_end_offset(active.read_next_offset(), active)
+                self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+                self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
+                self.producer_state_manager.rebuild(self.segments, self._log_start_offset, self.log_end_offset)
+                self._high_watermark = self._next_offset_metadata  # single node: HW == LEO
+                self._recovery_point = min(self._recovery_point, self.log_end_offset)
+            finally:
+                self._end_offsets_change(began)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and restart the log empty at new_offset."""
         with self._lock:
             self._check_open()
-            for segment in self.segments.values():
-                self.segments.remove(segment.base_offset)
-                segment.delete_if_exists()
-            segment = LogSegment.open(self.dir, new_offset, self.config, self.clock,
-                                      init_file_size=self.config.segment_size, preallocate=self.config.preallocate)
-            self.segments.add(segment)
-            self._update_log_end_offset(new_offset, segment)
-            self.leader_epoch_cache.clear()
-            self.producer_state_manager.truncate_fully_and_start_at(new_offset)
-            self._log_start_offset = new_offset
-            self._recovery_point = new_offset
-            self._high_watermark = self._next_offset_metadata
-            self.offsets_generation.value += 1
+            began = self._begin_offsets_change()
+            try:
+                for segment in self.segments.values():
+                    self.segments.remove(segment.base_offset)
+                    segment.delete_if_exists()
+                segment = LogSegment.open(self.dir, new_offset, self.config, self.clock,
+                                          init_file_size=self.config.segment_size,
+                                          preallocate=self.config.preallocate)
+                self.segments.add(segment)
+                self._update_log_end_offset(new_offset, segment)
+                self.leader_epoch_cache.clear()
+                self.producer_state_manager.truncate_fully_and_start_at(new_offset)
+                self._log_start_offset = new_offset
+                self._recovery_point = new_offset
+                self._high_watermark = self._next_offset_metadata
+            finally:
+                self._end_offsets_change(began)
 
     # -- retention (cleanup.policy=delete) ----------------------------------------------------
     @_handles_io_errors("deleting old segments")
@@ -851,16 +893,23 @@ class Log:
             return 0
         with self._lock:
             self._check_open()
-            if len(self.segments) == len(deletable):
-                self._roll_locked(None)  # the log must always keep a segment
-            for segment in deletable:
-                self.segments.remove(segment.base_offset)
-            first = self.segments.first_segment()
-            if first is not None and first.base_offset > self._log_start_offset and not self._tiered_and_copying:
-                self._log_start_offset = first.base_offset
-                self.leader_epoch_cache.truncate_from_start(first.base_offset)
-                self.producer_state_manager.on_log_start_offset_incremented(first.base_offset)
-                self.offsets_generation.value += 1
+            # One change from the roll to the new log start offset: a reader in between (another
+            # thread) must not be answered, from before it, a log start whose segments are gone.
+            began = self._begin_offsets_change()
+            try:
+                if len(self.segments) == len(deletable):
+                    self._roll_locked(None)  # the log must always keep a segment
+                kept = self.segments.higher_segment(deletable[-1].base_offset)
+                if kept is not None and kept.base_offset > self._log_start_offset and not self._tiered_and_copying:
+                    # Before the segments leave the map, as Kafka orders it: a read below the new
+                    # start is then out of range, never a lookup that finds no segment.
+                    self._log_start_offset = kept.base_offset
+                    self.leader_epoch_cache.truncate_from_start(kept.base_offset)
+                    self.producer_state_manager.on_log_start_offset_incremented(kept.base_offset)
+                for segment in deletable:
+                    self.segments.remove(segment.base_offset)
+            finally:
+                self._end_offsets_change(began)
             self._recovery_point = max(self._recovery_point, self.local_log_start_offset)
             for segment in deletable:
                 logger.info("[UnifiedLog partition=%s, dir=%s] Deleting segment %r due to %s",
@@ -974,9 +1023,15 @@ class Log:
                 self.producer_state_manager.take_snapshot()
             except OSError as exc:
                 logger.warning("Could not snapshot producer state of %s at close: %s", self.topic_partition, exc)
-            self._closed = True
-            self.offsets_generation.value += 1
+            self._mark_closed()
             self.segments.close()
+
+    def _mark_closed(self) -> None:
+        """Stop serving; the generation moves so that a fetch session's idle entry is read again
+        (and finds the log closed)."""
+        began = self._begin_offsets_change()
+        self._closed = True
+        self._end_offsets_change(began)
 
     def remove_expired_producers(self, now_ms: int, producer_id_expiration_ms: int) -> int:
         """producer.id.expiration.ms: forget idle producers (their next batch may use any sequence)."""
@@ -989,8 +1044,7 @@ class Log:
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
-            self.offsets_generation.value += 1
+            self._mark_closed()
             for segment in self.segments.values():
                 segment.close_handlers()
 
@@ -1008,8 +1062,7 @@ class Log:
         """Close and remove the whole partition directory."""
         with self._lock:
             if not self._closed:
-                self._closed = True
-                self.offsets_generation.value += 1
+                self._mark_closed()
                 for segment in self.segments.values():
                     segment.close_handlers()
             self.segments.clear()

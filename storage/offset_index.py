@@ -32,8 +32,8 @@ class OffsetIndex(AbstractIndex):
         return OffsetPosition(self.base_offset + rel, pos)
 
     def entry(self, n: int) -> OffsetPosition:
-        self._ensure()
         with self._lock:
+            self._ensure()
             if n >= self._entries:
                 raise IndexError(f"Attempt to fetch the {n}th entry from index {self.path}, which has size {self._entries}")
             return self._entry(n)
@@ -44,14 +44,14 @@ class OffsetIndex(AbstractIndex):
         return self._last_offset
 
     def last_entry(self) -> OffsetPosition:
-        self._ensure()
         with self._lock:
+            self._ensure()
             return self._entry(self._entries - 1) if self._entries else OffsetPosition(self.base_offset, 0)
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """Greatest entry with offset <= target, or (base_offset, 0)."""
-        self._ensure()
         with self._lock:
+            self._ensure()
             slot = self._largest_lower_bound_slot(target_offset - self.base_offset, self._rel)
             if slot == -1:
                 return OffsetPosition(self.base_offset, 0)
@@ -59,16 +59,16 @@ class OffsetIndex(AbstractIndex):
 
     def fetch_upper_bound_offset(self, fetch_position: OffsetPosition, fetch_size: int) -> OffsetPosition | None:
         """First entry whose position is beyond fetch_position + fetch_size."""
-        self._ensure()
         with self._lock:
+            self._ensure()
             target = fetch_position.position + fetch_size
             slot = self._smallest_upper_bound_slot(target, lambda s: _ENTRY.unpack_from(self._mmap, s * 8)[1])  # type: ignore[arg-type]
             return None if slot == -1 else self._entry(slot)
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry; offsets must strictly increase (the invariant lookups rely on)."""
-        self._ensure()
         with self._lock:
+            self._ensure()
             if self._entries >= self._max_entries:
                 raise IndexFullError(f"Attempt to append to a full index (size = {self._entries}).")
             if self._entries != 0 and offset <= self._last_offset:
@@ -95,6 +95,6 @@ class OffsetIndex(AbstractIndex):
 
     def entries_list(self) -> list[OffsetPosition]:
         """All entries (tests and tools)."""
-        self._ensure()
         with self._lock:
+            self._ensure()
             return [self._entry(i) for i in range(self._entries)]

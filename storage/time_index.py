@@ -38,8 +38,8 @@ class TimeIndex(AbstractIndex):
         return int(_ENTRY.unpack_from(self._mmap, slot * 12)[1])  # type: ignore[arg-type]
 
     def entry(self, n: int) -> TimestampOffset:
-        self._ensure()
         with self._lock:
+            self._ensure()
             if n >= self._entries:
                 raise IndexError(f"Attempt to fetch the {n}th entry from time index {self.path}, which has size {self._entries}")
             return self._entry(n)
@@ -56,8 +56,8 @@ class TimeIndex(AbstractIndex):
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """Greatest entry with timestamp <= target, or (NO_TIMESTAMP, base_offset)."""
-        self._ensure()
         with self._lock:
+            self._ensure()
             slot = self._largest_lower_bound_slot(target_timestamp, self._ts)
             if slot == -1:
                 return TimestampOffset(NO_TIMESTAMP, self.base_offset)
@@ -65,8 +65,8 @@ class TimeIndex(AbstractIndex):
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Append only when the timestamp grows; both columns stay monotone."""
-        self._ensure()
         with self._lock:
+            self._ensure()
             if not skip_full_check and self.is_full():
                 raise IndexFullError(f"Attempt to append to a full time index (size = {self._entries}).")
             if self._entries != 0 and offset < self._last.offset:
@@ -102,6 +102,6 @@ class TimeIndex(AbstractIndex):
             )
 
     def entries_list(self) -> list[TimestampOffset]:
-        self._ensure()
         with self._lock:
+            self._ensure()
             return [self._entry(i) for i in range(self._entries)]

@@ -61,6 +61,53 @@ def test_index_mappings_do_no_readahead(tmp_path: Path, kind: str) -> None:
         idx.close()
 
 
+class _UnmapOnFirstLock:
+    """An index's lock that, the first time a reader takes it, lets a segment deletion on
+    another thread unmap the index first (close_handler, which takes the lock too)."""
+
+    def __init__(self, index: OffsetIndex | TimeIndex) -> None:
+        self.inner = index._lock
+        self.index = index
+        self.armed = True
+
+    def __enter__(self) -> object:
+        if self.armed:
+            self.armed = False
+            self.index.close_handler()
+        return self.inner.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.__exit__(*exc)
+
+
+@pytest.mark.parametrize("read", ["offset lookup", "offset entry", "offset last entry", "fetch upper bound",
+                                  "time lookup", "time entry"])
+def test_a_read_racing_an_unmap_maps_the_index_again(tmp_path: Path, read: str) -> None:
+    """Retention unmaps a deleted segment's indexes while a fetch may be reading them: the
+    read re-maps the file rather than read a mapping that is gone (which failed the fetch)."""
+    offsets = OffsetIndex(tmp_path / "00000000000000000000.index", 0, max_index_size=800)
+    times = TimeIndex(tmp_path / "00000000000000000000.timeindex", 0, max_index_size=1200)
+    for i in range(1, 11):
+        offsets.append(i * 10, i * 100)
+        times.maybe_append(1_000 + i, i * 10)
+    offsets.trim_to_valid_size()  # as a segment's are once it is not the active one (retention
+    times.trim_to_valid_size()  # deletes only those)
+    index: OffsetIndex | TimeIndex = times if read.startswith("time") else offsets
+    index._lock = _UnmapOnFirstLock(index)  # type: ignore[assignment]
+    expected: dict[str, object] = {
+        "offset lookup": OffsetPosition(50, 500), "offset entry": OffsetPosition(30, 300),
+        "offset last entry": OffsetPosition(100, 1000), "fetch upper bound": OffsetPosition(60, 600),
+        "time lookup": TimestampOffset(1_005, 50), "time entry": TimestampOffset(1_003, 30)}
+    got = {"offset lookup": lambda: offsets.lookup(55), "offset entry": lambda: offsets.entry(2),
+           "offset last entry": offsets.last_entry,
+           "fetch upper bound": lambda: offsets.fetch_upper_bound_offset(OffsetPosition(50, 500), 50),
+           "time lookup": lambda: times.lookup(1_005), "time entry": lambda: times.entry(2)}[read]()
+    assert got == expected[read]
+    assert not index._lock.armed  # type: ignore[attr-defined]
+    offsets.close()
+    times.close()
+
+
 def test_lookup_greatest_lower_bound(tmp_path: Path) -> None:
     idx = OffsetIndex(tmp_path / "00000000000000000050.index", 50, max_index_size=8 * 100)
     for i in range(10):

@@ -394,10 +394,7 @@ def test_fetch_offsets_kept_between_changes_are_never_stale(make_log, clock: Moc
     log = make_log(LogConfig(segment_bytes=1000, retention_ms=10_000))
 
     def now() -> tuple[int, int, int, int]:
-        hw = log.high_watermark
-        first_unstable = log.producer_state_manager.first_unstable_offset()
-        lso = hw if first_unstable is None or first_unstable > hw else first_unstable
-        return hw, lso, log.log_start_offset, log.log_end_offset
+        return _offsets_now(log)
 
     def check(change) -> None:  # type: ignore[no-untyped-def]
         log.fetch_offsets()  # kept
@@ -430,6 +427,86 @@ def test_fetch_offsets_kept_between_changes_are_never_stale(make_log, clock: Moc
     with pytest.raises(RuntimeError):
         log.append_as_leader(batch(2, producer_id=7, producer_epoch=0, base_sequence=0))
     assert log.fetch_offsets() == now() and now()[3] == 102  # written, then failed: the end moved
+
+
+def _offsets_now(log: Log) -> tuple[int, int, int, int]:
+    """What fetch_offsets() must answer, read from the log's fields."""
+    hw = log.high_watermark
+    first_unstable = log.producer_state_manager.first_unstable_offset()
+    lso = hw if first_unstable is None or first_unstable > hw else first_unstable
+    return hw, lso, log.log_start_offset, log.log_end_offset
+
+
+def test_fetch_offsets_during_a_change_answer_what_the_log_shows(make_log, clock: MockClock,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Changes run on other threads than fetches, and take time: retention writes the
+    leader-epoch checkpoint between moving the log start offset and finishing. A fetch in the
+    middle must answer what the log shows then, never an answer kept from before the change
+    (after a clean restart, ListOffsets answered the new log start and the Fetch after it the
+    old one, whose segments were gone: the crash torture counted their records as lost). Each
+    hook below runs inside a change, as the other thread's fetch would."""
+    log = make_log(LogConfig(segment_bytes=1000, retention_ms=10_000))
+    psm = log.producer_state_manager
+    seen: list[tuple[str, tuple[int, int, int, int], tuple[int, int, int, int]]] = []
+
+    def read_during(name: str) -> None:
+        original = getattr(psm, name)
+
+        def hook(*args: object, **kwargs: object) -> object:
+            seen.append((name, log.fetch_offsets(), _offsets_now(log)))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(psm, name, hook)
+
+    hooks = ("update_map_end_offset", "take_snapshot", "on_log_start_offset_incremented", "rebuild",
+             "truncate_fully_and_start_at")
+    for name in hooks:
+        read_during(name)
+    for _ in range(12):  # appends, and rolls among them
+        log.fetch_offsets()
+        log.append_as_leader(batch(2, value_size=100))
+    log.fetch_offsets()
+    log.maybe_increment_log_start_offset(3)
+    clock.advance(20_000)
+    log.fetch_offsets()
+    assert log.delete_old_segments() > 0  # every segment: a roll, then the new log start
+    log.append_as_leader(batch(2, value_size=100, ts=clock.milliseconds()))
+    log.fetch_offsets()
+    log.truncate_to(log.log_end_offset - 1)
+    log.fetch_offsets()
+    log.truncate_fully_and_start_at(100)
+    assert {name for name, _, _ in seen} == set(hooks)
+    stale = [(name, answered, shown) for name, answered, shown in seen if answered != shown]
+    assert not stale
+
+
+def test_retention_moves_the_log_start_before_its_segments_leave(make_log, clock: MockClock,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Kafka orders it: a fetch on another thread, between the two, finds an offset of a
+    deleted segment out of range rather than finding no segment; and one that passed the log
+    start check before it moved, then finds no segment, is out of range too."""
+    log = make_log(LogConfig(segment_bytes=1000, retention_ms=10_000))
+    for _ in range(10):
+        log.append_as_leader(batch(2, value_size=100))
+    clock.advance(5_000)
+    for _ in range(10):
+        log.append_as_leader(batch(2, value_size=100, ts=clock.milliseconds()))
+    clock.advance(6_000)
+    removed: list[tuple[int, int]] = []
+    remove = log.segments.remove
+
+    def remove_seen(base_offset: int) -> None:
+        removed.append((base_offset, log.log_start_offset))
+        with pytest.raises(OffsetOutOfRangeError):
+            log.read(base_offset, 10_000)
+        remove(base_offset)
+
+    monkeypatch.setattr(log.segments, "remove", remove_seen)
+    assert log.delete_old_segments() > 0
+    assert removed and all(start == log.log_start_offset > base for base, start in removed)
+    monkeypatch.setattr(log.segments, "floor_segment", lambda offset: None)
+    with pytest.raises(OffsetOutOfRangeError, match="log segments starting from offset"):
+        log.read(log.log_start_offset, 10_000)
 
 
 def test_truncate_to(make_log) -> None:
