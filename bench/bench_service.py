@@ -10,8 +10,10 @@ producer processes at once, since one Python producer is the limit there), consu
 offset 0 (with fetch sizes and queue limits raised, and on 1 partition with the client's defaults
 too), the same on 1 partition through Kafka's own perf tools (the Java client: 5,000,000 x 100 B
 produced with acks=1 and -1, and consumed with the consumer's defaults), 20,000 x 10 KiB both ways,
-sequential acks=-1 produce round trips (p50/p99) from a raw socket and from confluent-kafka, idle
-RSS again after those loads, and peak RSS. The two brokers run side by side, and each throughput
+sequential acks=-1 produce round trips (p50/p99) from a raw socket and from confluent-kafka, then
+20,000 x 10 KiB both ways through Kafka's perf tools and produced from a raw client that costs
+nothing per record (large_reference_rows: the brokers' rates where the Python client's are its
+own), idle RSS again after those loads, and peak RSS. The two brokers run side by side, and each throughput
 row's runs alternate between them (alternating_runs). A bare uvloop echo server answering the same
 Produce frame gives the loopback floor for the round trips: its round trips alternate with each
 broker's, in chunks of 100, with the client and the servers pinned to CPUs (see
@@ -462,13 +464,13 @@ def kafka_perf_tool(main: str, args: list[str]) -> str:
     return done.stdout
 
 
-def java_produce(bootstrap: str, topic: str, count: int, acks: str) -> float:
-    """Records per second of kafka-producer-perf-test: `count` 100 B records as fast as it can send
-    them, batched as the Python producer batches (linger.ms=5, batch.size=1000000). The topic is
-    made first, as `produce` makes its own, so its creation is not in the timed run."""
+def java_produce(bootstrap: str, topic: str, count: int, acks: str, size: int = 100) -> float:
+    """Records per second of kafka-producer-perf-test: `count` records of `size` bytes as fast as
+    it can send them, batched as the Python producer batches (linger.ms=5, batch.size=1000000).
+    The topic is made first, as `produce` makes its own, so its creation is not in the timed run."""
     produce(bootstrap, topic, 1, 100, acks)
     out = kafka_perf_tool(PRODUCER_PERFORMANCE, [
-        "--topic", topic, "--num-records", str(count), "--record-size", "100", "--throughput", "-1",
+        "--topic", topic, "--num-records", str(count), "--record-size", str(size), "--throughput", "-1",
         "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}", "linger.ms=5", "batch.size=1000000",
     ])
     summaries = _RECORDS_SENT.findall(out)
@@ -516,8 +518,8 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return samples[len(samples) // 2] * 1000, samples[int(len(samples) * 0.99)] * 1000
 
 
-def produce_frame(topic: str) -> bytes:
-    """One Produce v9 request (acks=-1, one 100 B record) as bytes on the wire."""
+def produce_frame(topic: str, *, acks: int = -1, size: int = 100, records: int = 1) -> bytes:
+    """One Produce v9 request (one batch of `records` records of `size` bytes) as bytes on the wire."""
     from kio.schema.produce.v9 import request as produce9
 
     from wire.headers import encode_request_header
@@ -526,14 +528,50 @@ def produce_frame(topic: str) -> bytes:
 
     import datetime
 
-    records = build_batch([Record(offset=0, timestamp=int(time.time() * 1000), key=None, value=b"x" * 100)])
+    now = int(time.time() * 1000)
+    batch = build_batch([Record(offset=i, timestamp=now, key=None, value=b"x" * size) for i in range(records)])
     req = produce9.ProduceRequest(
-        transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
+        transactional_id=None, acks=acks, timeout=datetime.timedelta(seconds=30),
         topic_data=(produce9.TopicProduceData(name=topic, partition_data=(
-            produce9.PartitionProduceData(index=0, records=records),)),),
+            produce9.PartitionProduceData(index=0, records=batch),)),),
     )
     body = encode_request_header(0, 9, 1, "bench") + encode_request(req)
     return struct.pack(">i", len(body)) + body
+
+
+RAW_BATCH_RECORDS = 100
+"""10 KiB records per raw Produce request: a 1 MB batch, as the Python and Java producers send."""
+RAW_WINDOW = 5
+"""Raw requests unanswered at a time: the Java producer's max.in.flight.requests.per.connection."""
+
+
+def raw_produce(bootstrap: str, topic: str, total_bytes: int) -> float:
+    """Records per second (10 KiB each) of a client that costs nothing per record: one Produce
+    request of a 1 MB batch, built once and sent again and again over one connection, RAW_WINDOW
+    unanswered at a time. Every answer is checked for an error."""
+    from wire.messages import decode_response
+
+    produce(bootstrap, topic, 1, 100, "1")  # the topic exists, as the producers' runs make it
+    frame = produce_frame(topic, acks=1, size=10 * 1024, records=RAW_BATCH_RECORDS)
+    requests = max(1, total_bytes // len(frame))
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sent = answered = 0
+        started = time.monotonic()
+        while answered < requests:
+            while sent < requests and sent - answered < RAW_WINDOW:
+                s.sendall(frame)
+                sent += 1
+            size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+            answer = s.recv(size, socket.MSG_WAITALL)
+            # v9 answers have a flexible header: the correlation id, then an empty tag buffer.
+            partition = decode_response(0, 9, answer[5:]).responses[0].partition_responses[0]
+            if partition.error_code != 0:
+                raise RuntimeError(f"raw produce to {topic}: error {partition.error_code}")
+            answered += 1
+        elapsed = time.monotonic() - started
+    return requests * RAW_BATCH_RECORDS / elapsed
 
 
 def raw_round_trips(port: int, frame: bytes, count: int) -> tuple[float, float]:
@@ -715,6 +753,25 @@ def java_rows(report: Report, running: dict[str, Running]) -> None:
                                               f"group join {statistics.median(joins[kind]):.0f} ms")
 
 
+def large_reference_rows(report: Report, running: dict[str, Running]) -> None:
+    """10 KiB both ways through Kafka's perf tools, and produce from a client that costs nothing
+    per record: the Python client's 10 KiB rows show that client's rate (its produce() copies each
+    value, and the broker's CPU share there is low), these the brokers'. After the latency rows,
+    so that their writes do not add to the writeback those rows meet."""
+    results = alternating_runs(running, lambda r, run: java_produce(r.bootstrap, f"java-large-{run}",
+                                                                    LARGE_COUNT, "1", 10 * 1024))
+    add_rates(report, results, "produce 10 KiB acks=1, Kafka's Java producer", "MB/s", ">= Kafka, >= 900",
+              scale=10 * 1024 / 1e6, fmt="{:,.1f}")
+    results = alternating_runs(running, lambda r, run: java_consume(r.bootstrap, "java-large-0", LARGE_COUNT,
+                                                                    f"java-large-{run}")[0])
+    add_rates(report, results, "consume 10 KiB, Kafka's Java consumer, its defaults", "MB/s", ">= Kafka, >= 900",
+              scale=10 * 1024 / 1e6, fmt="{:,.1f}")
+    results = alternating_runs(running, lambda r, run: raw_produce(r.bootstrap, f"raw-large-{run}",
+                                                                   LARGE_COUNT * 10 * 1024))
+    add_rates(report, results, f"produce 10 KiB acks=1, raw client ({RAW_BATCH_RECORDS} per request, "
+              f"{RAW_WINDOW} in flight)", "MB/s", ">= Kafka, >= 900", scale=10 * 1024 / 1e6, fmt="{:,.1f}")
+
+
 def startup_rows(report: Report) -> None:
     """Start to the first Metadata answer, each broker on its own (nothing else running)."""
     for kind in BROKERS:
@@ -813,6 +870,7 @@ def measure(report: Report, echo: tuple[int, int]) -> None:
                           fmt="{:,.1f}")
                 for kind, r in running.items():
                     latency_rows(report, kind, r, echo)
+                large_reference_rows(report, running)
                 # Idle again after those loads, the same while for both brokers: asyncbroker hands
                 # the receive buffers malloc kept for it back after RELEASE_BUFFERS_AFTER_S quiet.
                 time.sleep(2 * RELEASE_BUFFERS_AFTER_S + 1)
