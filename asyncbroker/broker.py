@@ -490,23 +490,26 @@ class Broker:
         return outcome
 
     def _start_cleaner(self) -> None:
-        """Kafka's LogCleaner, started with the first compacted log: at startup when one was
-        loaded, else when one is created, or made compacted by a topic's or the broker's
-        configs (LogManager.compaction_listener), or when something asks for the cleaner
-        (`cleaner_ready`: clean_now, a metrics scrape). Kafka starts its cleaner threads
-        with the broker; here a broker without compacted logs, which gives the cleaner
-        nothing to do, does not import it (0.3 MB of 30 at idle, issue 17)."""
+        """Kafka's LogCleaner, started with its first work: a compacted log with a segment
+        before its active one (the cleaner never cleans the active segment). At startup when
+        one was loaded, else when one rolls, or a log that has rolled becomes compacted by its
+        topic's or the broker's configs (LogManager.compaction_listener), or when something
+        asks for the cleaner (`cleaner_ready`: clean_now, a metrics scrape). Kafka starts its
+        cleaner threads with the broker; here a broker whose compacted logs have nothing to
+        clean does not import it: the first consumer group creates __consumer_offsets, which
+        is compacted, and its 100 MB segments seldom roll (0.3 MB of 30, issue 17)."""
         self.loop = asyncio.get_running_loop()  # scrape threads reach the cleaner's state through it
         if not self.config.log_cleaner_enable:
             log.info("Log cleaner disabled (log.cleaner.enable=false): compacted topics are not compacted")
             return
         self.log_manager.compaction_listener = self._on_compacted_log
-        if any(partition_log.config.compact for partition_log in self.log_manager.all_logs()):
+        if any(partition_log.config.compact and partition_log.num_segments > 1
+               for partition_log in self.log_manager.all_logs()):
             self._ensure_cleaner_started()
 
     def _on_compacted_log(self) -> None:
-        """LogManager.compaction_listener: called on the thread that created or reconfigured
-        the log; the cleaner starts on the loop."""
+        """LogManager.compaction_listener: called on the thread that rolled, created or
+        reconfigured the log; the cleaner starts on the loop."""
         loop = self.loop
         if loop is None:
             return

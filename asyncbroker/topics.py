@@ -447,6 +447,7 @@ class TopicManager:
                 partition_log = self.log_manager.get_log(tp)
                 if partition_log is not None:
                     partition_log.update_config(config)
+        self.log_manager.note_compaction(self.log_manager.all_logs())  # defaults now compact: the cleaner
 
     async def replace_configs(self, name: str, configs: Sequence[tuple[str, str | None]],
                               validate_only: bool = False) -> TopicMetadata:

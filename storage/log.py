@@ -101,7 +101,8 @@ class Log:
                  leader_epoch_cache: LeaderEpochFileCache, producer_state_manager: ProducerStateManager,
                  topic_id: uuid.UUID | None = None,
                  background: Callable[[Callable[[], None]], None] | None = None,
-                 log_dir_failure_channel: LogDirFailureChannel | None = None) -> None:
+                 log_dir_failure_channel: LogDirFailureChannel | None = None,
+                 roll_listener: Callable[["Log"], None] | None = None) -> None:
         self.dir = Path(dir)
         self.topic_partition = TopicPartition.from_dir_name(self.dir.name)
         self._apply_config(config)
@@ -110,6 +111,9 @@ class Log:
         self.leader_epoch_cache = leader_epoch_cache
         self.producer_state_manager = producer_state_manager
         self.background = background
+        # Told of each roll, under the log's lock (LogManager: a compacted log's first
+        # non-active segment is the cleaner's first work).
+        self.roll_listener = roll_listener
         self._lock = threading.RLock()
         self._log_start_offset = log_start_offset
         self._recovery_point = recovery_point
@@ -148,6 +152,7 @@ class Log:
              topic_id: uuid.UUID | None = None,
              background: Callable[[Callable[[], None]], None] | None = None,
              log_dir_failure_channel: LogDirFailureChannel | None = None,
+             roll_listener: Callable[["Log"], None] | None = None,
              remote_storage_system_enable: bool = False) -> "Log":
         """Open (creating if needed) the log in `dir`, recovering it as LogLoader does."""
         dir = Path(dir)
@@ -163,7 +168,8 @@ class Log:
         log = cls(dir, config, segments, log_start_offset=offsets.log_start_offset,
                   recovery_point=offsets.recovery_point, next_offset_metadata=offsets.next_offset_metadata,
                   clock=clock, leader_epoch_cache=epoch_cache, producer_state_manager=producer_state,
-                  topic_id=topic_id, background=background, log_dir_failure_channel=log_dir_failure_channel)
+                  topic_id=topic_id, background=background, log_dir_failure_channel=log_dir_failure_channel,
+                  roll_listener=roll_listener)
         log.remote_storage_system_enable = remote_storage_system_enable
         return log
 
@@ -489,6 +495,8 @@ class Log:
         if self.background is not None:
             # Flush the finished segment off the append path (Kafka schedules "flush-log").
             self.background(lambda: self.flush(new_offset))
+        if self.roll_listener is not None:
+            self.roll_listener(self)
         return segment
 
     # -- flush ----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import os
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Callable
@@ -68,9 +68,11 @@ class LogManager:
         self.log_dirs = [Path(d).resolve() for d in log_dirs]
         if len(set(self.log_dirs)) != len(self.log_dirs):
             raise KafkaStorageError(f"Duplicate log directory found: {', '.join(map(str, log_dirs))}")
-        # Called (from whichever thread) when a log is or becomes compacted: created so, its
-        # topic's overrides or the broker's defaults changed to compact. The broker starts its
-        # LogCleaner then, not before. Set before `default_config`, whose setter calls it.
+        # Called (from whichever thread) when a compacted log may have something to clean: it
+        # has a segment before its active one (the cleaner never cleans the active segment) and
+        # has just rolled, been created so (over existing segments), or become compacted by its
+        # topic's overrides or the broker's defaults. The broker starts its LogCleaner then, not
+        # before. Set before `default_config`, whose setter calls it.
         self.compaction_listener: Callable[[], None] | None = None
         self.default_config = default_config or LogConfig()
         self.clock = clock
@@ -110,13 +112,19 @@ class LogManager:
 
     @default_config.setter
     def default_config(self, config: LogConfig) -> None:
+        """The new defaults, for the logs created from now on: whoever sets them updates the open
+        logs' configs, then calls note_compaction."""
         self._default_config = config
-        self._note_compaction(config)
 
-    def _note_compaction(self, config: LogConfig) -> None:
+    def note_compaction(self, logs: Iterable[Log]) -> None:
+        """Calls compaction_listener when one of `logs` is compacted and has a segment before
+        its active one."""
         listener = self.compaction_listener
-        if listener is not None and config.compact:
+        if listener is not None and any(log.config.compact and log.num_segments > 1 for log in logs):
             listener()
+
+    def _on_roll(self, log: Log) -> None:
+        self.note_compaction((log,))
 
     # -- startup --------------------------------------------------------------------------------
     def startup(self) -> None:
@@ -283,7 +291,7 @@ class LogManager:
         return Log.open(path, self.config_for(tp.topic), clock=self.clock, log_start_offset=log_start,
                         recovery_point=recovery_point, had_clean_shutdown=had_clean_shutdown,
                         background=self._submit_background, log_dir_failure_channel=self.log_dir_failure_channel,
-                        remote_storage_system_enable=self.remote_storage_system_enable)
+                        remote_storage_system_enable=self.remote_storage_system_enable, roll_listener=self._on_roll)
 
     def _submit_background(self, task: Callable[[], None]) -> None:
         flusher = self._flusher
@@ -359,12 +367,13 @@ class LogManager:
                 log = Log.open(path, config or self.config_for(tp.topic), clock=self.clock,
                                background=self._submit_background, topic_id=topic_id,
                                log_dir_failure_channel=self.log_dir_failure_channel,
-                               remote_storage_system_enable=self.remote_storage_system_enable)
+                               remote_storage_system_enable=self.remote_storage_system_enable,
+                               roll_listener=self._on_roll)
                 fsync_dir(parent)
             except OSError as exc:
                 raise self._report_io_error(parent, f"Error while creating log for {tp} in dir {parent}", exc) from exc
             self._add(tp, log)
-        self._note_compaction(log.config)
+        self.note_compaction((log,))
         return log
 
     def delete_log(self, tp: TopicPartition) -> Log | None:
@@ -446,7 +455,7 @@ class LogManager:
             for tp, log in self._logs.items():
                 if tp.topic == topic:
                     log.update_config(config)
-        self._note_compaction(config)
+        self.note_compaction(self.topic_logs(topic).values())
 
     def topic_config_overrides(self, topic: str) -> dict[str, str]:
         return dict(self._topic_configs.get(topic, {}))

@@ -236,7 +236,7 @@ async def _cleaner_info(broker: Broker, tp: TopicPartition, log_: Any, segments:
     elif broker.cleaner_starting:
         state = "cleaner starting"
     else:
-        state = "cleaner not started (no compacted log yet)"
+        state = "cleaner not started (no compacted log has a segment to clean yet)"
     if manager is not None:
         checkpoints = await manager.all_cleaner_checkpoints()
         checkpoint = checkpoints.get(tp, -1)

@@ -104,23 +104,29 @@ def _descendants(pid: int) -> list[str]:
     return found
 
 
-def test_a_consumer_group_starts_no_cleaner_process(broker: BrokerProcess) -> None:
-    """A group's first offset commit creates __consumer_offsets, a compacted topic, so the cleaner
-    starts; with nothing to clean yet (its 100 MB segments seldom roll) it starts no worker, no
-    forkserver and no resource tracker (some 20 MB each), and loads no multiprocessing."""
+def test_a_consumer_group_starts_no_cleaner() -> None:
+    """A group's first offset commit creates __consumer_offsets, a compacted topic. With nothing
+    to clean (its 100 MB segments seldom roll) the cleaner does not start: the broker loads none
+    of it, starts no worker, no forkserver and no resource tracker (some 20 MB each), and loads
+    no multiprocessing."""
     from confluent_kafka import TopicPartition
 
-    produce(broker.bootstrap, "grouped")
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "lazy", "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition("grouped", 0, 1)], asynchronous=False)
-        assert c.committed([TopicPartition("grouped", 0)], timeout=30)[0].offset == 1
-    finally:
-        c.close()
-    wait_until(lambda: "Started log cleaner" in broker.output(), timeout=30, message="the cleaner never started")
-    assert broker.process is not None
-    assert _descendants(broker.process.pid) == []
-    assert not mapped(broker, "/_ctypes.") and not mapped(broker, "/_multiprocessing.")
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    with BrokerProcess(["num.partitions=1"], env=env) as broker:
+        produce(broker.bootstrap, "grouped")
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "lazy", "enable.auto.commit": False})
+        try:
+            c.commit(offsets=[TopicPartition("grouped", 0, 1)], asynchronous=False)
+            assert c.committed([TopicPartition("grouped", 0)], timeout=30)[0].offset == 1
+        finally:
+            c.close()
+        produce_and_wait_for_the_log(broker, "after-the-group")
+        assert "Created internal topic __consumer_offsets" in broker.output()
+        assert not {name for name in imported(broker) if name.startswith("cleaner.")}
+        assert "Started log cleaner" not in broker.output()
+        assert broker.process is not None
+        assert _descendants(broker.process.pid) == []
+        assert not mapped(broker, "/_ctypes.") and not mapped(broker, "/_multiprocessing.")
 
 
 def test_the_web_console_loads_only_with_console_port(broker: BrokerProcess) -> None:
@@ -333,14 +339,20 @@ def alter(bootstrap: str, kind: str, name: str, key: str, value: str) -> None:
 CLEANER_STARTED = "Started log cleaner"
 
 
-def test_the_cleaner_starts_with_the_first_compacted_log(tmp_path: Path) -> None:
-    """A broker with no compacted log has not imported the cleaner, nor some stdlib modules it
-    does not use. A topic altered to compact
-    starts it; so does a compacted log found at startup, and the broker's defaults altered to
-    compact (every topic without its own cleanup.policy is then compacted)."""
+def test_the_cleaner_starts_with_its_first_work(tmp_path: Path) -> None:
+    """The cleaner starts once a compacted log has a segment before its active one, the only
+    kind it cleans. A broker with no compacted log has not imported it, nor some stdlib modules
+    it does not use; nor has one whose compacted log holds only its active segment (as a new
+    __consumer_offsets partition does for long: its segments are 100 MB). That log's roll starts
+    it; so does a topic that has rolled altered to compact, such a log found at startup, and the
+    broker's defaults altered to compact (every topic without its own cleanup.policy is then
+    compacted). log.roll.ms=1: each produce after the first rolls."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
-    with BrokerProcess(["num.partitions=1"], log_dir=tmp_path / "topic", env=env) as b:
-        produce_and_wait_for_the_log(b, "plain")
+    with BrokerProcess(["num.partitions=1", "log.roll.ms=1"], log_dir=tmp_path / "topic", env=env) as b:
+        produce(b.bootstrap, "plain")
+        produce_and_wait_for_the_log(b, "plain")  # a second segment
         assert "cleaner.log_cleaner_manager" not in imported(b) and CLEANER_STARTED not in b.output()
         # Nor has it imported shutil (argparse's help formatter would, for the terminal's width;
         # it brings bz2 and lzma) or random (only a segment.jitter.ms draws from it).
@@ -353,8 +365,19 @@ def test_the_cleaner_starts_with_the_first_compacted_log(tmp_path: Path) -> None
         wait_until(lambda: CLEANER_STARTED in b.output(), timeout=30,
                    message="a compacted log on disk did not start the cleaner")
 
-    with BrokerProcess(["num.partitions=1"], log_dir=tmp_path / "defaults") as b:
+    with BrokerProcess(["num.partitions=1", "log.roll.ms=1"], log_dir=tmp_path / "compacted") as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        for future in admin.create_topics([NewTopic("compacted", 1, 1, config={"cleanup.policy": "compact"})]).values():
+            future.result(timeout=30)
+        produce_and_wait_for_the_log(b, "compacted")  # its active segment only
+        assert CLEANER_STARTED not in b.output()
+        produce(b.bootstrap, "compacted")
+        wait_until(lambda: CLEANER_STARTED in b.output(), timeout=30,
+                   message="the compacted log's roll did not start the cleaner")
+
+    with BrokerProcess(["num.partitions=1", "log.roll.ms=1"], log_dir=tmp_path / "defaults") as b:
         produce(b.bootstrap, "plain")
+        produce_and_wait_for_the_log(b, "plain")
         assert CLEANER_STARTED not in b.output()
         alter(b.bootstrap, "broker", "1", "log.cleanup.policy", "compact")  # this node's default
         wait_until(lambda: CLEANER_STARTED in b.output(), timeout=30,

@@ -157,28 +157,33 @@ def test_bad_topic_config_rejected(manager) -> None:
         lm.set_topic_config("t", {"segment.bytes": "12"})
 
 
-def test_compaction_listener_hears_each_way_a_log_becomes_compacted(manager) -> None:
-    """The broker starts its cleaner from this call: a log created compacted, a topic's
-    overrides turned to compact, and the broker's defaults turned to compact each call it;
-    a log that is not compacted never does."""
+def test_compaction_listener_hears_when_a_compacted_log_first_has_something_to_clean(manager) -> None:
+    """The broker starts its cleaner from this call: a compacted log has a segment before its
+    active one, the only kind the cleaner cleans. It calls when such a log rolls, and when a
+    topic whose logs have rolled turns compacted; never for a log that is not compacted, nor
+    for a compacted log with only its active segment (a new one, as __consumer_offsets' 100 MB
+    segments stay for long)."""
     lm = manager()
     calls: list[str] = []
     lm.compaction_listener = lambda: calls.append("called")
 
-    lm.create_log(TopicPartition("plain", 0))
+    plain = lm.create_log(TopicPartition("plain", 0))
+    plain.append_as_leader(batch(1))
+    plain.roll()
     lm.set_topic_config("plain", {"retention.ms": "1000"})
-    lm.default_config = LogConfig(cleanup_policy=("delete",))
+    compacted = lm.create_log(TopicPartition("compacted", 0), LogConfig(cleanup_policy=("compact",)))
+    compacted.append_as_leader(batch(1))
+    lm.note_compaction(lm.all_logs())
     assert calls == []
 
-    lm.create_log(TopicPartition("compacted", 0), LogConfig(cleanup_policy=("compact",)))
+    compacted.roll()
     assert calls == ["called"]
-    lm.set_topic_config("plain", {"cleanup.policy": "compact,delete"})
+    lm.set_topic_config("plain", {"cleanup.policy": "compact,delete"})  # two segments already
     assert calls == ["called"] * 2
-    lm.default_config = LogConfig(cleanup_policy=("compact",))
-    assert calls == ["called"] * 3
-    # A topic without overrides takes the new defaults: compacted.
-    lm.create_log(TopicPartition("defaults", 0))
-    assert calls == ["called"] * 4
+    lm.compaction_listener = None  # (the broker's, once the cleaner has started)
+    compacted.append_as_leader(batch(1))
+    compacted.roll()
+    assert calls == ["called"] * 2
 
 
 def test_parallel_load_many_partitions(manager, clock: MockClock) -> None:
