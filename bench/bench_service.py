@@ -347,24 +347,43 @@ messages lasts under a second here, and single runs moved by 10-15% from one to 
 Rates = dict[str, tuple[float, float, float]]
 
 
-def alternating_runs(running: dict[str, Running], run: Callable[[Running, int], float]) -> Rates:
+def alternating_runs(running: dict[str, Running], run: Callable[[Running, int], float], *,
+                     before: Callable[[], None] | None = None) -> Rates:
     """Per broker kind: (median rate, the broker's share of a CPU during its runs, its CPU
     seconds per run) over RUNS runs each. The brokers are up side by side and take turns run
     by run, who goes first alternating: whatever drifts over a sitting (dirty pages still being
     written back, a warmer JIT, the machine's other load) falls on both alike. Measured one
     broker after the other, the same row moved by up to 20% between sittings and changed sign.
-    The broker waiting its turn runs in_background."""
+    The broker waiting its turn runs in_background. `before` runs before each run, outside it
+    (clean_page_cache)."""
     rates: dict[str, list[float]] = {kind: [] for kind in running}
     cpu = dict.fromkeys(running, 0.0)
     wall = dict.fromkeys(running, 0.0)
     for i in range(RUNS):
         for kind in (list(running) if i % 2 == 0 else list(reversed(running))):
             waiting = [r.pid for other, r in running.items() if other != kind]
+            if before is not None:
+                before()
             with in_background(waiting), CpuShare(running[kind].pid) as share:
                 rates[kind].append(run(running[kind], i))
             cpu[kind] += share.broker_cpu
             wall[kind] += share.wall
     return {kind: (sorted(rates[kind])[RUNS // 2], cpu[kind] / wall[kind], cpu[kind] / RUNS) for kind in running}
+
+
+def clean_page_cache() -> None:
+    """Write every dirty page back and free the page cache (as root; else only the former),
+    untimed, before a run of 10 KiB produces. The runs before leave gigabytes dirty and memory
+    full of cached pages: a run then meets the kernel's throttle of writers (balance_dirty_pages)
+    and reclaims a page for each one it writes, and measures this machine's disk (dd fdatasync:
+    about 340 MB/s) and reclaim on either broker, not the broker (seen: both at 85-90% CPU, at
+    400 and 350 MB/s, where a fresh machine took 1,700 MB/s at 34%). bench_writeback measures
+    produce against the disk."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("1\n")
+    except OSError:
+        pass  # not root: written back, not freed
 
 
 def in_background(pids: list[int]) -> AbstractContextManager[None]:
@@ -759,15 +778,19 @@ def large_reference_rows(report: Report, running: dict[str, Running]) -> None:
     value, and the broker's CPU share there is low), these the brokers'. After the latency rows,
     so that their writes do not add to the writeback those rows meet."""
     results = alternating_runs(running, lambda r, run: java_produce(r.bootstrap, f"java-large-{run}",
-                                                                    LARGE_COUNT, "1", 10 * 1024))
+                                                                    LARGE_COUNT, "1", 10 * 1024),
+                               before=clean_page_cache)
     add_rates(report, results, "produce 10 KiB acks=1, Kafka's Java producer", "MB/s", ">= Kafka, >= 900",
               scale=10 * 1024 / 1e6, fmt="{:,.1f}")
+    for r in running.values():
+        consume(r.bootstrap, "java-large-0", 1, LARGE_COUNT)  # untimed: back in the page cache
     results = alternating_runs(running, lambda r, run: java_consume(r.bootstrap, "java-large-0", LARGE_COUNT,
                                                                     f"java-large-{run}")[0])
     add_rates(report, results, "consume 10 KiB, Kafka's Java consumer, its defaults", "MB/s", ">= Kafka, >= 900",
               scale=10 * 1024 / 1e6, fmt="{:,.1f}")
     results = alternating_runs(running, lambda r, run: raw_produce(r.bootstrap, f"raw-large-{run}",
-                                                                   LARGE_COUNT * 10 * 1024))
+                                                                   LARGE_COUNT * 10 * 1024),
+                               before=clean_page_cache)
     add_rates(report, results, f"produce 10 KiB acks=1, raw client ({RAW_BATCH_RECORDS} per request, "
               f"{RAW_WINDOW} in flight)", "MB/s", ">= Kafka, >= 900", scale=10 * 1024 / 1e6, fmt="{:,.1f}")
 
@@ -857,7 +880,8 @@ def measure(report: Report, echo: tuple[int, int]) -> None:
             if partitions == 1:
                 java_rows(report, running)
                 results = alternating_runs(running, lambda r, run: produce_run(r.bootstrap, "large", LARGE_COUNT,
-                                                                               10 * 1024, "1", run))
+                                                                               10 * 1024, "1", run),
+                                           before=clean_page_cache)
                 add_rates(report, results, "produce 10 KiB acks=1", "MB/s", ">= Kafka, >= 900", scale=10 * 1024 / 1e6,
                           fmt="{:,.1f}")
                 # One untimed read first, on each broker: a run is 0.2 s, and the first read after
