@@ -16,13 +16,14 @@ that such a watcher never keeps a deleted log, and its open files, alive.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import threading
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterator, Literal
 
 import msgspec
 
@@ -269,6 +270,16 @@ class Log:
         if began:
             self.offsets_generation.value += 1
 
+    @contextlib.contextmanager
+    def _offsets_change(self) -> Iterator[None]:
+        """One change of what fetch_offsets() reports, between _begin_offsets_change and
+        _end_offsets_change (the append path calls those itself: this costs a generator)."""
+        began = self._begin_offsets_change()
+        try:
+            yield
+        finally:
+            self._end_offsets_change(began)
+
     @property
     def recovery_point(self) -> int:
         return self._recovery_point
@@ -481,8 +492,7 @@ class Log:
                                   init_file_size=self.config.segment_size, preallocate=self.config.preallocate)
         self._dir_needs_fsync = True  # the new file's name is durable only after a dir fsync
         fault_injection.fault_point("roll")
-        began = self._begin_offsets_change()
-        try:
+        with self._offsets_change():
             self.segments.add(segment)
             self._update_log_end_offset(self.log_end_offset, segment)
             if self._high_watermark.message_offset == self.log_end_offset:
@@ -490,8 +500,6 @@ class Log:
             # Kafka snapshots producer state at every roll, so recovery replays at most one segment.
             self.producer_state_manager.update_map_end_offset(new_offset)
             self.producer_state_manager.take_snapshot()
-        finally:
-            self._end_offsets_change(began)
         if self.background is not None:
             # Flush the finished segment off the append path (Kafka schedules "flush-log").
             self.background(lambda: self.flush(new_offset))
@@ -730,13 +738,10 @@ class Log:
                 )
             if new_log_start_offset <= self._log_start_offset:
                 return False
-            began = self._begin_offsets_change()
-            try:
+            with self._offsets_change():
                 self._log_start_offset = new_log_start_offset
                 self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
                 self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
-            finally:
-                self._end_offsets_change(began)
             if self._recovery_point < new_log_start_offset:
                 self._recovery_point = new_log_start_offset
             return True
@@ -754,8 +759,7 @@ class Log:
             if first is None or target_offset < first.base_offset:
                 self.truncate_fully_and_start_at(target_offset)
                 return True
-            began = self._begin_offsets_change()
-            try:
+            with self._offsets_change():
                 for segment in self.segments.higher_segments(target_offset):
                     if segment.base_offset >= target_offset and segment is not first:
                         self.segments.remove(segment.base_offset)
@@ -768,16 +772,13 @@ class Log:
                 self.producer_state_manager.rebuild(self.segments, self._log_start_offset, self.log_end_offset)
                 self._high_watermark = self._next_offset_metadata  # single node: HW == LEO
                 self._recovery_point = min(self._recovery_point, self.log_end_offset)
-            finally:
-                self._end_offsets_change(began)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and restart the log empty at new_offset."""
         with self._lock:
             self._check_open()
-            began = self._begin_offsets_change()
-            try:
+            with self._offsets_change():
                 for segment in self.segments.values():
                     self.segments.remove(segment.base_offset)
                     segment.delete_if_exists()
@@ -791,8 +792,6 @@ class Log:
                 self._log_start_offset = new_offset
                 self._recovery_point = new_offset
                 self._high_watermark = self._next_offset_metadata
-            finally:
-                self._end_offsets_change(began)
 
     # -- retention (cleanup.policy=delete) ----------------------------------------------------
     @_handles_io_errors("deleting old segments")
@@ -903,8 +902,7 @@ class Log:
             self._check_open()
             # One change from the roll to the new log start offset: a reader in between (another
             # thread) must not be answered, from before it, a log start whose segments are gone.
-            began = self._begin_offsets_change()
-            try:
+            with self._offsets_change():
                 if len(self.segments) == len(deletable):
                     self._roll_locked(None)  # the log must always keep a segment
                 kept = self.segments.higher_segment(deletable[-1].base_offset)
@@ -916,8 +914,6 @@ class Log:
                     self.producer_state_manager.on_log_start_offset_incremented(kept.base_offset)
                 for segment in deletable:
                     self.segments.remove(segment.base_offset)
-            finally:
-                self._end_offsets_change(began)
             self._recovery_point = max(self._recovery_point, self.local_log_start_offset)
             for segment in deletable:
                 logger.info("[UnifiedLog partition=%s, dir=%s] Deleting segment %r due to %s",
@@ -1037,9 +1033,8 @@ class Log:
     def _mark_closed(self) -> None:
         """Stop serving; the generation moves so that a fetch session's idle entry is read again
         (and finds the log closed)."""
-        began = self._begin_offsets_change()
-        self._closed = True
-        self._end_offsets_change(began)
+        with self._offsets_change():
+            self._closed = True
 
     def remove_expired_producers(self, now_ms: int, producer_id_expiration_ms: int) -> int:
         """producer.id.expiration.ms: forget idle producers (their next batch may use any sequence)."""
