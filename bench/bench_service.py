@@ -893,7 +893,10 @@ def measure(report: Report, echo: tuple[int, int]) -> None:
                 add_rates(report, results, "consume 10 KiB", "MB/s", ">= Kafka, >= 900", scale=10 * 1024 / 1e6,
                           fmt="{:,.1f}")
                 for kind, r in running.items():
-                    latency_rows(report, kind, r, echo)
+                    # The other broker at nice 19, as in the throughput rows: Kafka's idle JVM
+                    # keeps its compiler and collector threads busy, asyncbroker idle does not.
+                    with in_background([o.pid for other, o in running.items() if other != kind]):
+                        latency_rows(report, kind, r, echo)
                 large_reference_rows(report, running)
                 # Idle again after those loads, the same while for both brokers: asyncbroker hands
                 # the receive buffers malloc kept for it back after RELEASE_BUFFERS_AFTER_S quiet.
