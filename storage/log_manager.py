@@ -72,8 +72,11 @@ class LogManager:
         # has a segment before its active one (the cleaner never cleans the active segment) and
         # has just rolled, been created so (over existing segments), or become compacted by its
         # topic's overrides or the broker's defaults. The broker starts its LogCleaner then, not
-        # before. Set before `default_config`, whose setter calls it.
+        # before (note_compaction).
         self.compaction_listener: Callable[[], None] | None = None
+        # The broker's log defaults (log.* keys), under every topic's overrides, for the logs
+        # created from now on: whoever changes them updates the open logs' configs, then calls
+        # note_compaction.
         self.default_config = default_config or LogConfig()
         self.clock = clock
         self.node_id = node_id
@@ -104,17 +107,6 @@ class LogManager:
         # remote.log.storage.system.enable: tiered topics' logs keep a start offset below their
         # first local segment and retain locally only what is copied (storage.log.Log).
         self.remote_storage_system_enable = remote_storage_system_enable
-
-    @property
-    def default_config(self) -> LogConfig:
-        """The broker's log defaults (log.* keys), under every topic's overrides."""
-        return self._default_config
-
-    @default_config.setter
-    def default_config(self, config: LogConfig) -> None:
-        """The new defaults, for the logs created from now on: whoever sets them updates the open
-        logs' configs, then calls note_compaction."""
-        self._default_config = config
 
     def note_compaction(self, logs: Iterable[Log]) -> None:
         """Calls compaction_listener when one of `logs` is compacted and has a segment before

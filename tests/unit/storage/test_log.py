@@ -393,13 +393,10 @@ def test_fetch_offsets_kept_between_changes_are_never_stale(make_log, clock: Moc
     log holds now."""
     log = make_log(LogConfig(segment_bytes=1000, retention_ms=10_000))
 
-    def now() -> tuple[int, int, int, int]:
-        return _offsets_now(log)
-
     def check(change) -> None:  # type: ignore[no-untyped-def]
         log.fetch_offsets()  # kept
         change()
-        assert log.fetch_offsets() == now()
+        assert log.fetch_offsets() == _offsets_now(log)
 
     check(lambda: log.append_as_leader(batch(2, value_size=100)))
     txn = build_batch([Record(offset=i, timestamp=BASE_TS, value=b"t") for i in range(2)],
@@ -426,7 +423,7 @@ def test_fetch_offsets_kept_between_changes_are_never_stale(make_log, clock: Moc
     log.fetch_offsets()
     with pytest.raises(RuntimeError):
         log.append_as_leader(batch(2, producer_id=7, producer_epoch=0, base_sequence=0))
-    assert log.fetch_offsets() == now() and now()[3] == 102  # written, then failed: the end moved
+    assert log.fetch_offsets() == _offsets_now(log) and _offsets_now(log)[3] == 102  # written, then failed: the end moved
 
 
 def _offsets_now(log: Log) -> tuple[int, int, int, int]:
