@@ -362,8 +362,7 @@ class LogCleaner:
             log = manager.logs().get(tp)
             if log is None:
                 raise KeyError(f"no log for {tp}")
-            if roll:
-                await manager.run_blocking(_roll_if_not_empty, log)
+            to_roll = roll
             while True:
                 # Wait while the background loop cleans it, or while it is paused.
                 cond = manager._condition()  # noqa: SLF001 - same package
@@ -372,11 +371,21 @@ class LogCleaner:
                         await cond.wait()
                 if manager.is_being_deleted(tp):
                     return None
-                ltc = await manager.log_to_clean_now(tp)
-                if ltc is None or ltc.cleanable_bytes == 0:
-                    return None
                 if not manager.begin_cleaning(tp):
                     continue  # lost a race with the background loop
+                # The partition is this call's from here to its clean: the background loop cannot
+                # clean what the roll makes cleanable and leave this call nothing to report.
+                try:
+                    if to_roll:
+                        await manager.run_blocking(_roll_if_not_empty, log)
+                        to_roll = False
+                    ltc = await manager.log_to_clean_now(tp)
+                except BaseException:
+                    await manager.done_deleting([tp])  # (leaves InProgress; the checkpoint stays)
+                    raise
+                if ltc is None or ltc.cleanable_bytes == 0:
+                    await manager.done_deleting([tp])
+                    return None
                 worker = await self._idle.get()  # type: ignore[union-attr]
                 try:
                     try:
