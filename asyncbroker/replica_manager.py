@@ -413,8 +413,6 @@ def _append(a: _Append, *, nonblocking: bool) -> None:
     r.base_offset = info.first_offset
     r.log_append_time_ms = info.log_append_time
     r.log_start_offset = info.log_start_offset
-    if info.record_errors:
-        r.record_errors = list(info.record_errors)
     a.appended_bytes = info.valid_bytes
     a.appended_records = info.num_messages
 
@@ -610,13 +608,38 @@ class ReplicaManager:
             if blocking:
                 await self._run_blocking(_append_all, blocking)
             for a in appends:
-                if a.appended_bytes:
-                    self.fetch_waiters.on_append(a.tp, a.appended_bytes)
-                    METRICS.messages_in(a.tp.topic, a.appended_records)
-                elif a.result.error_code != ErrorCode.NONE:
-                    log.debug("Produce to %s failed: %s %s", a.tp, ErrorCode(a.result.error_code).name,
-                              a.result.error_message)
+                self._appended(a)
         return results
+
+    def _appended(self, a: _Append) -> None:
+        """After an append: parked fetches woken, messages counted, or the failure logged."""
+        if a.appended_bytes:
+            self.fetch_waiters.on_append(a.tp, a.appended_bytes)
+            METRICS.messages_in(a.tp.topic, a.appended_records)
+        elif a.result.error_code != ErrorCode.NONE:
+            log.debug("Produce to %s failed: %s %s", a.tp, ErrorCode(a.result.error_code).name,
+                      a.result.error_message)
+
+    def try_append_inline(self, tp: TopicPartition, records: Buffer) -> PartitionResult | None:
+        """append_records for the usual produce, without its per-request bookkeeping: one
+        partition of a non-transactional request with acks 1 or -1, appended on the event loop,
+        its result (or error) as append_records reports it.
+
+        None leaves the log as it was and sends the caller to append_records, which decides
+        what this does not: an internal topic, a partition not hosted here, a log whose
+        validation reads records, more than INLINE_APPEND_MAX_BYTES, an append that would block.
+        """
+        log_ = self.log_of(tp)
+        if log_ is None or not log_.validation_is_per_batch or len(records) > INLINE_APPEND_MAX_BYTES \
+                or is_internal(tp.topic):
+            return None
+        a = _Append(tp, log_, records, PartitionResult(tp.partition))
+        try:
+            _append(a, nonblocking=True)
+        except AppendWouldBlock:
+            return None
+        self._appended(a)
+        return a.result
 
     # -- the coordinators' internal topics (blocking: call on the IO pool) -------------------------
     def append_to_internal_topic(self, tp: TopicPartition, data: bytes, *, transactional: bool) -> Any:

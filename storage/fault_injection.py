@@ -75,6 +75,8 @@ def _armed(point: str) -> bool:
 
 
 hit = _armed if _SPEC else _never
+ARMED = bool(_SPEC)
+"""Whether any point is armed: a hot path asks this before calling hit()."""
 """hit(point) -> True exactly once, on the configured pass; callers then do partial work and crash()."""
 
 

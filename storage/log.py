@@ -390,15 +390,16 @@ class Log:
             if first_epoch >= 0 and not nonblocking:  # all batches of an append carry the leader's epoch
                 # (a nonblocking append has checked already that its epoch is not a new one)
                 self.leader_epoch_cache.assign(first_epoch, batches[0][0].base_offset)
-            if fault_injection.hit("append.torn"):
+            if fault_injection.ARMED and fault_injection.hit("append.torn"):
                 segment.log.append(memoryview(data)[: max(1, len(data) // 2)])
                 fault_injection.crash()
             segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp,
                            data, batches)
-            fault_injection.fault_point("append")
+            if fault_injection.ARMED:
+                fault_injection.fault_point("append")
             leo = info.last_offset + 1
             began = self._begin_offsets_change()
-            self._update_log_end_offset(leo, segment)
+            self._next_offset_metadata = LogOffsetMetadata(leo, segment.base_offset, segment.log.size_in_bytes())
             if producers is not None:
                 psm.complete_append(producers, leo)
             else:

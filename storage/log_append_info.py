@@ -1,4 +1,5 @@
-"""LogAppendInfo: what an append assigned (offsets, timestamps) and what it refused."""
+"""LogAppendInfo: what an append assigned (offsets, timestamps). Rejected records are not
+here: the append raises instead (the validator's errors carry their record_errors)."""
 from __future__ import annotations
 
 import msgspec
@@ -6,7 +7,9 @@ import msgspec
 __all__ = ["LogAppendInfo"]
 
 
-class LogAppendInfo(msgspec.Struct):
+class LogAppendInfo(msgspec.Struct, gc=False):
+    """(Untracked by the cyclic GC: scalars only, and one is made per append.)"""
+
     first_offset: int
     last_offset: int
     max_timestamp: int
@@ -15,4 +18,3 @@ class LogAppendInfo(msgspec.Struct):
     num_messages: int
     valid_bytes: int
     shallow_offset_of_max_timestamp: int = -1
-    record_errors: list[tuple[int, str]] = msgspec.field(default_factory=list)

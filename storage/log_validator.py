@@ -21,9 +21,14 @@ from wire.errors import (
     UnknownServerError,
 )
 from wire.records import (
+    BATCH_HEADER_SIZE,
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
+    HEADER_STRUCT,
     LOG_OVERHEAD,
+    MAGIC_V2,
+    MIN_BATCH_LENGTH,
+    MIN_RECORD_SIZE,
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
@@ -48,6 +53,7 @@ _TOPIC_CODECS = {
 
 
 _MIN_LONG, _MAX_LONG = -(2**63), 2**63 - 1
+_HEADER = HEADER_STRUCT
 
 
 class ValidationResult(msgspec.Struct):
@@ -101,6 +107,8 @@ class LogValidator:
         # Whether a batch is validated from its header alone (no compaction keys, no topic codec
         # to recompress to, no bound on old timestamps): its cost does not grow with its records.
         self.per_batch = not config.compact and self._target_codec is None and not config.checks_record_timestamps
+        # Whether a client batch may be validated by _usual_client_batch (CreateTime, per batch).
+        self._usual_possible = self.per_batch and not self._log_append
 
     def validate_and_assign_offsets(self, records: bytes | bytearray | memoryview, offset_counter: int,
                                     now_ms: int, partition_leader_epoch: int, *,
@@ -120,6 +128,10 @@ class LogValidator:
             buf = records
         else:
             buf = bytearray(records)
+        if from_client and self._usual_possible:
+            usual = self._usual_client_batch(buf, offset_counter, now_ms, partition_leader_epoch)
+            if usual is not None:
+                return usual
         batches: list[tuple[BatchHeader, int]]
         first = read_batch_header(buf, 0) if len(buf) else None
         if first is not None and first.batch_length + LOG_OVERHEAD == len(buf):
@@ -202,6 +214,41 @@ class LogValidator:
             log_append_time=now_ms if log_append else -1, num_messages=num_messages,
             recompressed=needs_recompression,
         )
+
+    def _usual_client_batch(self, buf: bytearray | memoryview, offset_counter: int, now_ms: int,
+                            partition_leader_epoch: int) -> ValidationResult | None:
+        """validate_and_assign_offsets for the usual produce, in one pass over one header: a
+        single client batch that its header proves valid, on a CreateTime topic validated per
+        batch. None, with `buf` untouched, for anything else: the full validation then decides,
+        and raises the precise error. Accepts only what the full validation accepts, with the
+        same result (tests/unit/storage/test_log_validator.py compares the two)."""
+        size = len(buf)
+        if size < BATCH_HEADER_SIZE:
+            return None
+        (base_offset, batch_length, _epoch, magic, crc, attributes, last_offset_delta, base_timestamp,
+         max_timestamp, producer_id, producer_epoch, base_sequence, count) = _HEADER.unpack_from(buf, 0)
+        codec = attributes & COMPRESSION_CODEC_MASK
+        # Each condition is one the full validation checks, in any order: all hold, or None.
+        if (magic != MAGIC_V2 or base_offset != 0 or batch_length + LOG_OVERHEAD != size
+                or batch_length < MIN_BATCH_LENGTH or size > self._max_message_bytes
+                or codec not in CODEC_IDS or attributes & (CONTROL_FLAG_MASK | TIMESTAMP_TYPE_MASK)
+                or count < 1 or last_offset_delta + 1 != count
+                or (codec == CompressionType.NONE and count * MIN_RECORD_SIZE > batch_length - MIN_BATCH_LENGTH)
+                or (producer_id >= 0 and base_sequence < 0)
+                # (no record needs reading for its timestamp)
+                or now_ms - self._before_max_ms > NO_TIMESTAMP or max_timestamp - now_ms > self._after_max_ms
+                or compute_crc(buf, 0, batch_length) != crc):
+            return None
+        assign_offsets(buf, 0, offset_counter, partition_leader_epoch)
+        header = BatchHeader(offset_counter, batch_length, partition_leader_epoch, magic, crc, attributes,
+                             last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+                             base_sequence, count)
+        last = offset_counter + last_offset_delta
+        return ValidationResult(
+            records=buf, batches=[(header, 0)], first_offset=offset_counter, last_offset=last,
+            max_timestamp=max_timestamp if max_timestamp > -1 else -1,
+            shallow_offset_of_max_timestamp=last if max_timestamp > -1 else offset_counter,
+            log_append_time=-1, num_messages=count, recompressed=False)
 
     @staticmethod
     def _validate_client_batch(header: BatchHeader, tp: object) -> None:

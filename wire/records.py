@@ -47,6 +47,9 @@ from wire.errors import (
 
 __all__ = [
     "BATCH_HEADER_SIZE",
+    "HEADER_STRUCT",
+    "MIN_BATCH_LENGTH",
+    "MIN_RECORD_SIZE",
     "BatchHeaderFields",
     "batch_length_at",
     "encode_batch",
@@ -134,6 +137,8 @@ MIN_RECORD_SIZE = 7
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 assert _HEADER.size == BATCH_HEADER_SIZE
+HEADER_STRUCT = _HEADER
+"""The 61 fixed bytes of a batch, unpacked in BatchHeader's field order."""
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")

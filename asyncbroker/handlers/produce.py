@@ -137,6 +137,10 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceReq
     maps: a partition named twice answers once, the later entry and the rejection winning."""
     version = header.api_version
     acks = request.acks
+    if len(request.topic_data) == 1 and request.transactional_id is None and (acks == -1 or acks == 1):
+        answer = _append_one_partition(ctx, version, request)
+        if answer is not None:
+            return answer
     try:
         transactional, framed = _probe_first_batches(request)
         if transactional and (
@@ -175,6 +179,41 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceReq
             raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
         return None
     return _response(version, list(topics_out.items()), session.throttle_ms)
+
+
+def _append_one_partition(ctx: RequestContext, version: int, request: ProduceRequest) -> EncodedResponse | None:
+    """The usual Produce, answered without the general path's per-partition maps: one batch
+    for one partition of a topic here, no transactional id, acks 1 or -1 (the caller checked
+    those), appended on the event loop (ReplicaManager.try_append_inline).
+
+    Every check below only decides whether the request is that usual one; None sends it to
+    the general path, which makes the same checks in Kafka's order and answers their errors.
+    A request both paths take is answered byte for byte alike (tests/unit/asyncbroker/
+    test_produce_handler.py compares them).
+    """
+    topic = request.topic_data[0]
+    if len(topic.partition_data) != 1 or version < 7:  # (before v7: codec checks, in the general path)
+        return None
+    broker = ctx.broker
+    if broker.authorizer is not None or broker.quota_managers.quotas:
+        return None
+    pd = topic.partition_data[0]
+    records = pd.records
+    meta = broker.topics.get(topic.name)
+    if records is None or meta is None or not 0 <= pd.index < meta.partitions:
+        return None
+    try:
+        first = batch_span_at(records, 0)
+    except CorruptRecordError:
+        return None
+    # One whole batch of magic 2 (no stray bytes to cut), not transactional.
+    if first is None or first.magic != MAGIC_V2 or first.size != len(records) or first.size < BATCH_HEADER_SIZE \
+            or records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK:
+        return None
+    result = broker.replica_manager.try_append_inline(TopicPartition(topic.name, pd.index), records)
+    if result is None:
+        return None
+    return _response(version, [(topic.name, [result])], ctx.session.throttle_ms)
 
 
 def _check_partitions(ctx: RequestContext, version: int, request: ProduceRequest, framed: list[BatchSpan | None]
