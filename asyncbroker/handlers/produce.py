@@ -56,7 +56,7 @@ from wire.records import (
 )
 from wire.messages import ApiKey
 from wire.produce_request import ProduceRequest
-from wire.response_encoders import ProduceTopicResult, encode_produce_response
+from wire.response_encoders import ProduceTopicResult, encode_produce_one_partition, encode_produce_response
 
 from asyncbroker.acl_binding import AclOperation
 from asyncbroker.connection import CloseConnection
@@ -213,7 +213,8 @@ def _append_one_partition(ctx: RequestContext, version: int, request: ProduceReq
     result = broker.replica_manager.try_append_inline(TopicPartition(topic.name, pd.index), records)
     if result is None:
         return None
-    return _response(version, [(topic.name, [result])], ctx.session.throttle_ms)
+    body = encode_produce_one_partition(version, topic.name, result, ctx.session.throttle_ms)
+    return EncodedResponse([body], len(body))
 
 
 def _check_partitions(ctx: RequestContext, version: int, request: ProduceRequest, framed: list[BatchSpan | None]
