@@ -75,9 +75,10 @@ def _armed(point: str) -> bool:
 
 
 hit = _armed if _SPEC else _never
-ARMED = bool(_SPEC)
-"""Whether any point is armed: a hot path asks this before calling hit()."""
 """hit(point) -> True exactly once, on the configured pass; callers then do partial work and crash()."""
+
+ARMED = bool(_SPEC)
+"""Whether any point is armed: the append path asks this before calling hit()."""
 
 
 def fault_point(point: str) -> None:

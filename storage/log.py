@@ -399,7 +399,7 @@ class Log:
                 fault_injection.fault_point("append")
             leo = info.last_offset + 1
             began = self._begin_offsets_change()
-            self._next_offset_metadata = LogOffsetMetadata(leo, segment.base_offset, segment.log.size_in_bytes())
+            self._update_log_end_offset(leo, segment)
             if producers is not None:
                 psm.complete_append(producers, leo)
             else:

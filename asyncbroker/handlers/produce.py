@@ -19,6 +19,11 @@ This handler makes KafkaApis' checks; the ReplicaManager makes the rest
 on the event loop when the append provably cannot block, else in one
 executor hop (see asyncbroker/replica_manager.py).
 
+Most requests carry one batch for one partition: _append_one_partition
+answers those without the general path's per-partition maps (its Python was
+a third of a small Produce's round trip), and leaves every other request, and
+every check's failure, to the general path.
+
 acks: 1 and -1 are answered after the append (on one node the ISR is this
 node; with flush.messages=1 storage has fsynced by then); acks=0 gets no
 response, and a failed acks=0 request closes the connection so the client
@@ -188,8 +193,8 @@ def _append_one_partition(ctx: RequestContext, version: int, request: ProduceReq
 
     Every check below only decides whether the request is that usual one; None sends it to
     the general path, which makes the same checks in Kafka's order and answers their errors.
-    A request both paths take is answered byte for byte alike (tests/unit/asyncbroker/
-    test_produce_handler.py compares them).
+    Both paths answer a request alike (tests/unit/asyncbroker/test_produce_handler.py compares
+    them).
     """
     topic = request.topic_data[0]
     if len(topic.partition_data) != 1 or version < 7:  # (before v7: codec checks, in the general path)

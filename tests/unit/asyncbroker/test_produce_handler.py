@@ -5,8 +5,8 @@ same answers; and the usual path takes the usual requests (not only declines the
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import contextlib
+import dataclasses
 import datetime
 import re
 import struct
@@ -194,7 +194,13 @@ async def test_an_authorizer_or_quotas_send_every_request_the_general_way(
             broker.quota_managers.quotas.apply(entity_of([("client-id", "test")]), [("producer_byte_rate", 1e9, False)])
         original: Callable[..., Any] = produce._append_one_partition
         taken: list[bool] = []
-        monkeypatch.setattr(produce, "_append_one_partition", lambda *a: taken.append(original(*a) is not None))
+
+        def recorded(*args: Any) -> Any:
+            answer = original(*args)
+            taken.append(answer is not None)
+            return answer
+
+        monkeypatch.setattr(produce, "_append_one_partition", recorded)
         answer = _masked(await client.produce(9, "t", [(0, _batch())]))
         assert taken == [False]
         assert answer[0][0][0]["error_code"] == 0 and answer[0][0][0]["base_offset"] == 0
