@@ -21,13 +21,12 @@ storage's topic config overrides, and are read back at startup.
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from storage.log_dir_file import LogDirFile
+from storage.log_dir_file import LogDirFile, encode_json
 from storage.cluster_metadata import read_cluster_metadata
 from storage.config_def import BROKER_KEYS, ConfigException, ConfigType, format_value, parse_value
 from wire.errors import InvalidConfigurationError, InvalidRequestError
@@ -155,11 +154,8 @@ def read_dynamic_configs(log_dirs: Sequence[str | Path], node_id: int
     """The persisted layers (the newest copy among the log dirs). A log dir Kafka wrote,
     without our file, has them in its metadata log: this node's and the cluster-wide ones,
     keeping the keys that are dynamic here too. None when never written."""
-    for _path, raw in LogDirFile(log_dirs, BROKER_CONFIGS_FILE).copies():
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            continue
+    data = LogDirFile(log_dirs, BROKER_CONFIGS_FILE).newest_json()
+    if data is not None:
         return ({str(k): str(v) for k, v in data.get("broker", {}).items()},
                 {str(k): str(v) for k, v in data.get("cluster", {}).items()})
     for d in log_dirs:
@@ -180,5 +176,4 @@ def _dynamic_only(layer: dict[str, str], log_dir: str | Path) -> dict[str, str]:
 
 def write_dynamic_configs(log_dirs: Sequence[str | Path], broker: dict[str, str], cluster: dict[str, str]) -> None:
     """Persist the layers in every log dir, atomically (blocking: run it on the executor)."""
-    LogDirFile(log_dirs, BROKER_CONFIGS_FILE).write(
-        json.dumps({"broker": broker, "cluster": cluster}, sort_keys=True, indent=1).encode())
+    LogDirFile(log_dirs, BROKER_CONFIGS_FILE).write(encode_json({"broker": broker, "cluster": cluster}))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
 import datetime
 import logging
 import os
@@ -662,5 +661,7 @@ def _with_throttle_time(result: Any, api_key: int, version: int, throttle_ms: in
     if isinstance(result, EncodedResponse):
         return with_throttle_time(result, api_key, version, throttle_ms)
     if hasattr(result, "throttle_time"):
+        import dataclasses  # (here: only kio's answers, dataclasses themselves, come this way)
+
         return dataclasses.replace(result, throttle_time=datetime.timedelta(milliseconds=throttle_ms))
     return result

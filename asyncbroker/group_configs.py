@@ -16,7 +16,6 @@ are not built here (KNOWN_DIFFERENCES.md KD-212).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 from storage.cluster_metadata import read_cluster_metadata
 from storage.config_def import GROUP_KEYS, ConfigException, format_value, parse_value
-from storage.log_dir_file import LogDirFile
+from storage.log_dir_file import LogDirFile, encode_json
 from wire.errors import InvalidConfigurationError, InvalidRequestError
 
 from asyncbroker.alter_config_op import apply_op
@@ -119,7 +118,7 @@ class GroupConfigManager:
         updated = {g: dict(o) for g, o in self.overrides.items() if g != group_id}
         if overrides:
             updated[group_id] = overrides
-        await self._run_blocking(self._file.write, json.dumps(updated, sort_keys=True, indent=1).encode())
+        await self._run_blocking(self._file.write, encode_json(updated))
         self.overrides = updated
         log.info("Updated configs of group %s: %s", group_id, overrides)
 
@@ -142,11 +141,8 @@ class GroupConfigManager:
 
 def _load(log_dirs: Sequence[str | Path], file: LogDirFile) -> dict[str, dict[str, str]]:
     """The newest copy of the file; else a Kafka log dir's group configs; else none."""
-    for _path, raw in file.copies():
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            continue
+    data = file.newest_json()
+    if data is not None:
         return {str(g): {str(k): str(v) for k, v in o.items()} for g, o in data.items()}
     for d in log_dirs:
         image = read_cluster_metadata(Path(d))

@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from storage.atomic_file import write_atomically
 
-__all__ = ["LogDirFile"]
+__all__ = ["LogDirFile", "encode_json"]
+
+
+def encode_json(value: Any) -> bytes:
+    """A state file's JSON: keys sorted and one space an indent level, so a person can read it
+    and two copies compare line by line."""
+    return msgspec.json.format(msgspec.json.encode(value, order="sorted"), indent=1)
 
 
 class LogDirFile:
@@ -30,6 +39,16 @@ class LogDirFile:
             except FileNotFoundError:
                 continue
         return [(path, data) for _, path, data in sorted(found, key=lambda f: f[0], reverse=True)]
+
+    def newest_json(self) -> Any | None:
+        """The newest copy that is JSON, decoded (a torn or garbled copy is passed over); None
+        when there is none."""
+        for _path, raw in self.copies():
+            try:
+                return msgspec.json.decode(raw)
+            except msgspec.DecodeError:
+                continue
+        return None
 
     def write(self, data: bytes) -> None:
         """Write every copy."""

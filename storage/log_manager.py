@@ -8,7 +8,6 @@ clean-shutdown marker. Periodic jobs are plain methods the service schedules.
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import os
 import threading
@@ -25,7 +24,7 @@ from storage import fault_injection
 from storage.atomic_file import fsync_dir, write_atomically
 from storage.clock import SYSTEM_CLOCK, Clock
 from storage.cluster_metadata import CLUSTER_METADATA_DIR, read_cluster_metadata
-from storage.log_dir_file import LogDirFile
+from storage.log_dir_file import LogDirFile, encode_json
 from storage.errors import KafkaStorageError, LogDirLockedError
 from storage.log import Log
 from storage.log_config import LogConfig
@@ -442,8 +441,7 @@ class LogManager:
                 self._topic_configs[topic] = dict(overrides)
             else:
                 self._topic_configs.pop(topic, None)
-            LogDirFile(self.log_dirs, TOPIC_CONFIGS_FILE).write(
-                json.dumps(self._topic_configs, sort_keys=True, indent=1).encode())
+            LogDirFile(self.log_dirs, TOPIC_CONFIGS_FILE).write(encode_json(self._topic_configs))
             for tp, log in self._logs.items():
                 if tp.topic == topic:
                     log.update_config(config)
@@ -453,11 +451,8 @@ class LogManager:
         return dict(self._topic_configs.get(topic, {}))
 
     def _read_topic_configs(self) -> dict[str, dict[str, str]]:
-        for _path, raw in LogDirFile(self.log_dirs, TOPIC_CONFIGS_FILE).copies():
-            try:
-                data = json.loads(raw)
-            except ValueError:
-                continue
+        data = LogDirFile(self.log_dirs, TOPIC_CONFIGS_FILE).newest_json()
+        if data is not None:
             return {str(k): {str(a): str(b) for a, b in v.items()} for k, v in data.items()}
         # No readable file of ours: a log dir Kafka wrote keeps the overrides in its metadata log.
         for d in self.log_dirs:
