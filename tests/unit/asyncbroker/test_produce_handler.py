@@ -149,6 +149,20 @@ async def test_both_paths_answer_alike_and_the_usual_path_takes_the_usual(
         await _compare(server, client, monkeypatch)
 
 
+def _record_the_usual_path(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether the usual path answered, request by request, from now on (it still answers)."""
+    original: Callable[..., Any] = produce._append_one_partition
+    answered: list[bool] = []
+
+    def recorded(*args: Any) -> Any:
+        answer = original(*args)
+        answered.append(answer is not None)
+        return answer
+
+    monkeypatch.setattr(produce, "_append_one_partition", recorded)
+    return answered
+
+
 async def _compare(server: KafkaServer, client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     assert server.broker is not None
     for name in ("usual", "general"):
@@ -156,15 +170,7 @@ async def _compare(server: KafkaServer, client: Client, monkeypatch: pytest.Monk
     # Timestamps come from the clock: the same batches for both runs, built once.
     steps = [(v, [(i, (lambda b=make(): b) if make is not None else None) for i, make in ps], kw, expected)
              for v, ps, kw, expected in STEPS]
-    original: Callable[..., Any] = produce._append_one_partition
-    asked: list[bool] = []
-
-    def recorded(*args: Any) -> Any:
-        answer = original(*args)
-        asked.append(answer is not None)
-        return answer
-
-    monkeypatch.setattr(produce, "_append_one_partition", recorded)
+    asked = _record_the_usual_path(monkeypatch)
     usual, outcomes = await _run(client, "usual", steps, asked)
     monkeypatch.setattr(produce, "_append_one_partition", lambda *args: None)
     general, _ = await _run(client, "general", steps, [])
@@ -192,15 +198,7 @@ async def test_an_authorizer_or_quotas_send_every_request_the_general_way(
         await broker.topics.create_topic("t", 1, -1, {})
         if kind == "quota":
             broker.quota_managers.quotas.apply(entity_of([("client-id", "test")]), [("producer_byte_rate", 1e9, False)])
-        original: Callable[..., Any] = produce._append_one_partition
-        taken: list[bool] = []
-
-        def recorded(*args: Any) -> Any:
-            answer = original(*args)
-            taken.append(answer is not None)
-            return answer
-
-        monkeypatch.setattr(produce, "_append_one_partition", recorded)
+        taken = _record_the_usual_path(monkeypatch)
         answer = _masked(await client.produce(9, "t", [(0, _batch())]))
         assert taken == [False]
         assert answer[0][0][0]["error_code"] == 0 and answer[0][0][0]["base_offset"] == 0
