@@ -28,11 +28,7 @@ from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 from wire.framing import FrameReader, FramingError
-from wire.headers import (
-    encode_response_header,
-    parse_request_header,
-    response_header_version,
-)
+from wire.headers import parse_request_header, response_header_version, response_prefix
 from wire.api_versions import unsupported_api_versions_response
 from wire.messages import ApiKey, decode_request, encode_response
 
@@ -407,7 +403,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 # client can retry with a version we serve.
                 own: dict[int, tuple[int, int]] = {ApiKey.API_VERSIONS: (spec.min_version, spec.max_version)}
                 body = unsupported_api_versions_response(own)
-                self._write_frame(encode_response_header(header.correlation_id, 0), [body], len(body))
+                self._write_frame(response_prefix(header.correlation_id, 0, len(body)), [body], len(body))
                 return
             log.warning(
                 "Closing socket connection to %s: unsupported version %s of %s (client %r)",
@@ -457,17 +453,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             if session.close_after_response:
                 await self._failed_authentication_delay()
-            resp_header = encode_response_header(
-                header.correlation_id, response_header_version(header.api_key, header.api_version)
-            )
+            header_version = response_header_version(header.api_key, header.api_version)
             if isinstance(result, EncodedResponse):
+                prefix = response_prefix(header.correlation_id, header_version, result.size)
                 if result.has_file_regions:
-                    await self._write_with_files(resp_header, result)
+                    await self._write_with_files(prefix, result)
                 else:
-                    self._write_frame(resp_header, result.parts, result.size)
+                    self._write_frame(prefix, result.parts, result.size)
             else:
                 body = encode_response(result)
-                self._write_frame(resp_header, [body], len(body))
+                self._write_frame(response_prefix(header.correlation_id, header_version, len(body)), [body], len(body))
             if self._ctx.session.authenticated and self._frames.max_size != self._broker.socket_request_max_bytes:
                 self._frames.max_size = self._broker.socket_request_max_bytes  # authenticated: the usual bound
             if self._ctx.session.close_after_response and self._transport is not None:
@@ -530,18 +525,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
         while (left := deadline - time.monotonic()) > 0:
             await asyncio.sleep(left)
 
-    def _write_frame(self, resp_header: bytes, parts: list[Any], size: int) -> None:
+    def _write_frame(self, prefix: bytes, parts: list[Any], size: int) -> None:
+        """Write one answer: `prefix` (its frame size and response header), then its body's
+        `size` bytes in `parts`."""
         transport = self._transport
         if transport is None or self._closed:
             return
-        prefix = _SIZE.pack(len(resp_header) + size) + resp_header
         if len(parts) == 1 and size < 16384:
             transport.write(prefix + parts[0])
         else:
             transport.writelines([prefix, *parts])
         METRICS.bytes_out(len(prefix) + size)  # (after the write: the answer leaves first)
 
-    async def _write_with_files(self, resp_header: bytes, result: EncodedResponse) -> None:
+    async def _write_with_files(self, prefix: bytes, result: EncodedResponse) -> None:
         """Write a body whose record bytes are still in segment files.
 
         Small regions are read in the executor (never on the loop) and written;
@@ -553,8 +549,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         transport = self._transport
         assert transport is not None
         try:
-            transport.write(_SIZE.pack(len(resp_header) + result.size) + resp_header)
-            METRICS.bytes_out(4 + len(resp_header) + result.size)
+            transport.write(prefix)
+            METRICS.bytes_out(len(prefix) + result.size)
             pending: list[Any] = []
             for part in result.parts:
                 if not isinstance(part, FileRegion):

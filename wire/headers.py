@@ -169,5 +169,9 @@ def response_prefix(correlation_id: int, header_version: int, body_size: int) ->
     concatenating a large body.
     """
     if header_version >= 1:
-        return struct.pack(">iib", body_size + 5, correlation_id, 0)
-    return struct.pack(">ii", body_size + 4, correlation_id)
+        return _PREFIX_V1.pack(body_size + 5, correlation_id, 0)
+    return _PREFIX_V0.pack(body_size + 4, correlation_id)
+
+
+_PREFIX_V0 = struct.Struct(">ii")
+_PREFIX_V1 = struct.Struct(">iib")
