@@ -51,11 +51,47 @@ if TYPE_CHECKING:
 
 DEFAULT_MONITOR_PORT = 20101
 
+log = logging.getLogger(__name__)
+
+
+class MonitorStartError(OSError):
+    """The console could not start (one of its ports taken): the broker does not start either."""
+
 
 class BrokerMonitor(Monitor):
-    """aiomonitor's Monitor that knows the broker it inspects."""
+    """aiomonitor's Monitor that knows the broker it inspects.
+
+    Monitor.start() waits, on the broker's event loop, for its UI thread to be up, and that
+    thread only says so once it listens. A failure before then (a port already taken) left
+    start() waiting forever: a broker that listened but answered nothing and ignored SIGTERM.
+    Here the UI thread's failure releases start() and is kept for start_monitor to raise.
+    (aiomonitor's private `_ui_main`, `_ui_started`, `_monitored_loop` and
+    `_original_task_factory`, as of 0.7: the only ones used, all here, checked at import.)
+    """
 
     broker: Broker | None = None
+    start_error: BaseException | None = None
+
+    def _ui_main(self) -> None:
+        try:
+            super()._ui_main()
+        except Exception as exc:  # noqa: BLE001 - reported by start_monitor, or logged below
+            if self._ui_started.is_set():
+                log.error("The aiomonitor console stopped: %s", exc)
+                return
+            self.start_error = exc
+            self._ui_started.set()
+
+    def abandon(self) -> None:
+        """After a failed start: the broker's tasks are made by its own factory again (close()
+        would wait on the UI loop, which is gone)."""
+        self._monitored_loop.set_task_factory(self._original_task_factory)
+        self._closed = True
+
+
+if not hasattr(Monitor, "_ui_main"):  # (the other three are set in Monitor.__init__ and start())
+    raise ImportError(f"aiomonitor {getattr(__import__('aiomonitor'), '__version__', '?')} lacks Monitor._ui_main, "
+                      "which asyncbroker.monitor.BrokerMonitor relies on")
 
 
 def _attached(ctx: click.Context) -> Broker | None:
@@ -319,4 +355,8 @@ def start_monitor(
     )
     monitor.broker = broker
     monitor.start()
+    if monitor.start_error is not None:
+        monitor.abandon()
+        raise MonitorStartError(f"The aiomonitor console could not start on {host}:{port}-{port + 2}: "
+                                f"{monitor.start_error}") from monitor.start_error
     return monitor

@@ -54,6 +54,11 @@ if TYPE_CHECKING:
 _ACCEPTOR = re.compile(r"Created data-plane acceptor and processors for endpoint : ListenerName\((\S+)\)")
 _LISTENING = re.compile(r"Awaiting socket connections on (\S+):(\d+)\.")
 _CONSOLE_READY = "[Console] Web console listening on "
+_MONITOR_READY = "aiomonitor console on "
+# The monitor's ports are chosen free here and bound by the broker a moment later: another
+# process may take one meanwhile, and the broker then stops with this message.
+_MONITOR_PORT_TAKEN = "The aiomonitor console could not start on "
+MONITOR_START_ATTEMPTS = 3
 _READY = re.compile(r"\[KafkaServer id=\d+\] started in ")
 
 
@@ -146,7 +151,19 @@ class BrokerProcess:
     # -- lifecycle --------------------------------------------------------
 
     def start(self) -> "BrokerProcess":
-        """Spawn the broker and block until it accepts connections."""
+        """Spawn the broker and block until it accepts connections (and its monitor and web
+        console, when asked for, listen too)."""
+        for attempt in range(1, MONITOR_START_ATTEMPTS + 1):
+            try:
+                return self._start()
+            except BrokerStartError:
+                if not (self.monitor and _MONITOR_PORT_TAKEN in self.output()) or attempt == MONITOR_START_ATTEMPTS:
+                    raise
+                self.monitor_port = None  # another block of ports next time
+                self.log_lines.clear()
+        raise AssertionError("not reached")
+
+    def _start(self) -> "BrokerProcess":
         if self.process is not None and self.process.poll() is None:
             raise RuntimeError("broker already running")
         env = dict(os.environ if self.env is None else self.env)
@@ -166,11 +183,13 @@ class BrokerProcess:
             if time.monotonic() > deadline:
                 self.kill()
                 raise BrokerStartError(f"broker did not start in {self.startup_timeout}s:\n" + self.output())
-        while self.console and _CONSOLE_READY not in self.output():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                raise BrokerStartError("the web console did not start:\n" + self.output())
-            time.sleep(0.01)
+        for wanted, ready in ((self.monitor, _MONITOR_READY), (self.console, _CONSOLE_READY)):
+            while wanted and ready not in self.output():
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.kill()
+                    raise BrokerStartError(f"the broker did not start ({ready.strip()!r} never came):\n"
+                                           + self.output())
+                time.sleep(0.01)
         return self
 
     @property

@@ -158,3 +158,32 @@ def test_monitor_console(tmp_path: Path) -> None:
                 if time.monotonic() > deadline:
                     raise AssertionError("monitor console not reachable:\n" + b.output()) from None
                 time.sleep(0.05)
+
+
+def test_a_monitor_web_ui_port_already_taken_stops_startup_with_a_message(tmp_path: Path) -> None:
+    """The monitor's web UI port (port+1) taken: the broker used to listen and then hang,
+    answering nothing and ignoring SIGTERM (aiomonitor waited, on the loop, for a UI thread
+    that had failed). Now startup stops with exit code 1, naming the ports."""
+    port = free_port_block(3)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port + 1))
+        holder.listen()
+        done = run_cli("--override", f"log.dirs={tmp_path}", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                       "--monitor", "--monitor-host", "127.0.0.1", "--monitor-port", str(port))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"The aiomonitor console could not start on 127.0.0.1:{port}-{port + 2}" in done.stdout + done.stderr
+
+
+def test_broker_process_takes_other_monitor_ports_when_one_is_taken(tmp_path: Path) -> None:
+    """BrokerProcess(monitor=True) picks free ports that another process may take before the
+    broker binds them (it happened in CI, under pytest-xdist): it starts again on others."""
+    port = free_port_block(3)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port + 1))
+        holder.listen()
+        broker = BrokerProcess(log_dir=tmp_path, monitor=True)
+        broker.monitor_port = port
+        with broker:
+            assert broker.monitor_port != port
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            admin.create_topics([NewTopic("served", 1)])["served"].result(TIMEOUT)
