@@ -90,8 +90,8 @@ class BrokerMonitor(Monitor):
 
 
 if not hasattr(Monitor, "_ui_main"):  # (the other three are set in Monitor.__init__ and start())
-    raise ImportError(f"aiomonitor {getattr(__import__('aiomonitor'), '__version__', '?')} lacks Monitor._ui_main, "
-                      "which asyncbroker.monitor.BrokerMonitor relies on")
+    raise ImportError("this aiomonitor's Monitor has no _ui_main, which asyncbroker.monitor.BrokerMonitor "
+                      "relies on (written against aiomonitor 0.7)")
 
 
 def _attached(ctx: click.Context) -> Broker | None:

@@ -130,17 +130,14 @@ class FileRecords:
 
     # -- mutation -------------------------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview) -> int:
+        view = memoryview(data)
         pos = self._size
         try:
             fd = self._fd if self._file is not None else self._fileno()  # (opened: no call)
-            written = os.pwrite(fd, data, pos)  # (the usual case: all of it at once)
-            pos += written
-            if written < len(data):
-                view = memoryview(data)[written:]
-                while view:
-                    written = os.pwrite(fd, view, pos)
-                    pos += written
-                    view = view[written:]
+            while view:
+                written = os.pwrite(fd, view, pos)
+                pos += written
+                view = view[written:]
         except OSError:
             # ENOSPC/EIO part-way: cut the partial batch off so the file never holds a torn
             # batch past `size` (best effort; recovery truncates it otherwise).

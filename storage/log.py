@@ -420,8 +420,7 @@ class Log:
     def _append_would_sync(self, info: LogAppendInfo, leader_epoch: int, base_offset: int) -> bool:
         """Whether appending `info` would fsync (flush.messages) or checkpoint a new leader epoch
         (the epoch its first batch carries, from `base_offset`)."""
-        if self._next_offset_metadata.message_offset - self._recovery_point + info.num_messages \
-                >= self.config.flush_messages:  # (unflushed_messages, without two property calls)
+        if self.unflushed_messages + info.num_messages >= self.config.flush_messages:
             return True
         return leader_epoch >= 0 and self.leader_epoch_cache.is_new_epoch(leader_epoch, base_offset)
 

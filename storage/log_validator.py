@@ -53,7 +53,6 @@ _TOPIC_CODECS = {
 
 
 _MIN_LONG, _MAX_LONG = -(2**63), 2**63 - 1
-_HEADER = HEADER_STRUCT
 
 
 class ValidationResult(msgspec.Struct):
@@ -226,7 +225,7 @@ class LogValidator:
         if size < BATCH_HEADER_SIZE:
             return None
         (base_offset, batch_length, _epoch, magic, crc, attributes, last_offset_delta, base_timestamp,
-         max_timestamp, producer_id, producer_epoch, base_sequence, count) = _HEADER.unpack_from(buf, 0)
+         max_timestamp, producer_id, producer_epoch, base_sequence, count) = HEADER_STRUCT.unpack_from(buf, 0)
         codec = attributes & COMPRESSION_CODEC_MASK
         # Each condition is one the full validation checks, in any order: all hold, or None.
         if (magic != MAGIC_V2 or base_offset != 0 or batch_length + LOG_OVERHEAD != size
