@@ -97,6 +97,16 @@ class OffsetsGeneration:
 class Log:
     """One partition's log. Create through `Log.open` (which runs LogLoader) or LogManager."""
 
+    # A broker holds a Log per partition (50 for __consumer_offsets alone): slots keep each
+    # one's attributes out of an instance dict.
+    __slots__ = ("dir", "topic_partition", "config", "_validator", "validation_is_per_batch", "_segment_size",
+                 "segments", "clock", "leader_epoch_cache", "producer_state_manager", "background",
+                 "roll_listener", "_lock", "_log_start_offset", "_recovery_point", "_next_offset_metadata",
+                 "_high_watermark", "offsets_generation", "_fetch_offsets_at", "_last_flushed_ms", "_closed",
+                 "_pending_deletes", "log_dir_failure_channel", "_flush_cond", "_flushing", "_dir_needs_fsync",
+                 "partition_metadata_file", "topic_id", "remote_storage_system_enable",
+                 "_highest_offset_in_remote_storage")
+
     def __init__(self, dir: Path, config: LogConfig, segments: LogSegments, *, log_start_offset: int,
                  recovery_point: int, next_offset_metadata: LogOffsetMetadata, clock: Clock,
                  leader_epoch_cache: LeaderEpochFileCache, producer_state_manager: ProducerStateManager,
@@ -128,8 +138,9 @@ class Log:
         self._pending_deletes: list[tuple[LogSegment, int]] = []
         self.log_dir_failure_channel = log_dir_failure_channel
         # Group commit (flush.messages): one fsync at a time; appends that land while it runs
-        # wait for it, then share the next one.
-        self._flush_cond = threading.Condition(threading.Lock())
+        # wait for it, then share the next one. Made under the lock by the first append that
+        # must be durable: most logs never fsync on append and need none.
+        self._flush_cond: threading.Condition | None = None
         self._flushing = False
         self._dir_needs_fsync = False  # a segment file was created since the last dir fsync
         self.partition_metadata_file = PartitionMetadataFile(self.dir)
@@ -408,6 +419,8 @@ class Log:
                 self._track_transactions(batches, data, segment)
             self._high_watermark = self._next_offset_metadata
             durable_to = leo if leo - self._recovery_point >= self.config.flush_messages else 0
+            if durable_to and self._flush_cond is None:
+                self._flush_cond = threading.Condition(threading.Lock())
         finally:
             # After every offset above moved, and after an append that failed part-way too: the
             # generation must not stay odd (what fetch_offsets() keeps would never be kept again).
@@ -517,6 +530,7 @@ class Log:
         then cost one fsync per group instead of one per append.
         """
         cond = self._flush_cond
+        assert cond is not None  # made under the lock, by this append or an earlier one
         with cond:
             while self._flushing and self._recovery_point < offset:
                 cond.wait()
