@@ -101,6 +101,7 @@ FILE_REGION_MIN_BYTES = 64 * 1024
 # FILE_REGION_MIN_BYTES are not copied but sent from the file. The index is a mapping: a page of
 # it not in memory is read on the loop, as the produce fast path's index appends are.
 INLINE_READ_MAX_PARTITIONS = 16
+_NO_ERROR = ErrorCode.NONE
 
 
 class PartitionRead(msgspec.Struct, gc=False):
@@ -181,8 +182,10 @@ class SkippedReads(Protocol):
 def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: bool, use_file_regions: bool,
                     nonblocking: bool = False, remote: Any = None) -> int:
     """Read every partition within the byte budgets; return the bytes read. On an IO thread, or
-    `nonblocking` on the loop: then every byte must be in the page cache, else ReadWouldBlock
-    (what was read is released by the caller, which reads again on an IO thread).
+    `nonblocking` on the loop: then every byte must be in the page cache and at most
+    INLINE_READ_MAX_PARTITIONS partitions may need a read (the others are caught up at their
+    log's end: an idle consumer's many partitions), else ReadWouldBlock (what was read is
+    released by the caller, which reads again on an IO thread).
 
     `max_bytes` bounds the whole response and each partition's own bound applies, except that
     the first partition with data returns at least one whole batch even when larger (KIP-74);
@@ -191,10 +194,10 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
     An offset below a tiered log's local start is read from remote storage through `remote`
     (the RemoteLogManager), under the same limits; never on the loop.
     """
-    remaining = max(0, max_bytes)
-    min_one = True
-    total = 0
-    isolation = "read_committed" if read_committed else "read_uncommitted"
+    # First every partition's offsets, as they were before its read (as Kafka reports them),
+    # and the answer of those caught up; then the reads, in request order (the caught-up
+    # partitions take nothing from the byte budgets).
+    to_read: list[PartitionRead] = []
     for r in reads:
         log_ = r.log
         if log_ is None:
@@ -202,11 +205,10 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
         if r.size:
             _release(r)  # an earlier read's, before re-reading (long-poll completion)
         generation = log_.offsets_generation.value  # taken before the offsets it vouches for
-        # Offsets as they were before the read, as Kafka reports them.
         high_watermark, last_stable, log_start, log_end = log_.fetch_offsets()
+        r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
         r.idle_generation = -1
         if r.diverging_epoch is not None:
-            r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
             continue
         offset = r.fetch_offset
         if offset == (last_stable if read_committed else high_watermark) == log_end \
@@ -214,15 +216,23 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
             # Caught up (most partitions of an idle consumer's fetch): what Log.read answers
             # there, an empty read with no aborted transactions, without building it. (At the
             # log end the offset is in the local log, tiered or not.)
-            r.error = ErrorCode.NONE
-            r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
+            r.error = _NO_ERROR
             if read_committed:
                 r.aborted = []
             if last_stable == high_watermark and not generation & 1:  # odd: a change under way
                 r.idle_generation = generation
             continue
+        to_read.append(r)
+    if nonblocking and len(to_read) > INLINE_READ_MAX_PARTITIONS:
+        raise ReadWouldBlock(f"{len(to_read)} partitions to read")  # the loop's share stays bounded
+    remaining = max(0, max_bytes)
+    min_one = True
+    total = 0
+    isolation = "read_committed" if read_committed else "read_uncommitted"
+    for r in to_read:
+        log_ = r.log
         limit = min(r.max_bytes, remaining)
-        in_remote = remote is not None and log_start <= r.fetch_offset < log_.local_log_start_offset \
+        in_remote = remote is not None and r.log_start_offset <= r.fetch_offset < log_.local_log_start_offset \
             and log_.remote_log_enabled
         info = None
         if not in_remote:
@@ -254,8 +264,7 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
                 r.error = error_code_for(exc)
                 r.high_watermark = r.last_stable_offset = r.log_start_offset = -1
                 continue
-            r.error = ErrorCode.NONE
-            r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
+            r.error = _NO_ERROR  # (the offsets as the first pass found them)
             if read_committed:
                 r.aborted = [(a.producer_id, a.first_offset) for a in (got.aborted or ())]
             if got.records:
@@ -264,8 +273,7 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
                 remaining = max(0, remaining - r.size)
                 min_one = False
             continue
-        r.error = ErrorCode.NONE
-        r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
+        r.error = _NO_ERROR  # (the offsets as the first pass found them)
         size = 0 if info.first_entry_incomplete else info.size  # v3+: never part of a first batch
         if read_committed:
             r.aborted = [(a.producer_id, a.first_offset) for a in (info.aborted_transactions or ())]
@@ -305,20 +313,6 @@ def _reads_remote(r: PartitionRead) -> bool:
     log_ = r.log
     return (log_ is not None and r.diverging_epoch is None and log_.remote_log_enabled
             and log_.log_start_offset <= r.fetch_offset < log_.local_log_start_offset)
-
-
-def _few_behind(reads: list[PartitionRead]) -> bool:
-    """At most INLINE_READ_MAX_PARTITIONS of the reads are short of their log's end: the others
-    (an idle consumer's many partitions) are answered without a read (read_partitions), so
-    the fetch costs the loop little more than a fetch of that many partitions."""
-    behind = 0
-    for r in reads:
-        log_ = r.log
-        if log_ is not None and r.fetch_offset != log_.log_end_offset:
-            behind += 1
-            if behind > INLINE_READ_MAX_PARTITIONS:
-                return False
-    return True
 
 
 def _release(r: PartitionRead) -> None:
@@ -724,13 +718,17 @@ class ReplicaManager:
         # partition number when this node hosts it, else none.
         hosted: dict[str, Mapping[int, Any]] = {}
         answer_now = False
+        last_topic: str | None = None  # (consecutive reads of one topic: the usual request)
+        logs: Mapping[int, Any] = {}
         for r in reads:
             topic = r.topic
             log_ = None
             if topic is not None and not r.error:
-                logs = hosted.get(topic)
-                if logs is None:
-                    logs = hosted[topic] = self._topic_logs(topic) if self._hosts_topic(topic) else {}
+                if topic is not last_topic:
+                    logs = hosted.get(topic)
+                    if logs is None:
+                        logs = hosted[topic] = self._topic_logs(topic) if self._hosts_topic(topic) else {}
+                    last_topic = topic
                 log_ = logs.get(r.index)
             if log_ is None:
                 # Kafka answers these before reading (aborted transactions: an empty list,
@@ -777,14 +775,13 @@ class ReplicaManager:
         if remote is not None and any(_reads_remote(r) for r in reads):
             return await self._read_with_remote(reads, max_bytes, read_committed, use_file_regions, remote)
         else:
-            if len(reads) <= INLINE_READ_MAX_PARTITIONS or _few_behind(reads):
-                try:
-                    # `remote` too: a read that became remote meanwhile leaves the loop (ReadWouldBlock).
-                    return read_partitions(reads, max_bytes, read_committed, use_file_regions, nonblocking=True,
-                                           remote=remote)
-                except ReadWouldBlock:
-                    for r in reads:
-                        _release(r)
+            try:
+                # `remote` too: a read that became remote meanwhile leaves the loop (ReadWouldBlock).
+                return read_partitions(reads, max_bytes, read_committed, use_file_regions, nonblocking=True,
+                                       remote=remote)
+            except ReadWouldBlock:
+                for r in reads:
+                    _release(r)
             task = asyncio.ensure_future(self._run_blocking(read_partitions, reads, max_bytes, read_committed,
                                                             use_file_regions, False, remote))
         try:

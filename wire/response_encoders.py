@@ -53,6 +53,7 @@ __all__ = [
     "encode_produce_response",
     "encode_produce_one_partition",
     "encode_fetch_response",
+    "encode_idle_fetch_partition",
     "fetch_response_size",
     "PRODUCE_VERSIONS",
     "FETCH_VERSIONS",
@@ -88,6 +89,11 @@ _ABORTED = struct.Struct(">qq")
 # versions (v12+): the offsets, the aborted list's compact length (0 null, 1 empty), the
 # preferred read replica, an empty records field (compact length 1) and no tagged fields.
 _IDLE_PART_FLEXIBLE = struct.Struct(">ihqqqBiBB")
+_NULL_I32, _ZERO_I32 = b"\xff\xff\xff\xff", b"\x00\x00\x00\x00"
+# Before v12, what follows an idle partition's offsets, by [aborted list is null]: the aborted
+# list's length, the preferred read replica (v11+) and an empty records field.
+_IDLE_TAIL_V11 = (_ZERO_I32 + _NULL_I32 + _ZERO_I32, _NULL_I32 + _NULL_I32 + _ZERO_I32)
+_IDLE_TAIL = (_ZERO_I32 + _ZERO_I32, _NULL_I32 + _ZERO_I32)
 _NO_LEADER = (-1, -1)
 
 
@@ -128,9 +134,28 @@ class FetchPartitionData(msgspec.Struct, gc=False):
 
 
 class FetchTopicData(msgspec.Struct):
+    """One topic of a fetch response. A partition is a FetchPartitionData, or the bytes
+    encode_idle_fetch_partition gave for the response's version."""
+
     topic: str
-    partitions: Sequence[FetchPartitionData]
+    partitions: Sequence[FetchPartitionData | bytes]
     topic_id: uuid.UUID | None = None  # v13+ sends this instead of the name
+
+
+def encode_idle_fetch_partition(version: int, partition_index: int, error_code: int, high_watermark: int,
+                                last_stable_offset: int, log_start_offset: int, aborted_is_null: bool) -> bytes:
+    """A FetchResponse partition (`version` 4-17) with nothing to report but its offsets: no
+    records, an empty or null aborted list, no preferred replica, no tagged fields. Most
+    partitions of a consumer's fetch are such; given as bytes in FetchTopicData.partitions,
+    the encoder takes them as they are."""
+    if version >= 12:
+        return _IDLE_PART_FLEXIBLE.pack(partition_index, error_code, high_watermark, last_stable_offset,
+                                        log_start_offset, 0 if aborted_is_null else 1, -1, 1, 0)
+    if version >= 5:
+        head = _FETCH_PART_V5.pack(partition_index, error_code, high_watermark, last_stable_offset, log_start_offset)
+        return head + (_IDLE_TAIL_V11 if version >= 11 else _IDLE_TAIL)[aborted_is_null]
+    return _FETCH_PART.pack(partition_index, error_code, high_watermark, last_stable_offset) + \
+        _IDLE_TAIL[aborted_is_null]
 
 
 def _node_endpoints(endpoints: Sequence[NodeEndpoint]) -> bytes:
@@ -279,12 +304,15 @@ def encode_fetch_response(
         write_topic(out, topic.topic, topic.topic_id, version >= 13, flexible)
         write_length(out, len(topic.partitions), flexible)
         for p in topic.partitions:
+            if p.__class__ is bytes:  # encode_idle_fetch_partition's, for this version
+                out += p
+                continue
+            assert isinstance(p, FetchPartitionData)
             aborted = p.aborted_transactions
             if (flexible and not p.records and p.records is not None and not aborted and p.diverging_epoch is None
-                    and p.current_leader is None and p.snapshot_id is None):
-                out += _IDLE_PART_FLEXIBLE.pack(
-                    p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset,
-                    0 if aborted is None else 1, p.preferred_read_replica, 1, 0)
+                    and p.current_leader is None and p.snapshot_id is None and p.preferred_read_replica == -1):
+                out += encode_idle_fetch_partition(version, p.partition_index, p.error_code, p.high_watermark,
+                                                   p.last_stable_offset, p.log_start_offset, aborted is None)
                 continue
             if v5:
                 out += _FETCH_PART_V5.pack(

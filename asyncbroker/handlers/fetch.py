@@ -35,7 +35,8 @@ from wire.errors import ErrorCode
 from wire.fetch_request import FetchRequest
 from wire.headers import RequestHeader
 from wire.messages import ApiKey
-from wire.response_encoders import FetchPartitionData, FetchTopicData, encode_fetch_response
+from wire.response_encoders import (FetchPartitionData, FetchTopicData, encode_fetch_response,
+                                    encode_idle_fetch_partition)
 
 from asyncbroker.acl_binding import AclOperation
 from asyncbroker.encoded_response import EncodedResponse
@@ -51,6 +52,7 @@ API_KEY = ApiKey.FETCH
 log = logging.getLogger(__name__)
 
 READ_COMMITTED = 1
+_NO_TOPIC = object()  # before the first read's topic
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: FetchRequest) -> Any:
@@ -58,27 +60,12 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: FetchReque
     broker = ctx.broker
     replica_id = request.replica_id
 
-    # Kafka keys the request by partition (insertion-ordered): a partition named twice is
-    # read once, where it first appeared, with the fields of its later entry.
-    fetch_data: dict[tuple[Any, int], PartitionRead] = {}
     by_id = version >= 13
-    key: object  # the topic's id from v13, else its name
-    for t in request.topics:
-        if by_id:
-            # Topic ids (v13+) are resolved here, as KafkaApis does before the ReplicaManager.
-            meta = broker.topics.by_id(t.topic_id) if t.topic_id is not None else None
-            name, topic_id, key = (meta.name if meta is not None else None), t.topic_id, t.topic_id
-        else:
-            name, topic_id, key = t.topic, None, t.topic  # by name: no id to hold the log to (Kafka's zero id)
-        for p in t.partitions:  # (a field the version lacks is -1: wire.fetch_request)
-            fetch_data[(key, p.partition)] = PartitionRead(
-                name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
-                p.last_fetched_epoch)
     forgotten = [(ft.topic_id if by_id else ft.topic, index)
                  for ft in request.forgotten_topics_data for index in ft.partitions]
     try:
         context = broker.fetch_manager.new_context(
-            version, request.session_id, request.session_epoch, replica_id >= 0, list(fetch_data.values()),
+            version, request.session_id, request.session_epoch, replica_id >= 0, _partition_reads(broker, request, by_id),
             forgotten, may_skip_idle=broker.authorizer is None)
     except UnknownShardError as exc:
         # Kafka's shard lookup throws (an index out of bounds) and its request fails.
@@ -89,17 +76,18 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: FetchReque
         return _response(version, [], error=context.error)
 
     reads = context.reads()
-    # READ on each topic, asked once per topic (Kafka's filterByAuthorized). A read of an id no
-    # topic has (v13+) is the ReplicaManager's UNKNOWN_TOPIC_ID.
-    may_read: dict[str, bool] = {}
-    for r in reads:
-        if r.topic is None:
-            continue
-        allowed = may_read.get(r.topic)
-        if allowed is None:
-            allowed = may_read[r.topic] = ctx.authorize_topic(AclOperation.READ, r.topic)
-        if not allowed:
-            r.error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if broker.authorizer is not None:
+        # READ on each topic, asked once per topic (Kafka's filterByAuthorized). A read of an id
+        # no topic has (v13+) is the ReplicaManager's UNKNOWN_TOPIC_ID.
+        may_read: dict[str, bool] = {}
+        for r in reads:
+            if r.topic is None:
+                continue
+            allowed = may_read.get(r.topic)
+            if allowed is None:
+                allowed = may_read[r.topic] = ctx.authorize_topic(AclOperation.READ, r.topic)
+            if not allowed:
+                r.error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     # fetch.max.bytes caps what one response may carry, whatever the client asks; so does a
     # consumer_byte_rate quota (what one window allows: more would be throttled for sure).
     max_bytes = min(request.max_bytes, broker.config.fetch_max_bytes)
@@ -143,6 +131,39 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: FetchReque
     return _response(version, carried, error=error, session_id=session_id)
 
 
+def _partition_reads(broker: Broker, request: FetchRequest, by_id: bool) -> list[PartitionRead]:
+    """The request's partitions as reads, in request order. Kafka keys them by partition
+    (insertion-ordered): a partition named twice is read once, where it first appeared, with
+    the fields of its later entry. Topic ids (v13+) are resolved here, as KafkaApis does
+    before the ReplicaManager."""
+    reads: list[PartitionRead] = []
+    add = reads.append
+    keys: set[object] = set()
+    repeated = False  # a topic named twice, or a partition not after the one before it
+    key: object  # the topic's id from v13, else its name
+    for t in request.topics:
+        if by_id:
+            meta = broker.topics.by_id(t.topic_id) if t.topic_id is not None else None
+            name, topic_id, key = (meta.name if meta is not None else None), t.topic_id, t.topic_id
+        else:
+            name, topic_id, key = t.topic, None, t.topic  # by name: no id to hold the log to (Kafka's zero id)
+        repeated = repeated or key in keys
+        keys.add(key)
+        last = -1
+        for p in t.partitions:  # (a field the version lacks is -1: wire.fetch_request)
+            index = p.partition
+            repeated = repeated or index <= last
+            last = index
+            add(PartitionRead(name, topic_id, index, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
+                              p.last_fetched_epoch))
+    if not repeated:  # (clients list each topic once, its partitions in order)
+        return reads
+    by_partition: dict[tuple[Any, int], PartitionRead] = {}
+    for r in reads:
+        by_partition[(r.topic_id if by_id else r.topic, r.index)] = r
+    return list(by_partition.values())
+
+
 def _failed(version: int, request: FetchRequest, error: int) -> EncodedResponse:
     """Kafka's error answer to a Fetch that failed as a whole: the error at the top, the
     request's session id, and before v13 the error in each partition asked for (as asked:
@@ -156,28 +177,35 @@ def _failed(version: int, request: FetchRequest, error: int) -> EncodedResponse:
 
 def _response(version: int, reads: list[PartitionRead], *, error: int = ErrorCode.NONE,
               session_id: int = INVALID_SESSION_ID) -> EncodedResponse:
-    return EncodedResponse.of(encode_fetch_response(version, fetch_topics(reads), error_code=error,
+    return EncodedResponse.of(encode_fetch_response(version, fetch_topics(version, reads), error_code=error,
                                                     session_id=session_id))
 
 
-def fetch_topics(reads: list[PartitionRead]) -> list[FetchTopicData]:
-    """Group reads into response topics (consecutive reads of one topic share an entry, as in Kafka).
+def fetch_topics(version: int, reads: list[PartitionRead]) -> list[FetchTopicData]:
+    """Group reads into response topics of `version` (consecutive reads of one topic share an
+    entry, as in Kafka).
 
     Record data goes in untouched (bytes, or a FileRegion the connection
     sendfiles). Tagged fields: only a diverging epoch (last_fetched_epoch checks); this
-    node is the leader, so there is no leader change or snapshot to report.
+    node is the leader, so there is no leader change or snapshot to report. A partition with
+    none of these (most of a consumer's) goes in encoded already.
     """
     topics: list[FetchTopicData] = []
-    last_key: object = None
-    partitions: list[FetchPartitionData] = []
+    last_topic: object = _NO_TOPIC
+    last_id: object = _NO_TOPIC
+    partitions: list[FetchPartitionData | bytes] = []
     for r in reads:
-        key = (r.topic, r.topic_id)
-        if key != last_key:
+        if r.topic != last_topic or r.topic_id != last_id:
             partitions = []
             topics.append(FetchTopicData(r.topic or "", partitions, r.topic_id))
-            last_key = key
+            last_topic, last_id = r.topic, r.topic_id
+        aborted = r.aborted
+        if not r.size and not aborted and r.diverging_epoch is None:
+            partitions.append(encode_idle_fetch_partition(version, r.index, r.error, r.high_watermark,
+                                                          r.last_stable_offset, r.log_start_offset, aborted is None))
+            continue
         partitions.append(FetchPartitionData(
-            r.index, r.error, r.high_watermark, r.last_stable_offset, r.log_start_offset, r.aborted,
+            r.index, r.error, r.high_watermark, r.last_stable_offset, r.log_start_offset, aborted,
             records=(r.records,) if r.size else (), diverging_epoch=r.diverging_epoch,
         ))
     return topics

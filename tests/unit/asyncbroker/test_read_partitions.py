@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from asyncbroker.replica_manager import INLINE_READ_MAX_PARTITIONS, PartitionRead, _few_behind, read_partitions
+from asyncbroker.replica_manager import INLINE_READ_MAX_PARTITIONS, PartitionRead, read_partitions
+from storage.errors import ReadWouldBlock
 from storage.clock import MockClock
 from storage.log import Log
 from storage.log_config import LogConfig
@@ -83,16 +84,47 @@ def test_past_the_end_is_out_of_range(log: Log) -> None:
     assert _read(log, 4, False).error == ErrorCode.OFFSET_OUT_OF_RANGE
 
 
+def _reads(log: Log, offsets: list[int]) -> list[PartitionRead]:
+    out = []
+    for offset in offsets:
+        r = PartitionRead("t", None, 0, offset, 1 << 20)
+        r.log = log
+        out.append(r)
+    return out
+
+
 def test_a_fetch_of_many_caught_up_partitions_is_read_on_the_loop(log: Log) -> None:
+    """On the loop (nonblocking) at most INLINE_READ_MAX_PARTITIONS partitions may need a read;
+    caught-up ones do not count. One more, and nothing is read there (the caller reads it all
+    on an IO thread)."""
     log.append_as_leader(_batch(3))
+    few = _reads(log, [0] * INLINE_READ_MAX_PARTITIONS + [3] * 1000)
+    assert read_partitions(few, 1 << 30, False, False, nonblocking=True) > 0
+    assert all(r.error == ErrorCode.NONE and r.high_watermark == 3 for r in few)
+    assert all(r.size > 0 for r in few[:INLINE_READ_MAX_PARTITIONS])
+    many = _reads(log, [0] * (INLINE_READ_MAX_PARTITIONS + 1) + [3] * 1000)
+    with pytest.raises(ReadWouldBlock):
+        read_partitions(many, 1 << 30, False, False, nonblocking=True)
+    assert not any(r.size for r in many)
+    assert read_partitions(many, 1 << 30, False, False) > 0  # off the loop: no bound
 
-    def reads(behind: int, caught_up: int) -> list[PartitionRead]:
-        out = []
-        for i in range(behind + caught_up):
-            r = PartitionRead("t", None, 0, 0 if i < behind else 3, 1 << 20)
-            r.log = log
-            out.append(r)
-        return out
 
-    assert _few_behind(reads(INLINE_READ_MAX_PARTITIONS, 1000))
-    assert not _few_behind(reads(INLINE_READ_MAX_PARTITIONS + 1, 1000))
+def test_caught_up_partitions_leave_the_byte_budget_in_request_order(log: Log) -> None:
+    """The budget goes to the partitions with data in request order, whichever caught-up
+    partitions stand between them: the first gets a whole batch even beyond max_bytes
+    (KIP-74), the next none once the budget is spent."""
+    log.append_as_leader(_batch(3))
+    log.append_as_leader(_batch(3))
+    first_batch = len(_batch(3))
+    reads = _reads(log, [6, 0, 6, 3, 6])
+    total = read_partitions(reads, first_batch - 1, False, False)
+    assert [r.size for r in reads] == [0, first_batch, 0, 0, 0]
+    assert total == first_batch
+    assert [r.error for r in reads] == [ErrorCode.NONE] * 5
+    assert [r.high_watermark for r in reads] == [6] * 5
+    reads = _reads(log, [6, 3, 6, 0])
+    read_partitions(reads, 2 * first_batch, False, False)
+    assert [r.size for r in reads] == [0, first_batch, 0, first_batch]  # what the first left
+    reads = _reads(log, [6, 0, 6, 3])
+    read_partitions(reads, 2 * first_batch, False, False)
+    assert [r.size for r in reads] == [0, 2 * first_batch, 0, 0]

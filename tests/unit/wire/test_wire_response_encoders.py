@@ -29,6 +29,7 @@ from wire.response_encoders import (
     ProducePartitionResult,
     ProduceTopicResult,
     encode_fetch_response,
+    encode_idle_fetch_partition,
     encode_produce_one_partition,
     encode_produce_response,
     fetch_response_size,
@@ -249,6 +250,16 @@ def test_idle_partitions_match_kio(version: int) -> None:
     topics = [FetchTopicData("t", idle, uuid.UUID(int=7))]
     parts = encode_fetch_response(version, topics, session_id=5)
     assert join_parts(parts) == kio_fetch(version, topics, 0, 0, 5, [])
+    # The same partitions encoded ahead (encode_idle_fetch_partition), between others that are not.
+    busy = FetchPartitionData(9, high_watermark=5, last_stable_offset=5, log_start_offset=0,
+                              aborted_transactions=[(1, 2)], records=[b"\x01\x02"])
+    ahead: list[FetchPartitionData | bytes] = [
+        encode_idle_fetch_partition(version, p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
+                                    p.log_start_offset, p.aborted_transactions is None) for p in idle]
+    ahead.insert(2, busy)
+    expected = [FetchTopicData("t", idle[:2] + [busy] + idle[2:], uuid.UUID(int=7))]
+    parts = encode_fetch_response(version, [FetchTopicData("t", ahead, uuid.UUID(int=7))], session_id=5)
+    assert join_parts(parts) == kio_fetch(version, expected, 0, 0, 5, [])
 
 
 def test_fetch_records_are_passed_through_without_copy() -> None:
