@@ -207,8 +207,8 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
         generation = log_.offsets_generation.value  # taken before the offsets it vouches for
         high_watermark, last_stable, log_start, log_end = log_.fetch_offsets()
         r.high_watermark, r.last_stable_offset, r.log_start_offset = high_watermark, last_stable, log_start
-        r.idle_generation = -1
         if r.diverging_epoch is not None:
+            r.idle_generation = -1
             continue
         offset = r.fetch_offset
         if offset == (last_stable if read_committed else high_watermark) == log_end \
@@ -219,9 +219,10 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
             r.error = _NO_ERROR
             if read_committed:
                 r.aborted = []
-            if last_stable == high_watermark and not generation & 1:  # odd: a change under way
-                r.idle_generation = generation
+            # Kept idle while the generation stays (an odd one: a change under way, not kept).
+            r.idle_generation = generation if last_stable == high_watermark and not generation & 1 else -1
             continue
+        r.idle_generation = -1
         to_read.append(r)
     if nonblocking and len(to_read) > INLINE_READ_MAX_PARTITIONS:
         raise ReadWouldBlock(f"{len(to_read)} partitions to read")  # the loop's share stays bounded

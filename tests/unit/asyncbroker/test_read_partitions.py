@@ -128,3 +128,26 @@ def test_caught_up_partitions_leave_the_byte_budget_in_request_order(log: Log) -
     reads = _reads(log, [6, 0, 6, 3])
     read_partitions(reads, 2 * first_batch, False, False)
     assert [r.size for r in reads] == [0, 2 * first_batch, 0, 0]
+
+
+def test_a_caught_up_read_is_idle_at_its_logs_generation(log: Log) -> None:
+    """idle_generation (what lets a fetch session skip the partition while it stays): the
+    log's generation for a read caught up at the end with no open transaction; -1 for a read
+    that read, one below an open transaction, one taken while a change was under way (an odd
+    generation), and for the same read once it is no longer caught up."""
+    log.append_as_leader(_batch(3))
+    r = _read(log, 3, False)
+    assert r.idle_generation == log.offsets_generation.value >= 0
+    assert _read(log, 0, False).idle_generation == -1  # it read records
+    log.offsets_generation.value += 1  # as _begin_offsets_change does, during a change
+    try:
+        during = _read(log, 3, False)
+        assert during.error == ErrorCode.NONE and during.size == 0 and during.idle_generation == -1
+    finally:
+        log.offsets_generation.value += 1
+    log.append_as_leader(_batch(2, producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True))
+    at_end = _read(log, 5, False)  # caught up under read_uncommitted, yet read_committed would wait at 3
+    assert at_end.error == ErrorCode.NONE and at_end.size == 0 and at_end.idle_generation == -1
+    r.fetch_offset = 0  # the same read again, now short of the end
+    read_partitions([r], 1 << 20, False, use_file_regions=False)
+    assert r.size > 0 and r.idle_generation == -1
