@@ -726,10 +726,10 @@ class ReplicaManager:
             log_ = None
             if topic is not None and not r.error:
                 if topic is not last_topic:
-                    logs = hosted.get(topic)
-                    if logs is None:
-                        logs = hosted[topic] = self._topic_logs(topic) if self._hosts_topic(topic) else {}
-                    last_topic = topic
+                    found = hosted.get(topic)
+                    if found is None:
+                        found = hosted[topic] = self._topic_logs(topic) if self._hosts_topic(topic) else {}
+                    logs, last_topic = found, topic
                 log_ = logs.get(r.index)
             if log_ is None:
                 # Kafka answers these before reading (aborted transactions: an empty list,
