@@ -29,15 +29,16 @@ __all__ = [
     "request_header_version",
     "response_header_version",
     "encode_request_header",
-    "encode_response_header",
     "response_prefix",
     "API_VERSIONS_KEY",
 ]
 
 API_VERSIONS_KEY = 18
 _HDR = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
-_I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
+# Frame size and response header v0 (correlation id) or v1 (plus an empty tagged-field section).
+_PREFIX_V0 = struct.Struct(">ii")
+_PREFIX_V1 = struct.Struct(">iib")
 # A tagged-field count/size beyond this cannot fit in any valid frame.
 _MAX_UVARINT_BYTES = 5
 FIRST_FLEXIBLE_VERSION: dict[int, int | None] = {
@@ -152,16 +153,6 @@ def encode_request_header(
     return b"".join(parts)
 
 
-_V1_SUFFIX = b"\x00"  # response header v1: empty tagged-field section
-
-
-def encode_response_header(correlation_id: int, header_version: int) -> bytes:
-    """Response header v0 (correlation id) or v1 (plus empty tagged fields)."""
-    if header_version >= 1:
-        return _I32.pack(correlation_id) + _V1_SUFFIX
-    return _I32.pack(correlation_id)
-
-
 def response_prefix(correlation_id: int, header_version: int, body_size: int) -> bytes:
     """Frame size + response header for a body of `body_size` bytes.
 
@@ -171,7 +162,3 @@ def response_prefix(correlation_id: int, header_version: int, body_size: int) ->
     if header_version >= 1:
         return _PREFIX_V1.pack(body_size + 5, correlation_id, 0)
     return _PREFIX_V0.pack(body_size + 4, correlation_id)
-
-
-_PREFIX_V0 = struct.Struct(">ii")
-_PREFIX_V1 = struct.Struct(">iib")

@@ -22,7 +22,6 @@ from wire.headers import (
     HeaderError,
     RequestHeader,
     encode_request_header,
-    encode_response_header,
     parse_request_header,
     request_header_version,
     response_header_version,
@@ -161,7 +160,5 @@ def test_unparsable_headers_are_typed(frame: bytes) -> None:
 
 
 def test_response_headers() -> None:
-    assert encode_response_header(7, 0) == b"\x00\x00\x00\x07"
-    assert encode_response_header(7, 1) == b"\x00\x00\x00\x07\x00"
     assert response_prefix(7, 0, 10) == struct.pack(">ii", 14, 7)
     assert response_prefix(7, 1, 10) == struct.pack(">ii", 15, 7) + b"\x00"
