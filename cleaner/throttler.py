@@ -2,29 +2,85 @@
 
 Kafka shares one Throttler between all CleanerThreads; our workers are processes, so
 the period start and the bytes observed in the period live in shared memory guarded
-by one multiprocessing lock (created by the pool, handed to each worker at start-up).
+by one ProcessSharedLock (created by the pool, handed to each worker at start-up).
 The worker that closes a check interval over budget pauses, and so does every other worker
 that comes to throttle before the pause ends: the cap is on the sum, as in Kafka, where the
 other CleanerThreads wait on the throttler's lock while one sleeps holding it. Here the period
 that follows a pause starts when the pause ends, so a period start still ahead is the pause in
-force, and nobody sleeps holding the lock: a worker killed in its pause (SIGKILL, the OOM
-killer) would leave a process-shared lock held for good, and its replacement, the other
-workers and a rate change by the broker would wait on it forever.
+force, and nobody sleeps holding the lock. A worker can still be killed (SIGKILL, the OOM
+killer) in the few instructions it holds the lock for, so the lock is one the kernel frees
+when its holder dies: a multiprocessing.Lock (a semaphore) would stay held for good, and the
+replacement worker (whose Throttler sets the rate as it starts), the other workers and a
+rate change by the broker would wait on it forever.
 """
 from __future__ import annotations
 
+import fcntl
+import os
+import tempfile
 import threading
 import time
+import weakref
 from typing import Any, Callable
 
-__all__ = ["Throttler", "ThrottleState"]
+__all__ = ["ProcessSharedLock", "Throttler", "ThrottleState"]
 
 UNLIMITED = 1.7976931348623157e308
 
 
+class ProcessSharedLock:
+    """A lock between processes that is freed when its holder dies: a POSIX record lock
+    (lockf) on an unlinked empty file, which the kernel drops with the process that held it.
+
+    Record locks belong to a process, not to a thread, so the threads of one process first
+    take a thread lock. Picklable only into a process being started (as multiprocessing's
+    own locks are), where the file's descriptor goes along with it."""
+
+    def __init__(self, fd: int | None = None) -> None:
+        if fd is None:
+            fd, path = tempfile.mkstemp(prefix="asyncbroker-cleaner-lock-")
+            os.unlink(path)  # nothing is ever written: the file exists only to carry the lock
+        self._fd = fd
+        self._threads = threading.Lock()
+        weakref.finalize(self, os.close, fd)
+
+    def acquire(self, blocking: bool = True) -> bool:
+        if not self._threads.acquire(blocking):
+            return False
+        try:
+            fcntl.lockf(self._fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except (BlockingIOError, PermissionError):  # LOCK_NB on a lock another process holds
+            self._threads.release()
+            return False
+        except BaseException:
+            self._threads.release()
+            raise
+        return True
+
+    def release(self) -> None:
+        fcntl.lockf(self._fd, fcntl.LOCK_UN)
+        self._threads.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        from multiprocessing import context, reduction
+
+        context.assert_spawning(self)  # the descriptor can only travel with a process start
+        return _rebuild_process_shared_lock, (reduction.DupFd(self._fd),)
+
+
+def _rebuild_process_shared_lock(dup_fd: Any) -> ProcessSharedLock:
+    return ProcessSharedLock(dup_fd.detach())
+
+
 class ThrottleState:
     """The shared part: [period start in monotonic ns, bytes observed in the period, desired
-    rate] + a lock (never held across a sleep). A period start ahead of now is a pause. The
+    rate] + a lock (never held across a sleep, freed if its holder dies). A period start ahead of now is a pause. The
     rate is shared too, so the broker can change log.cleaner.io.max.bytes.per.second while
     workers run (it is dynamically reconfigurable in Kafka). Picklable into worker processes
     when built with a multiprocessing context.
@@ -37,7 +93,7 @@ class ThrottleState:
             self.lock: Any = threading.Lock()
         else:
             self.values = ctx.RawArray("d", initial)
-            self.lock = ctx.Lock()
+            self.lock = ProcessSharedLock()
 
     def set_rate(self, rate: float) -> None:
         with self.lock:
