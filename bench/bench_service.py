@@ -12,8 +12,9 @@ too), the same on 1 partition through Kafka's own perf tools (the Java client: 5
 produced with acks=1 and -1, and consumed with the consumer's defaults), 20,000 x 10 KiB both ways,
 sequential acks=-1 produce round trips (p50/p99) from a raw socket and from confluent-kafka, then
 20,000 x 10 KiB both ways through Kafka's perf tools and produced from a raw client that costs
-nothing per record (large_reference_rows: the brokers' rates where the Python client's are its
-own), idle RSS again after those loads, and peak RSS. The two brokers run side by side, and each throughput
+nothing per record, and 1,000,000 x 100 B from that client with acks=1 and -1
+(large_reference_rows: the brokers' rates where the Python client's are its own), idle RSS
+again after those loads, and peak RSS. The two brokers run side by side, and each throughput
 row's runs alternate between them (alternating_runs). A bare uvloop echo server answering the same
 Produce frame gives the loopback floor for the round trips: its round trips alternate with each
 broker's, in chunks of 100, with the client and the servers pinned to CPUs (see
@@ -560,19 +561,23 @@ def produce_frame(topic: str, *, acks: int = -1, size: int = 100, records: int =
 
 RAW_BATCH_RECORDS = 100
 """10 KiB records per raw Produce request: a 1 MB batch, as the Python and Java producers send."""
+RAW_SMALL_BATCH_RECORDS = 8_000
+"""100 B records per raw Produce request: 0.87 MB, a batch as librdkafka fills one under its
+message.max.bytes (1,000,000)."""
 RAW_WINDOW = 5
 """Raw requests unanswered at a time: the Java producer's max.in.flight.requests.per.connection."""
 
 
-def raw_produce(bootstrap: str, topic: str, total_bytes: int) -> float:
-    """Records per second (10 KiB each) of a client that costs nothing per record: one Produce
-    request of a 1 MB batch, built once and sent again and again over one connection, RAW_WINDOW
-    unanswered at a time. Every answer is checked for an error."""
+def raw_produce(bootstrap: str, topic: str, count: int, *, size: int, per_request: int, acks: int = 1) -> float:
+    """Records per second (of `size` bytes) of a client that costs nothing per record: one
+    Produce request of a batch of `per_request` records, built once and sent again and again
+    over one connection, RAW_WINDOW unanswered at a time, until `count` records. Every answer
+    is checked for an error."""
     from wire.messages import decode_response
 
     produce(bootstrap, topic, 1, 100, "1")  # the topic exists, as the producers' runs make it
-    frame = produce_frame(topic, acks=1, size=10 * 1024, records=RAW_BATCH_RECORDS)
-    requests = max(1, total_bytes // len(frame))
+    frame = produce_frame(topic, acks=acks, size=size, records=per_request)
+    requests = max(1, count // per_request)
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=30) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -582,15 +587,15 @@ def raw_produce(bootstrap: str, topic: str, total_bytes: int) -> float:
             while sent < requests and sent - answered < RAW_WINDOW:
                 s.sendall(frame)
                 sent += 1
-            size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-            answer = s.recv(size, socket.MSG_WAITALL)
+            length = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+            answer = s.recv(length, socket.MSG_WAITALL)
             # v9 answers have a flexible header: the correlation id, then an empty tag buffer.
             partition = decode_response(0, 9, answer[5:]).responses[0].partition_responses[0]
             if partition.error_code != 0:
                 raise RuntimeError(f"raw produce to {topic}: error {partition.error_code}")
             answered += 1
         elapsed = time.monotonic() - started
-    return requests * RAW_BATCH_RECORDS / elapsed
+    return requests * per_request / elapsed
 
 
 def raw_round_trips(port: int, frame: bytes, count: int) -> tuple[float, float]:
@@ -788,11 +793,19 @@ def large_reference_rows(report: Report, running: dict[str, Running]) -> None:
                                                                     f"java-large-{run}")[0])
     add_rates(report, results, "consume 10 KiB, Kafka's Java consumer, its defaults", "MB/s", ">= Kafka, >= 900",
               scale=10 * 1024 / 1e6, fmt="{:,.1f}")
-    results = alternating_runs(running, lambda r, run: raw_produce(r.bootstrap, f"raw-large-{run}",
-                                                                   LARGE_COUNT * 10 * 1024),
+    results = alternating_runs(running, lambda r, run: raw_produce(r.bootstrap, f"raw-large-{run}", LARGE_COUNT,
+                                                                   size=10 * 1024, per_request=RAW_BATCH_RECORDS),
                                before=clean_page_cache)
     add_rates(report, results, f"produce 10 KiB acks=1, raw client ({RAW_BATCH_RECORDS} per request, "
               f"{RAW_WINDOW} in flight)", "MB/s", ">= Kafka, >= 900", scale=10 * 1024 / 1e6, fmt="{:,.1f}")
+    # 100 B from the same client: one Python producer is the limit of the 100 B rows (its broker
+    # CPU share is low), this is the brokers' rate on one partition.
+    for acks in (1, -1):
+        results = alternating_runs(running, lambda r, run: raw_produce(
+            r.bootstrap, f"raw-small-acks{'m1' if acks < 0 else acks}-{run}", SMALL_COUNT, size=100,
+            per_request=RAW_SMALL_BATCH_RECORDS, acks=acks))
+        add_rates(report, results, f"produce 100 B acks={acks} p=1, raw client ({RAW_SMALL_BATCH_RECORDS:,} per "
+                  f"request, {RAW_WINDOW} in flight)", "msgs/s", ">= Kafka, >= 1.8 M", per=SMALL_COUNT)
 
 
 def startup_rows(report: Report) -> None:
