@@ -33,8 +33,10 @@ class ProcessSharedLock:
     (lockf) on an unlinked empty file, which the kernel drops with the process that held it.
 
     Record locks belong to a process, not to a thread, so the threads of one process first
-    take a thread lock. Picklable only into a process being started (as multiprocessing's
-    own locks are), where the file's descriptor goes along with it."""
+    take a thread lock; and closing any descriptor of the file drops the process's locks on
+    it, so a process holds one such lock object (a worker's comes once, in its initializer).
+    Picklable only into a process being started (as multiprocessing's own locks are), where
+    the file's descriptor goes along with it."""
 
     def __init__(self, fd: int | None = None) -> None:
         if fd is None:
@@ -80,8 +82,8 @@ def _rebuild_process_shared_lock(dup_fd: Any) -> ProcessSharedLock:
 
 class ThrottleState:
     """The shared part: [period start in monotonic ns, bytes observed in the period, desired
-    rate] + a lock (never held across a sleep, freed if its holder dies). A period start ahead of now is a pause. The
-    rate is shared too, so the broker can change log.cleaner.io.max.bytes.per.second while
+    rate] + a lock (never held across a sleep, freed if its holder dies). A period start ahead
+    of now is a pause. The rate is shared too, so the broker can change log.cleaner.io.max.bytes.per.second while
     workers run (it is dynamically reconfigurable in Kafka). Picklable into worker processes
     when built with a multiprocessing context.
     """

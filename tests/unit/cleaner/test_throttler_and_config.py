@@ -136,8 +136,8 @@ def _throttle_once(state: ThrottleState) -> None:
 
 
 def test_a_worker_killed_holding_the_shared_lock_frees_it():
-    """A worker process SIGKILLed in the instructions it holds the lock for (the CI failure of
-    stop 46: the killed worker's replacement, whose Throttler sets the rate as it starts, hung):
+    """A worker process SIGKILLed in the instructions it holds the lock for (with a semaphore,
+    the killed worker's replacement, whose Throttler sets the rate as it starts, hung for good):
     the kernel frees the lock with the process. Until then it excludes the other processes."""
     import multiprocessing
     import os
