@@ -298,9 +298,13 @@ async def test_turning_remote_storage_off_with_delete_on_disable(broker: Broker,
                                                           ("remote.log.delete.on.disable", 0, "true")])
     assert not log.remote_log_enabled
     assert log.log_start_offset == 20  # what was only remote is gone
-    await wait_for(lambda: not list((tmp_path / "remote").glob(f"{TOPIC}-0-*/*")))
+    # The background deletion removes each segment's files, then records DELETE_SEGMENT_FINISHED:
+    # wait for both (waiting on the files alone raced the last record under load).
+    await wait_for(lambda: not list((tmp_path / "remote").glob(f"{TOPIC}-0-*/*"))
+                   and manager.rlmm.list_remote_log_segments(tip(broker)) == [])
     await manager.run_once()  # not tiered any more: nothing is copied again
     assert manager.rlmm.list_remote_log_segments(tip(broker)) == []
+    assert not list((tmp_path / "remote").glob(f"{TOPIC}-0-*/*"))
 
 
 async def test_list_offsets_by_time_searches_the_remote_segments_first(broker: Broker) -> None:
