@@ -25,7 +25,9 @@ class AbstractIndex:
     ENTRY_SIZE: ClassVar[int]
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int = -1, writable: bool = True) -> None:
-        self._path = Path(path)
+        # A str, not a Path: a Path with its cached parts is about half a KiB, and a broker
+        # holds four of them per segment (the log and its three indexes) for as long as it runs.
+        self._path = os.fspath(path)
         self.base_offset = base_offset
         self.max_index_size = max_index_size
         self.writable = writable
@@ -41,7 +43,7 @@ class AbstractIndex:
     # -- lazy mapping ---------------------------------------------------------------------------
     @property
     def path(self) -> Path:
-        return self._path
+        return Path(self._path)
 
     @property
     def is_mapped(self) -> bool:
@@ -63,7 +65,7 @@ class AbstractIndex:
     def _open(self) -> None:
         """Create (preallocated to max_index_size) or open the file and map it."""
         newly_created = False
-        if not self._path.exists():
+        if not os.path.exists(self._path):
             if not self.writable:
                 raise FileNotFoundError(self._path)
             if self.max_index_size < self.ENTRY_SIZE:
@@ -252,9 +254,9 @@ class AbstractIndex:
         with self._lock:
             if self._mapped and self.writable:
                 self.trim_to_valid_size()
-            elif self.writable and not self._deleted and not self._path.exists():
+            elif self.writable and not self._deleted and not os.path.exists(self._path):
                 # Never used: leave an empty index so the segment's file set is complete.
-                self._path.touch()
+                os.close(os.open(self._path, os.O_WRONLY | os.O_CREAT, 0o644))
             self.close_handler()
 
     def close_handler(self) -> None:
@@ -266,22 +268,22 @@ class AbstractIndex:
 
     def rename_to(self, path: Path) -> None:
         with self._lock:
-            if self._path.exists():
+            if os.path.exists(self._path):
                 os.replace(self._path, path)
-            self._path = Path(path)
+            self._path = os.fspath(path)
 
     def delete_if_exists(self) -> bool:
         with self._lock:
             self.close_handler()
             self._deleted = True
             try:
-                self._path.unlink()
+                os.unlink(self._path)
                 return True
             except FileNotFoundError:
                 return False
 
     def update_parent_dir(self, parent: Path) -> None:
-        self._path = Path(parent) / self._path.name
+        self._path = os.path.join(parent, os.path.basename(self._path))
 
     def sanity_check(self) -> None:
         """Cheap structural check without mapping: whole entries only, then subclass rules."""
@@ -312,7 +314,7 @@ class AbstractIndex:
             from storage.errors import InvalidOffsetError
 
             raise InvalidOffsetError(
-                f"Integer overflow for offset: {offset} ({self._path.name})"
+                f"Integer overflow for offset: {offset} ({os.path.basename(self._path)})"
             )
         return rel
 

@@ -1,7 +1,6 @@
 """FetchDataInfo: what a read of the log found, for Fetch to send."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -25,7 +24,7 @@ class FetchDataInfo(msgspec.Struct):
     size: int = 0
     first_entry_incomplete: bool = False
     aborted_transactions: list[AbortedTxn] | None = None
-    path: Path | None = None
+    path: str | None = None  # the segment file read (a str: no Path built per read)
 
     def read_bytes(self, *, nonblocking: bool = False) -> bytes:
         """The bytes; `nonblocking`: only from the page cache, else ReadWouldBlock."""

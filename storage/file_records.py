@@ -71,7 +71,7 @@ class FileRecords:
     with many old segments does not hold one descriptor per segment from startup on."""
 
     def __init__(self, path: Path, fd: int | None, size: int) -> None:
-        self._path = Path(path)
+        self._path = os.fspath(path)  # a str: see AbstractIndex._path
         self._open_lock = threading.Lock()
         self._file: io.FileIO | None = None
         self._fd = -1
@@ -114,6 +114,10 @@ class FileRecords:
     # -- accessors ------------------------------------------------------------------------------
     @property
     def path(self) -> Path:
+        return Path(self._path)
+
+    @property
+    def path_str(self) -> str:
         return self._path
 
     @property
@@ -184,11 +188,11 @@ class FileRecords:
         # (a cleaner swap renames segments while a fetch reads them off the loop).
         with self._open_lock:
             os.replace(self._path, path)
-            self._path = Path(path)
+            self._path = os.fspath(path)
 
     def update_parent_dir(self, parent: Path) -> None:
         with self._open_lock:
-            self._path = Path(parent) / self._path.name
+            self._path = os.path.join(parent, os.path.basename(self._path))
 
     def delete_if_exists(self) -> bool:
         """Unlink the file; the fd stays open for readers that still hold the segment, as Kafka's
@@ -200,7 +204,7 @@ class FileRecords:
                 except FileNotFoundError:
                     return False
             try:
-                self._path.unlink()
+                os.unlink(self._path)
                 return True
             except FileNotFoundError:
                 return False

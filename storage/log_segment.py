@@ -375,7 +375,7 @@ class LogSegment:
         self.txn_index.rename_to(rename(self.txn_index.path))
 
     def has_suffix(self, suffix: str) -> bool:
-        return self.log.path.name.endswith(suffix)
+        return self.log.path_str.endswith(suffix)
 
     def delete_if_exists(self) -> None:
         self.offset_index.delete_if_exists()

@@ -36,13 +36,13 @@ class TransactionIndex:
 
     def __init__(self, start_offset: int, path: Path) -> None:
         self.start_offset = start_offset
-        self._path = Path(path)
+        self._path = os.fspath(path)  # a str: see AbstractIndex._path
         self._lock = threading.Lock()
         self._last_offset: int | None = None
 
     @property
     def path(self) -> Path:
-        return self._path
+        return Path(self._path)
 
     def append(self, txn: AbortedTxn) -> None:
         with self._lock:
@@ -93,14 +93,14 @@ class TransactionIndex:
     def truncate_to(self, offset: int) -> None:
         with self._lock:
             kept = [t for t in self._read_all() if t.last_offset < offset]
-            if not self._path.exists():
+            if not os.path.exists(self._path):
                 return
             os.truncate(self._path, len(kept) * RECORD_SIZE)
             self._last_offset = kept[-1].last_offset if kept else None
 
     def reset(self) -> None:
         with self._lock:
-            if self._path.exists():
+            if os.path.exists(self._path):
                 os.truncate(self._path, 0)
             self._last_offset = None
 
@@ -118,7 +118,7 @@ class TransactionIndex:
                 )
 
     def flush(self) -> None:
-        if self._path.exists():
+        if os.path.exists(self._path):
             fd = os.open(self._path, os.O_RDONLY)
             try:
                 os.fsync(fd)
@@ -127,14 +127,14 @@ class TransactionIndex:
 
     def rename_to(self, path: Path) -> None:
         with self._lock:
-            if self._path.exists():
+            if os.path.exists(self._path):
                 os.replace(self._path, path)
-            self._path = Path(path)
+            self._path = os.fspath(path)
 
     def delete_if_exists(self) -> bool:
         with self._lock:
             try:
-                self._path.unlink()
+                os.unlink(self._path)
                 return True
             except FileNotFoundError:
                 return False
@@ -143,7 +143,7 @@ class TransactionIndex:
         """Nothing is held open between appends."""
 
     def update_parent_dir(self, parent: Path) -> None:
-        self._path = Path(parent) / self._path.name
+        self._path = os.path.join(parent, os.path.basename(self._path))
 
 
 def parse_aborted_txns(data: bytes | bytearray | memoryview, source: object) -> list[AbortedTxn]:
