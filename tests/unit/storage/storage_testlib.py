@@ -6,8 +6,10 @@ import ctypes
 import mmap
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from storage.errors import ReadWouldBlock
 from wire.records import Record, build_batch
 
 BASE_TS = 1_700_000_000_000
@@ -22,9 +24,9 @@ def drop_from_page_cache(path: Path | str, timeout: float = 10.0) -> None:
     """Write the file's pages back and evict them (what a cold read after a restart meets).
 
     One POSIX_FADV_DONTNEED can leave a page behind (one the kernel is still adding to its LRU
-    lists from another CPU), and a test then reads it from the cache after all: evict again
-    until mincore finds none of the file's pages in the cache, within `timeout`. (A probing
-    read, even one that must not wait, starts a readahead that brings the pages back.)"""
+    lists from another CPU): evict again until mincore finds none of the file's pages in the
+    cache, within `timeout`. (Not a probing read: even one that must not wait starts a
+    readahead, see nonblocking_read_would_block.)"""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -39,6 +41,27 @@ def drop_from_page_cache(path: Path | str, timeout: float = 10.0) -> None:
             time.sleep(0.01)  # polling the kernel's eviction, bounded by the deadline
     finally:
         os.close(fd)
+
+
+def nonblocking_read_would_block(path: Path | str, read: Callable[[], object], expected: object,
+                                 attempts: int = 20) -> None:
+    """Evict `path` and call `read` (a nonblocking read of it) until it raises ReadWouldBlock, at
+    most `attempts` times; a read that does not raise must return `expected`.
+
+    A read that must not wait (RWF_NOWAIT) and misses the page cache starts the kernel's readahead,
+    and fails with EAGAIN unless that I/O has already finished when the kernel looks again. On a
+    fast disk it sometimes has (about one read in two with the other test worker busy, one in
+    twenty without), and the read is served. What the broker holds to either way: never other
+    bytes, and ReadWouldBlock whenever the bytes are not there."""
+    for _ in range(attempts):
+        drop_from_page_cache(path)
+        try:
+            got = read()
+        except ReadWouldBlock:
+            return
+        assert got == expected, f"a nonblocking read of {path} just after its eviction returned other data"
+    raise AssertionError(f"{attempts} nonblocking reads of {path}, each just after its eviction, never raised "
+                         "ReadWouldBlock")
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
