@@ -10,7 +10,8 @@ producer processes at once, since one Python producer is the limit there), consu
 offset 0 (with fetch sizes and queue limits raised, and on 1 partition with the client's defaults
 too), the same on 1 partition through Kafka's own perf tools (the Java client: 5,000,000 x 100 B
 produced with acks=1 and -1, and consumed with the consumer's defaults), 20,000 x 10 KiB both ways,
-sequential acks=-1 produce round trips (p50/p99) from a raw socket and from confluent-kafka, then
+sequential acks=-1 produce round trips (p50/p99) from a raw socket and from confluent-kafka (the
+median of three rounds, the brokers taking turns: latency_rows), then
 20,000 x 10 KiB both ways through Kafka's perf tools and produced from a raw client that costs
 nothing per record, and 1,000,000 x 100 B from that client with acks=1 and -1
 (large_reference_rows: the brokers' rates where the Python client's are its own), idle RSS
@@ -39,6 +40,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from functools import partial
@@ -825,27 +827,56 @@ def startup_rows(report: Report) -> None:
                        fmt="{:.3f}")
 
 
-def latency_rows(report: Report, kind: str, r: Running, echo: tuple[int, int]) -> None:
-    """Round trips of one broker: raw-socket ones beside the echo floor, then confluent-kafka's."""
-    produce(r.bootstrap, "latency", 1, 100, "-1")  # create the topic
-    port, frame = int(r.bootstrap.rsplit(":", 1)[1]), produce_frame("latency")
-    for placement, same_cpu in (("", False), (", same CPU as the client", True)):
-        (p50, p99), (floor50, floor99) = round_trips_beside_echo(
-            port, r.pid, *echo, frame, LATENCY_COUNT, same_cpu=same_cpu)
-        target = "" if same_cpu else "<= 1.5"
-        report.add(kind, f"uvloop echo round trip p50 beside it{placement}", floor50, "ms", "the floor",
-                   higher_is_better=False, fmt="{:.3f}", note=f"p99 {floor99:.3f} ms")
-        report.add(kind, f"acks=-1 round trip p50, raw socket{placement}", p50, "ms", "",
-                   higher_is_better=False, fmt="{:.3f}")
-        report.add(kind, f"acks=-1 round trip p99, raw socket{placement}", p99, "ms", "",
-                   higher_is_better=False, fmt="{:.3f}")
-        report.add(kind, f"acks=-1 round trip p50 / echo's{placement}", p50 / floor50, "x", target,
-                   higher_is_better=False, fmt="{:.2f}")
-        report.add(kind, f"acks=-1 round trip p99 / echo's{placement}", p99 / floor99, "x", target,
-                   higher_is_better=False, fmt="{:.2f}")
-    p50, p99 = client_latency(r.bootstrap, "latency", LATENCY_COUNT)
-    report.add(kind, "acks=-1 produce p50, confluent-kafka", p50, "ms", "", higher_is_better=False, fmt="{:.3f}")
-    report.add(kind, "acks=-1 produce p99, confluent-kafka", p99, "ms", "", higher_is_better=False, fmt="{:.3f}")
+def latency_rows(report: Report, running: dict[str, Running], echo: tuple[int, int]) -> None:
+    """Round trips of each broker: raw-socket ones beside the echo floor, then confluent-kafka's.
+
+    Each figure is the median of RUNS rounds, the brokers taking turns round by round (who goes
+    first alternating) as in alternating_runs, the broker waiting its turn in_background: Kafka's
+    idle JVM keeps its compiler and collector threads busy, asyncbroker idle does not. Taken once
+    per broker, one after the other, the confluent-kafka p50 came out 0.90x Kafka's in one sitting
+    where four alternating rounds right after had asyncbroker ahead in every round."""
+    figures: dict[str, dict[str, list[float]]] = {kind: defaultdict(list) for kind in running}
+    for r in running.values():
+        produce(r.bootstrap, "latency", 1, 100, "-1")  # create the topic
+    frame = produce_frame("latency")
+    for i in range(RUNS):
+        for kind in (list(running) if i % 2 == 0 else list(reversed(running))):
+            r, seen = running[kind], figures[kind]
+            with in_background([o.pid for other, o in running.items() if other != kind]):
+                port = int(r.bootstrap.rsplit(":", 1)[1])
+                for placement, same_cpu in LATENCY_PLACEMENTS:
+                    (p50, p99), (floor50, floor99) = round_trips_beside_echo(
+                        port, r.pid, *echo, frame, LATENCY_COUNT, same_cpu=same_cpu)
+                    for name, value in (("floor50", floor50), ("floor99", floor99), ("p50", p50), ("p99", p99),
+                                        ("ratio50", p50 / floor50), ("ratio99", p99 / floor99)):
+                        seen[name + placement].append(value)
+                p50, p99 = client_latency(r.bootstrap, "latency", LATENCY_COUNT)
+                seen["client50"].append(p50)
+                seen["client99"].append(p99)
+    for kind in running:
+        median = {name: statistics.median(values) for name, values in figures[kind].items()}
+        for placement, same_cpu in LATENCY_PLACEMENTS:
+            target = "" if same_cpu else "<= 1.5"
+            report.add(kind, f"uvloop echo round trip p50 beside it{placement}", median["floor50" + placement], "ms",
+                       "the floor", higher_is_better=False, fmt="{:.3f}",
+                       note=f"p99 {median['floor99' + placement]:.3f} ms")
+            report.add(kind, f"acks=-1 round trip p50, raw socket{placement}", median["p50" + placement], "ms", "",
+                       higher_is_better=False, fmt="{:.3f}")
+            report.add(kind, f"acks=-1 round trip p99, raw socket{placement}", median["p99" + placement], "ms", "",
+                       higher_is_better=False, fmt="{:.3f}")
+            # The median of each round's ratio: a round's broker and echo figures share its conditions.
+            report.add(kind, f"acks=-1 round trip p50 / echo's{placement}", median["ratio50" + placement], "x",
+                       target, higher_is_better=False, fmt="{:.2f}")
+            report.add(kind, f"acks=-1 round trip p99 / echo's{placement}", median["ratio99" + placement], "x",
+                       target, higher_is_better=False, fmt="{:.2f}")
+        report.add(kind, "acks=-1 produce p50, confluent-kafka", median["client50"], "ms", "", higher_is_better=False,
+                   fmt="{:.3f}")
+        report.add(kind, "acks=-1 produce p99, confluent-kafka", median["client99"], "ms", "", higher_is_better=False,
+                   fmt="{:.3f}")
+
+
+LATENCY_PLACEMENTS = (("", False), (", same CPU as the client", True))
+"""Where round_trips_beside_echo runs the servers: the CPU beside the client's, then the client's own."""
 
 
 def measure(report: Report, echo: tuple[int, int]) -> None:
@@ -905,11 +936,7 @@ def measure(report: Report, echo: tuple[int, int]) -> None:
                 results = alternating_runs(running, lambda r, run: consume_run(r.bootstrap, "large", 1, LARGE_COUNT, run))
                 add_rates(report, results, "consume 10 KiB", "MB/s", ">= Kafka, >= 900", scale=10 * 1024 / 1e6,
                           fmt="{:,.1f}")
-                for kind, r in running.items():
-                    # The other broker at nice 19, as in the throughput rows: Kafka's idle JVM
-                    # keeps its compiler and collector threads busy, asyncbroker idle does not.
-                    with in_background([o.pid for other, o in running.items() if other != kind]):
-                        latency_rows(report, kind, r, echo)
+                latency_rows(report, running, echo)
                 large_reference_rows(report, running)
                 # Idle again after those loads, the same while for both brokers: asyncbroker hands
                 # the receive buffers malloc kept for it back after RELEASE_BUFFERS_AFTER_S quiet.
