@@ -46,7 +46,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -652,11 +652,23 @@ def pinned(pid: int, cpu: int) -> AbstractContextManager[None]:
     return each_thread([pid], os.sched_getaffinity, os.sched_setaffinity, {cpu})
 
 
+class RoundTrips(NamedTuple):
+    """round_trips_beside_echo's answer: p50/p99 ms of each server, and the CPU each used per
+    round trip (us; all its threads, over the whole interleaved measurement)."""
+
+    ours: tuple[float, float]
+    floor: tuple[float, float]
+    our_cpu_us: float
+    floor_cpu_us: float
+
+
 def round_trips_beside_echo(port: int, pid: int, echo_port: int, echo_pid: int, frame: bytes, count: int, *,
-                            same_cpu: bool = False) -> tuple[tuple[float, float], tuple[float, float]]:
+                            same_cpu: bool = False) -> RoundTrips:
     """p50/p99 ms of the broker's round trips and of the echo server's, taken in alternating
     chunks of INTERLEAVE_CHUNK, so that the floor is measured under the broker's conditions
-    (after the same throughput runs, with the same writeback in flight).
+    (after the same throughput runs, with the same writeback in flight), and each server's CPU
+    per round trip: what a round trip's time beyond the echo's is made of. Each server idles
+    while the other's chunk runs (an idle JVM does not quite: its share counts in Kafka's CPU).
 
     Where the server runs decides the floor on this VM: an echo on the client's CPU answers in
     about 16 us, one on the other CPU in about 56 us (the wake-up crosses CPUs). Left to the
@@ -671,10 +683,12 @@ def round_trips_beside_echo(port: int, pid: int, echo_port: int, echo_pid: int, 
             _round_trips(sock, frame, 50)  # warm-up
         ours: list[float] = []
         floor: list[float] = []
+        our_cpu, floor_cpu = cpu_seconds(pid), cpu_seconds(echo_pid)
         while len(ours) < count:
             ours += _round_trips(s, frame, INTERLEAVE_CHUNK)
             floor += _round_trips(e, frame, INTERLEAVE_CHUNK)
-    return percentiles(ours), percentiles(floor)
+        our_cpu, floor_cpu = cpu_seconds(pid) - our_cpu, cpu_seconds(echo_pid) - floor_cpu
+    return RoundTrips(percentiles(ours), percentiles(floor), our_cpu / len(ours) * 1e6, floor_cpu / len(floor) * 1e6)
 
 
 ECHO_SERVER = textwrap.dedent("""
@@ -845,10 +859,11 @@ def latency_rows(report: Report, running: dict[str, Running], echo: tuple[int, i
             with in_background([o.pid for other, o in running.items() if other != kind]):
                 port = int(r.bootstrap.rsplit(":", 1)[1])
                 for placement, same_cpu in LATENCY_PLACEMENTS:
-                    (p50, p99), (floor50, floor99) = round_trips_beside_echo(
-                        port, r.pid, *echo, frame, LATENCY_COUNT, same_cpu=same_cpu)
+                    trips = round_trips_beside_echo(port, r.pid, *echo, frame, LATENCY_COUNT, same_cpu=same_cpu)
+                    (p50, p99), (floor50, floor99) = trips.ours, trips.floor
                     for name, value in (("floor50", floor50), ("floor99", floor99), ("p50", p50), ("p99", p99),
-                                        ("ratio50", p50 / floor50), ("ratio99", p99 / floor99)):
+                                        ("ratio50", p50 / floor50), ("ratio99", p99 / floor99),
+                                        ("cpu", trips.our_cpu_us), ("floor_cpu", trips.floor_cpu_us)):
                         seen[name + placement].append(value)
                 p50, p99 = client_latency(r.bootstrap, "latency", LATENCY_COUNT)
                 seen["client50"].append(p50)
@@ -869,6 +884,8 @@ def latency_rows(report: Report, running: dict[str, Running], echo: tuple[int, i
                        target, higher_is_better=False, fmt="{:.2f}")
             report.add(kind, f"acks=-1 round trip p99 / echo's{placement}", median["ratio99" + placement], "x",
                        target, higher_is_better=False, fmt="{:.2f}")
+            report.add(kind, f"server CPU per acks=-1 round trip{placement}", median["cpu" + placement], "us", "",
+                       higher_is_better=False, fmt="{:.1f}", note=f"the echo's {median['floor_cpu' + placement]:.1f} us")
         report.add(kind, "acks=-1 produce p50, confluent-kafka", median["client50"], "ms", "", higher_is_better=False,
                    fmt="{:.3f}")
         report.add(kind, "acks=-1 produce p99, confluent-kafka", median["client99"], "ms", "", higher_is_better=False,
