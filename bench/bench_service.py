@@ -841,6 +841,10 @@ def startup_rows(report: Report) -> None:
                        fmt="{:.3f}")
 
 
+LATENCY_PLACEMENTS = (("", False), (", same CPU as the client", True))
+"""Where round_trips_beside_echo runs the servers: the CPU beside the client's, then the client's own."""
+
+
 def latency_rows(report: Report, running: dict[str, Running], echo: tuple[int, int]) -> None:
     """Round trips of each broker: raw-socket ones beside the echo floor, then confluent-kafka's.
 
@@ -890,10 +894,6 @@ def latency_rows(report: Report, running: dict[str, Running], echo: tuple[int, i
                    fmt="{:.3f}")
         report.add(kind, "acks=-1 produce p99, confluent-kafka", median["client99"], "ms", "", higher_is_better=False,
                    fmt="{:.3f}")
-
-
-LATENCY_PLACEMENTS = (("", False), (", same CPU as the client", True))
-"""Where round_trips_beside_echo runs the servers: the CPU beside the client's, then the client's own."""
 
 
 def measure(report: Report, echo: tuple[int, int]) -> None:
