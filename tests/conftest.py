@@ -16,7 +16,7 @@ tests; each test takes a bucket of its own (`s3_bucket`).
 With `--check-session-log-dirs` (as `make test` runs), every session-wide broker a test used is
 stopped cleanly when the session ends and Kafka's DumpLogSegments checks each segment file of its
 log dir: a complaint fails the session, reported at the teardown of its last test. It runs where
-the broker ran, in each pytest-xdist worker (`make test` runs two).
+the broker ran, in each pytest-xdist worker (`make test` runs three).
 """
 
 from __future__ import annotations
