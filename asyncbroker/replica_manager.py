@@ -190,6 +190,8 @@ def read_partitions(reads: list[PartitionRead], max_bytes: int, read_committed: 
     `max_bytes` bounds the whole response and each partition's own bound applies, except that
     the first partition with data returns at least one whole batch even when larger (KIP-74);
     a later partition whose first batch does not fit returns nothing rather than part of one.
+    A local read ends at its last whole batch (LogSegment.read), so what a limit would have cut
+    off stays in the budget (KD-215).
 
     An offset below a tiered log's local start is read from remote storage through `remote`
     (the RemoteLogManager), under the same limits; never on the loop.

@@ -341,9 +341,14 @@ class SharePartitionManager:
             pieces.append(data)
             read_bytes += len(data)
             in_flight_read = not headers or headers[-1][0].last_offset >= end_offset - 1
-            if not headers or len(data) < chunk or read_bytes >= room or (records >= budget and in_flight_read):
+            # A chunk ends at its last whole batch, often short of `chunk` bytes: the log's end
+            # is the readable end offset, not a short read.
+            next_offset = headers[-1][0].last_offset + 1 if headers else offset
+            readable_end = read.last_stable_offset if read_committed else read.high_watermark
+            if not headers or next_offset >= readable_end or read_bytes >= room \
+                    or (records >= budget and in_flight_read):
                 return pieces, spans, ErrorCode.NONE
-            offset = headers[-1][0].last_offset + 1  # the log goes on past this chunk
+            offset = next_offset  # the log goes on past this chunk
 
     async def _share_partition(self, group_id: str, topic: str, tp: TopicIdPartition) -> SharePartition:
         key = (group_id, tp[0], tp[1])

@@ -200,7 +200,22 @@ class LogSegment:
         if adjusted_max == 0:
             return SegmentRead(start_offset, start_position, 0)
         fetch_size = min(max_position - start_position, adjusted_max)
+        if found.size < fetch_size < max_position - start_position:
+            # The limit falls after the first batch: end the range at the last whole batch before it.
+            # A trailing part of a batch is allowed but useless: every client drops it, and it costs
+            # its bytes on the wire both ways (issue 17).
+            fetch_size = self._last_whole_batch_end(start_position, start_position + fetch_size,
+                                                    nonblocking=nonblocking) - start_position
         return SegmentRead(start_offset, start_position, max(fetch_size, 0), adjusted_max < found.size)
+
+    def _last_whole_batch_end(self, start: int, limit: int, *, nonblocking: bool = False) -> int:
+        """The end of the last batch that ends at or before `limit`, from the batch at `start`
+        (which ends before `limit`). The headers walked start at the index entry below `limit`:
+        at most an index interval of batches, whatever the size of the range."""
+        end = max(self.offset_index.floor_by_position(limit).position, start)  # a batch starts there
+        for batch in self.log.batches(end, limit, nonblocking=nonblocking):
+            end = batch.position + batch.header.batch_length + LOG_OVERHEAD
+        return end
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""

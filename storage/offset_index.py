@@ -57,13 +57,24 @@ class OffsetIndex(AbstractIndex):
                 return OffsetPosition(self.base_offset, 0)
             return self._entry(slot)
 
+    def _position(self, slot: int) -> int:
+        return int(_ENTRY.unpack_from(self._mmap, slot * 8)[1])  # type: ignore[arg-type]
+
     def fetch_upper_bound_offset(self, fetch_position: OffsetPosition, fetch_size: int) -> OffsetPosition | None:
         """First entry whose position is beyond fetch_position + fetch_size."""
         with self._lock:
             self._ensure()
-            target = fetch_position.position + fetch_size
-            slot = self._smallest_upper_bound_slot(target, lambda s: _ENTRY.unpack_from(self._mmap, s * 8)[1])  # type: ignore[arg-type]
+            slot = self._smallest_upper_bound_slot(fetch_position.position + fetch_size, self._position)
             return None if slot == -1 else self._entry(slot)
+
+    def floor_by_position(self, position: int) -> OffsetPosition:
+        """Greatest entry whose position is <= position, or (base_offset, 0): a batch that starts
+        at most one index interval (plus one batch) before that byte. Positions grow with offsets,
+        so the search is the offset lookup's."""
+        with self._lock:
+            self._ensure()
+            slot = self._largest_lower_bound_slot(position, self._position)
+            return OffsetPosition(self.base_offset, 0) if slot == -1 else self._entry(slot)
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry; offsets must strictly increase (the invariant lookups rely on)."""

@@ -6,6 +6,9 @@ each partition, except that the first partition with data returns at least
 one whole batch even when that batch is larger (KIP-74), so a consumer can
 always make progress; a later partition whose first batch does not fit its
 share returns nothing rather than part of a batch, as Kafka does for v3+.
+Where Kafka ends a partition's records with the piece of a batch that reached
+its limit, asyncbroker ends them at the last whole batch (no client reads a
+piece; KD-215 in tests/oracle/KNOWN_DIFFERENCES.md).
 
 When fewer than min_bytes are available the fetch parks on the fetch
 waiters (registered before the first read, so no append is missed) until

@@ -53,6 +53,35 @@ def test_read_starts_at_batch_and_respects_max_size(tmp_path: Path) -> None:
     seg.close()
 
 
+@pytest.mark.parametrize("index_interval_bytes", [1, 300, 4096, 1 << 20])
+def test_a_read_cut_after_its_first_batch_ends_at_the_last_whole_batch(tmp_path: Path,
+                                                                        index_interval_bytes: int) -> None:
+    """A limit that falls inside a later batch ends the range at the batch before it (issue 17:
+    clients drop a trailing part of a batch); the first batch still goes whole under KIP-74, and
+    a limit on a batch boundary, or below the first batch without min_one_message, is unchanged.
+    Every index density: the walk starts at the index entry below the limit."""
+    seg = _segment(tmp_path, base=0, index_interval_bytes=index_interval_bytes)
+    ends = [0]
+    for i in range(40):
+        _append(seg, i * 3, 3)
+        ends.append(seg.size())
+    for start_batch in (0, 7):
+        start = ends[start_batch]
+        for limit in range(1, seg.size() - start + 1, 7):
+            for min_one in (False, True):
+                r = seg.read(start_batch * 3 + 1, limit, min_one_message=min_one)
+                assert r is not None and r.position == start
+                first = ends[start_batch + 1] - start
+                whole = max(e for e in ends if e <= start + limit) - start
+                if limit < first:
+                    assert (r.size, r.first_entry_incomplete) == ((first, False) if min_one else (limit, True))
+                else:
+                    assert (r.size, r.first_entry_incomplete) == (whole, False), (start, limit)
+    assert seg.read(0, ends[5]).size == ends[5]  # on a boundary: nothing to cut
+    assert seg.read(0, ends[5], max_position=ends[3]).size == ends[3]  # the high watermark's bound
+    seg.close()
+
+
 def test_translate_offset_with_sparse_index(tmp_path: Path) -> None:
     seg = _segment(tmp_path, base=0, index_interval_bytes=300)
     positions = []
