@@ -475,8 +475,8 @@ class RemoteLogManager:
     def _read(self, partition_log: Log, fetch_offset: int, max_bytes: int, *, min_one_message: bool,
               read_committed: bool) -> RemoteRead:
         """Records from `fetch_offset`, below the local log start: the first batch holding or
-        following it, then the following bytes of that remote segment up to `max_bytes` (a whole
-        first batch however large when `min_one_message`; a cut last batch, as locally)."""
+        following it, then the following whole batches of that remote segment within `max_bytes`
+        (a whole first batch however large when `min_one_message`), as locally (KD-215)."""
         tip = self._tip(partition_log)
         metadata = self.rlmm.segment_for_offset(tip, fetch_offset) if tip is not None else None
         if metadata is None:
@@ -515,6 +515,9 @@ class RemoteLogManager:
         end = at + take
         if end > len(window):
             window += fetch(position + len(window), position + end)
+        if first_size < take and end < len(window):
+            # The limit falls after the first batch, before the segment's end: no piece of a batch.
+            end = self._last_whole_batch_end(metadata, window, position, at, end)
         records = bytes(window[at:end])
         aborted = None
         if read_committed:
@@ -584,19 +587,38 @@ class RemoteLogManager:
 
     def _lookup_position(self, metadata: RemoteLogSegmentMetadata, offset: int) -> int:
         """The byte position of the last offset index entry at or below `offset` (0 if none)."""
-        index = self._index(metadata, IndexType.OFFSET)
         target = offset - metadata.start_offset
+        return self._floor_position(metadata, lambda relative, _position: relative <= target)
+
+    def _floor_position(self, metadata: RemoteLogSegmentMetadata, at_or_below: Callable[[int, int], bool]) -> int:
+        """The byte position of the last offset index entry (relative offset, position) that
+        `at_or_below` accepts (0 if none): offsets and positions grow together."""
+        index = self._index(metadata, IndexType.OFFSET)
         lo, hi, found = 0, len(index) // 8 - 1, 0
         while lo <= hi:
             mid = (lo + hi) // 2
             relative, position = _INDEX_ENTRY.unpack_from(index, mid * 8)
             if relative == 0 and position == 0 and mid > 0:
                 hi = mid - 1  # preallocated zeroes past the last entry
-            elif relative <= target:
+            elif at_or_below(relative, position):
                 found, lo = position, mid + 1
             else:
                 hi = mid - 1
         return found
+
+    def _last_whole_batch_end(self, metadata: RemoteLogSegmentMetadata, window: bytes, position: int, at: int,
+                              end: int) -> int:
+        """Where the last batch ending at or before `end` ends in `window` (segment bytes from
+        `position`; a batch starts at `at` and ends before `end`): a header walk from the index
+        entry below `end`, at most an index interval of batches (LogSegment.read's rule)."""
+        limit = position + end
+        pos = max(self._floor_position(metadata, lambda _relative, entry: entry <= limit) - position, at)
+        while pos + 12 <= end:
+            length = _BATCH_HEADER.unpack_from(window, pos)[1]
+            if pos + 12 + length > end:
+                break
+            pos += 12 + length
+        return pos
 
     def _index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> bytes:
         """Kafka's RemoteIndexCache, in memory: the most recently used indexes, by bytes."""

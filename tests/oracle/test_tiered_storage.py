@@ -366,7 +366,9 @@ def test_tiered_list_offsets_and_fetch(tiered_brokers) -> None:  # type: ignore[
         note_reading(run, "partition 1 read back from 0 by confluent-kafka",
                      lambda: consume_all(run, "t", 1, BATCHES * 10))
 
-    tiered_brokers.compare(scenario)
+    # The remote reads cut by a limit after their first batch: Kafka ends them with a piece.
+    tiered_brokers.compare(scenario, known={"KD-215": {
+        f"{step}:.responses[0].partitions[0].records.trailing_partial_bytes" for step in (37, 43)}})
 
 
 def test_tiered_aborted_transaction_in_a_remote_segment(tiered_brokers) -> None:  # type: ignore[no-untyped-def]

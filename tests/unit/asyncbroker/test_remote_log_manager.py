@@ -128,8 +128,11 @@ async def test_rolled_segments_are_copied_and_only_then_deleted_locally(broker: 
     assert len(rlm(broker).rlmm.list_remote_log_segments(tip(broker))) == 3
 
 
-async def test_reads_below_the_local_start_come_from_the_remote_segment(broker: Broker) -> None:
-    await create(broker, **{"local.retention.bytes": "1"})
+@pytest.mark.parametrize("index_interval_bytes", ["4096", "1"])
+async def test_reads_below_the_local_start_come_from_the_remote_segment(broker: Broker,
+                                                                        index_interval_bytes: str) -> None:
+    """Every index density: a read cut after its first batch walks from the index entry below the cut."""
+    await create(broker, **{"local.retention.bytes": "1", "index.interval.bytes": index_interval_bytes})
     await segments(broker, 10, 2, active=1)
     await rlm(broker).run_once()
     log = log_of(broker)
@@ -144,7 +147,11 @@ async def test_reads_below_the_local_start_come_from_the_remote_segment(broker: 
     size = len(build_batch([Record(0, 0, b"k0", b"v" * 100)]))
     assert len(manager.read(log, 13, 10, min_one_message=True, read_committed=False).records) == size
     assert manager.read(log, 13, 10, min_one_message=False, read_committed=False).records == b""
-    assert len(manager.read(log, 0, size * 2 + 5, min_one_message=True, read_committed=False).records) == size * 2 + 5
+    # A limit inside a later batch: the whole batches before it, no piece of that one (KD-215).
+    for limit in (size * 2 + 5, size * 3 - 1, size * 3):
+        got = manager.read(log, 0, limit, min_one_message=True, read_committed=False)
+        assert len(got.records) == limit // size * size
+        assert [h.base_offset for h, _ in iter_batch_headers(got.records)] == list(range(limit // size))
     assert manager.read(log, 13, 1 << 20, min_one_message=True, read_committed=True).aborted == []
     with pytest.raises(Exception, match="does not exist in remote tiered storage"):
         manager.read(log, 25, 100, min_one_message=True, read_committed=False)
