@@ -1,4 +1,6 @@
-"""A fetch parked on an empty partition is woken by an append, not by a timer."""
+"""Raw Fetch requests: a fetch parked on an empty partition is woken by an append, not by a
+timer; and the byte limits (a first batch larger than them goes whole, KIP-74; an answer they cut
+ends at its last whole batch)."""
 
 from __future__ import annotations
 
@@ -111,3 +113,25 @@ def test_first_batch_larger_than_max_bytes_is_returned_whole(asyncbroker_bootstr
     assert b"x" * 5000 in records and b"y" * 5000 not in records
     assert [header.base_offset for header, _ in iter_batch_headers(records)] == [0]
 
+
+
+def test_an_answer_cut_by_its_limit_ends_at_the_last_whole_batch(asyncbroker_bootstrap: str, topic_name: str) -> None:
+    """Issue 17 (KD-215): a 1 MiB limit falling inside the fourth batch of 300 KB ones answers
+    the first three whole, with no piece of the fourth (Kafka would send 124 KB of it, which
+    every client drops); large enough to be sent from the segment file (sendfile). The next
+    fetch goes on from there."""
+    create_topic(asyncbroker_bootstrap, topic_name)
+    values = [bytes([65 + i]) * 300_000 for i in range(6)]
+    with RawClient(asyncbroker_bootstrap) as c:
+        for value in values:
+            assert c.request(produce_request(topic_name, value)).responses[0].partition_responses[0].error_code == 0
+        offset, seen = 0, []
+        while offset < len(values):
+            part = c.request(fetch_request(topic_name, offset, max_wait_ms=0)).responses[0].partitions[0]
+            assert part.error_code == 0
+            batches = list(iter_batch_headers(part.records))
+            # Whole batches only: the records end where the last one ends.
+            assert batches and batches[-1][1] + batches[-1][0].batch_length + 12 == len(part.records)
+            seen.append([header.base_offset for header, _ in batches])
+            offset = batches[-1][0].base_offset + 1
+    assert seen == [[0, 1, 2], [3, 4, 5]]
