@@ -515,7 +515,7 @@ class RemoteLogManager:
         end = at + take
         if end > len(window):
             window += fetch(position + len(window), position + end)
-        if first_size < take and end < len(window):
+        if first_size < take and end <= len(window) and position + end < segment_end:
             # The limit falls after the first batch, before the segment's end: no piece of a batch.
             end = self._last_whole_batch_end(metadata, window, position, at, end)
         records = bytes(window[at:end])

@@ -157,6 +157,35 @@ async def test_reads_below_the_local_start_come_from_the_remote_segment(broker: 
         manager.read(log, 25, 100, min_one_message=True, read_committed=False)
 
 
+async def test_a_read_far_past_its_index_entry_ends_at_a_whole_batch_too(broker: Broker) -> None:
+    """A sparse index (one entry per segment here): the batch a read starts at lies more than the
+    read's first window past the entry, and a limit inside a later batch still ends the answer
+    at the batch before it (KD-215); a limit reaching the segment's end returns it to its end."""
+    await create(broker, **{"local.retention.bytes": "1", "index.interval.bytes": str(16 << 20)})
+    value = b"v" * 2000
+    await append(broker, 100, value=value)
+    log_of(broker).roll()
+    await append(broker, 1)
+    await rlm(broker).run_once()
+    log = log_of(broker)
+    log.delete_old_segments()
+    assert log.local_log_start_offset == 100
+    manager = rlm(broker)
+    whole = manager.read(log, 0, 1 << 20, min_one_message=True, read_committed=False).records  # the segment
+    starts = {h.base_offset: pos for h, pos in iter_batch_headers(whole)}
+    ends = sorted(pos + h.batch_length + 12 for h, pos in iter_batch_headers(whole))
+    assert len(starts) == 100 and ends[-1] == len(whole)
+    for start in (0, 60):  # batch 60 starts about 120 KB past the index's only entry
+        at = starts[start]
+        # The last limit cuts the segment's last batch: past the window the first read fetched.
+        for limit in (ends[3] - ends[0] + 7, ends[5] - ends[0] - 1, len(whole) - at - 1000):
+            got = manager.read(log, start, limit, min_one_message=True, read_committed=False)
+            assert [h.base_offset for h, _ in iter_batch_headers(got.records)][:1] == [start]
+            assert len(got.records) == max(e for e in ends if e - at <= limit) - at  # whole batches only
+    got = manager.read(log, 90, 1 << 20, min_one_message=True, read_committed=False)
+    assert [h.base_offset for h, _ in iter_batch_headers(got.records)] == list(range(90, 100))
+
+
 async def test_a_read_asks_the_store_only_for_bytes_inside_the_segment(broker: Broker,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A read reaching the end of its remote segment (a consumer's fetch, most often) is one
