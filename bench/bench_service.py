@@ -81,6 +81,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def bytes_written(pid: int) -> int:
+    """Bytes a process has written through write, send and sendfile (`wchar` of /proc/<pid>/io):
+    over a consume run, what the broker sent its consumer."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return int(line.split()[1])
+    return 0
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -213,14 +222,16 @@ class CpuShare:
         self.pid = broker_pid
         self.broker_cpu = 0.0
         self.wall = 0.0
+        self.written = 0  # bytes the broker wrote meanwhile (bytes_written)
 
     def __enter__(self) -> "CpuShare":
-        self.t0, self.b0 = time.monotonic(), cpu_seconds(self.pid)
+        self.t0, self.b0, self.w0 = time.monotonic(), cpu_seconds(self.pid), bytes_written(self.pid)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall = time.monotonic() - self.t0
         self.broker_cpu = cpu_seconds(self.pid) - self.b0
+        self.written = bytes_written(self.pid) - self.w0
 
 
 def produce(bootstrap: str, topic: str, count: int, size: int, acks: str) -> float:
@@ -347,13 +358,20 @@ RUNS = 3
 messages lasts under a second here, and single runs moved by 10-15% from one to the next."""
 
 
-Rates = dict[str, tuple[float, float, float]]
+class RunFigures(NamedTuple):
+    rate: float  # the median run's
+    cpu_share: float  # of one CPU, over the runs
+    cpu_s: float  # the broker's CPU seconds per run
+    written: float  # bytes the broker wrote per run: on a consume run, what it sent
+
+
+Rates = dict[str, RunFigures]
 
 
 def alternating_runs(running: dict[str, Running], run: Callable[[Running, int], float], *,
                      before: Callable[[], None] | None = None) -> Rates:
-    """Per broker kind: (median rate, the broker's share of a CPU during its runs, its CPU
-    seconds per run) over RUNS runs each. The brokers are up side by side and take turns run
+    """Per broker kind: the median rate, the broker's share of a CPU during its runs, its CPU
+    seconds and the bytes it wrote per run (RunFigures), over RUNS runs each. The brokers are up side by side and take turns run
     by run, who goes first alternating: whatever drifts over a sitting (dirty pages still being
     written back, a warmer JIT, the machine's other load) falls on both alike. Measured one
     broker after the other, the same row moved by up to 20% between sittings and changed sign.
@@ -362,6 +380,7 @@ def alternating_runs(running: dict[str, Running], run: Callable[[Running, int], 
     rates: dict[str, list[float]] = {kind: [] for kind in running}
     cpu = dict.fromkeys(running, 0.0)
     wall = dict.fromkeys(running, 0.0)
+    written = dict.fromkeys(running, 0)
     for i in range(RUNS):
         for kind in (list(running) if i % 2 == 0 else list(reversed(running))):
             waiting = [r.pid for other, r in running.items() if other != kind]
@@ -371,7 +390,9 @@ def alternating_runs(running: dict[str, Running], run: Callable[[Running, int], 
                 rates[kind].append(run(running[kind], i))
             cpu[kind] += share.broker_cpu
             wall[kind] += share.wall
-    return {kind: (sorted(rates[kind])[RUNS // 2], cpu[kind] / wall[kind], cpu[kind] / RUNS) for kind in running}
+            written[kind] += share.written
+    return {kind: RunFigures(sorted(rates[kind])[RUNS // 2], cpu[kind] / wall[kind], cpu[kind] / RUNS,
+                             written[kind] / RUNS) for kind in running}
 
 
 def clean_page_cache() -> None:
@@ -401,7 +422,7 @@ def add_rates(report: Report, results: Rates, name: str, unit: str, target: str,
               scale: float = 1.0, fmt: str = "{:,.0f}") -> None:
     """One row from alternating_runs' results: the rate times `scale`, the broker's CPU share,
     and with `per` its CPU per message of a run of that many."""
-    for kind, (rate, share, cpu_s) in results.items():
+    for kind, (rate, share, cpu_s, _) in results.items():
         cost = f", {cpu_s / per * 1e6:.2f} us/msg" if per else ""
         report.add(kind, name, rate * scale, unit, target, higher_is_better=True, fmt=fmt,
                    note=f"broker CPU {share:.0%}{cost}")
@@ -791,7 +812,7 @@ def java_rows(report: Report, running: dict[str, Running]) -> None:
         return rate
 
     results = alternating_runs(running, consume_java)
-    for kind, (rate, share, cpu_s) in results.items():
+    for kind, (rate, share, cpu_s, _) in results.items():
         report.add(kind, "consume 100 B p=1, Kafka's Java consumer, its defaults", rate, "msgs/s", ">= Kafka, >= 1 M",
                    higher_is_better=True, note=f"broker CPU {share:.0%}, {cpu_s / JAVA_COUNT * 1e6:.2f} us/msg, "
                                               f"group join {statistics.median(joins[kind]):.0f} ms")
@@ -942,6 +963,12 @@ def measure(report: Report, echo: tuple[int, int]) -> None:
                     running, lambda r, run: consume_run(r.bootstrap, "small-acks1", partitions, SMALL_COUNT, run,
                                                         tuned=tuned))
                 add_rates(report, results, name, "msgs/s", target, per=SMALL_COUNT)
+                if partitions == 1:
+                    # What a Fetch answer carries beyond the records: a trailing piece of a
+                    # batch that the client drops (Kafka sends one, asyncbroker does not: KD-215).
+                    for kind, figures in results.items():
+                        report.add(kind, f"{name}: bytes sent per 100 B record", figures.written / SMALL_COUNT, "B",
+                                   "", higher_is_better=False, fmt="{:.1f}")
             if partitions == 1:
                 java_rows(report, running)
                 results = alternating_runs(running, lambda r, run: produce_run(r.bootstrap, "large", LARGE_COUNT,
