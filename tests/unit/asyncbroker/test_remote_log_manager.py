@@ -99,6 +99,16 @@ async def segments(broker: Broker, per_segment: int, count: int, *, active: int 
     await append(broker, active)
 
 
+async def copied_and_dropped(broker: Broker, local_start: int) -> Log:
+    """Copy every rolled segment to remote storage, then let local retention delete them: the
+    log, whose local part then starts at `local_start`."""
+    await rlm(broker).run_once()
+    log = log_of(broker)
+    log.delete_old_segments()
+    assert log.local_log_start_offset == local_start
+    return log
+
+
 def tip(broker: Broker) -> TopicIdPartition:
     topic_id = log_of(broker).topic_id
     assert topic_id is not None
@@ -134,10 +144,7 @@ async def test_reads_below_the_local_start_come_from_the_remote_segment(broker: 
     """Every index density: a read cut after its first batch walks from the index entry below the cut."""
     await create(broker, **{"local.retention.bytes": "1", "index.interval.bytes": index_interval_bytes})
     await segments(broker, 10, 2, active=1)
-    await rlm(broker).run_once()
-    log = log_of(broker)
-    log.delete_old_segments()
-    assert log.local_log_start_offset == 20
+    log = await copied_and_dropped(broker, 20)
     manager = rlm(broker)
 
     got = manager.read(log, 13, 1 << 20, min_one_message=True, read_committed=False)
@@ -166,10 +173,7 @@ async def test_a_read_far_past_its_index_entry_ends_at_a_whole_batch_too(broker:
     await append(broker, 100, value=value)
     log_of(broker).roll()
     await append(broker, 1)
-    await rlm(broker).run_once()
-    log = log_of(broker)
-    log.delete_old_segments()
-    assert log.local_log_start_offset == 100
+    log = await copied_and_dropped(broker, 100)
     manager = rlm(broker)
     whole = manager.read(log, 0, 1 << 20, min_one_message=True, read_committed=False).records  # the segment
     starts = {h.base_offset: pos for h, pos in iter_batch_headers(whole)}
@@ -196,10 +200,7 @@ async def test_a_read_asks_the_store_only_for_bytes_inside_the_segment(broker: B
     await append(broker, 1, value=big)
     log_of(broker).roll()
     await segments(broker, 10, 1, active=1)
-    await rlm(broker).run_once()
-    log = log_of(broker)
-    log.delete_old_segments()
-    assert log.local_log_start_offset == 11
+    log = await copied_and_dropped(broker, 11)
     manager = rlm(broker)
     sizes = {m.start_offset: m.segment_size_in_bytes for m in manager.rlmm.copied_segments(tip(broker))}
     calls: list[tuple[int, int, int | None]] = []
@@ -352,10 +353,7 @@ async def test_list_offsets_by_time_searches_the_remote_segments_first(broker: B
             await broker.replica_manager.append_records({TP: batch}, acks=-1, transactional_id=None, produce_version=9)
         log_of(broker).roll()
     await append(broker, 1)
-    await rlm(broker).run_once()
-    log = log_of(broker)
-    log.delete_old_segments()
-    assert log.local_log_start_offset == 30
+    log = await copied_and_dropped(broker, 30)
 
     async def by_time(ts: int) -> tuple[int, int]:
         found = (await broker.replica_manager.fetch_offsets({TP: OffsetQuery(ts)}, version=9,
