@@ -68,11 +68,16 @@ BROKERS = os.environ.get("BENCH_BROKERS", "asyncbroker,kafka").split(",")
 STARTS = 5  # starts per startup figure (the median): one start varies by +-30% here
 
 
-def rss_kib(pid: int, key: str = "VmRSS") -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+def proc_number(pid: int, file: str, key: str) -> int:
+    """The number after `key:` in /proc/<pid>/<file> (0 when absent)."""
+    for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
         if line.startswith(key + ":"):
             return int(line.split()[1])
     return 0
+
+
+def rss_kib(pid: int, key: str = "VmRSS") -> int:
+    return proc_number(pid, "status", key)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -84,10 +89,7 @@ def cpu_seconds(pid: int) -> float:
 def bytes_written(pid: int) -> int:
     """Bytes a process has written through write, send and sendfile (`wchar` of /proc/<pid>/io):
     over a consume run, what the broker sent its consumer."""
-    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-        if line.startswith("wchar:"):
-            return int(line.split()[1])
-    return 0
+    return proc_number(pid, "io", "wchar")
 
 
 def free_port() -> int:
@@ -371,9 +373,10 @@ Rates = dict[str, RunFigures]
 def alternating_runs(running: dict[str, Running], run: Callable[[Running, int], float], *,
                      before: Callable[[], None] | None = None) -> Rates:
     """Per broker kind: the median rate, the broker's share of a CPU during its runs, its CPU
-    seconds and the bytes it wrote per run (RunFigures), over RUNS runs each. The brokers are up side by side and take turns run
-    by run, who goes first alternating: whatever drifts over a sitting (dirty pages still being
-    written back, a warmer JIT, the machine's other load) falls on both alike. Measured one
+    seconds and the bytes it wrote per run (RunFigures), over RUNS runs each. The brokers are up
+    side by side and take turns run by run, who goes first alternating: whatever drifts over a
+    sitting (dirty pages still being written back, a warmer JIT, the machine's other load) falls
+    on both alike. Measured one
     broker after the other, the same row moved by up to 20% between sittings and changed sign.
     The broker waiting its turn runs in_background. `before` runs before each run, outside it
     (clean_page_cache)."""

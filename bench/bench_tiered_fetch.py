@@ -58,7 +58,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
-from bench.bench_service import SCALE, CpuShare, Report, cpu_seconds, percentiles, warm_up_group_coordinator  # noqa: E402
+from bench.bench_service import (  # noqa: E402
+    SCALE, CpuShare, Report, cpu_seconds, percentiles, proc_number, warm_up_group_coordinator)
 
 MIB = 1 << 20
 SEGMENT_BYTES = 8 * MIB
@@ -130,10 +131,7 @@ def kafka() -> Iterator[TieredBroker]:
 def read_chars(pid: int) -> int:
     """Bytes the process has read with read(2)-like calls and sendfile(2) (/proc rchar: files,
     and sockets read with read, not with recv)."""
-    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-        if line.startswith("rchar:"):
-            return int(line.split()[1])
-    return 0
+    return proc_number(pid, "io", "rchar")
 
 
 def own_cpu_seconds() -> float:
