@@ -60,7 +60,7 @@ from storage.remote_storage_manager import (
 from storage.topic_partition import TopicPartition
 from storage.transaction_index import AbortedTxn, parse_aborted_txns
 from wire.errors import OffsetOutOfRangeError
-from wire.records import LOG_OVERHEAD, iter_batch_headers
+from wire.records import iter_batch_headers, whole_batches_end
 from wire.remote_log_metadata_records import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
@@ -613,9 +613,7 @@ class RemoteLogManager:
         entry below `end`, at most an index interval of batches (LogSegment.read's rule)."""
         limit = position + end
         pos = max(self._floor_position(metadata, lambda _relative, entry: entry <= limit) - position, at)
-        for header, start in iter_batch_headers(memoryview(window)[:end], start=pos):  # stops at a cut batch
-            pos = start + header.batch_length + LOG_OVERHEAD
-        return pos
+        return whole_batches_end(memoryview(window)[:end], pos)
 
     def _index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> bytes:
         """Kafka's RemoteIndexCache, in memory: the most recently used indexes, by bytes."""

@@ -17,7 +17,15 @@ import msgspec
 
 from storage.errors import ReadWouldBlock
 from wire.errors import CorruptRecordError, UnsupportedForMessageFormatError
-from wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, TimestampType, decode_records, read_batch_header
+from wire.records import (
+    BATCH_HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    TimestampType,
+    decode_records,
+    read_batch_header,
+    whole_batches_end,
+)
 
 READ_CHUNK = 1 << 20
 HEADER_SCAN_CHUNK = 16 << 10  # header-only walks cover about one index interval (4 KiB by default)
@@ -215,6 +223,11 @@ class FileRecords:
     # -- reading --------------------------------------------------------------------------------
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self._fileno(), size, position)
+
+    def whole_batches_end(self, start: int, limit: int, *, nonblocking: bool = False) -> int:
+        """Where the last batch in [start, limit) that ends by `limit` ends (`start` when none
+        does); `start` is a batch boundary."""
+        return start + whole_batches_end(pread(self._fileno(), limit - start, start, nonblocking=nonblocking))
 
     def batches(self, start: int = 0, end: int | None = None, *, with_data: bool = False,
                 nonblocking: bool = False) -> Iterator[FileBatch]:

@@ -212,10 +212,8 @@ class LogSegment:
         """The end of the last batch that ends at or before `limit`, from the batch at `start`
         (which ends before `limit`). The headers walked start at the index entry below `limit`:
         at most an index interval of batches, whatever the size of the range."""
-        end = max(self.offset_index.floor_by_position(limit).position, start)  # a batch starts there
-        for batch in self.log.batches(end, limit, nonblocking=nonblocking):
-            end = batch.position + batch.header.batch_length + LOG_OVERHEAD
-        return end
+        walk_from = max(self.offset_index.floor_by_position(limit).position, start)  # a batch starts there
+        return self.log.whole_batches_end(walk_from, limit, nonblocking=nonblocking)
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""

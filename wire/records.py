@@ -314,6 +314,27 @@ def iter_batch_headers(buf: Buffer, *, strict: bool = False, start: int = 0) -> 
         pos += size
 
 
+
+def whole_batches_end(buf: Buffer, start: int = 0) -> int:
+    """Where the last batch that lies whole in `buf` from `start` ends (`start` when none does).
+
+    Where a Fetch answer ends (at its last whole batch) needs only each batch's length, so the
+    walk reads the batchLength field and the magic byte, not whole headers: a tenth of
+    iter_batch_headers' work per batch. It stops where that walk would: at a cut batch, quietly;
+    at a structurally bad header, with iter_batch_headers' precise error.
+    """
+    end = len(buf)
+    pos = start
+    length_at = _I32.unpack_from
+    while end - pos > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] == MAGIC_V2:
+        length = length_at(buf, pos + 8)[0]
+        if length < MIN_BATCH_LENGTH or length > end - pos - LOG_OVERHEAD:
+            break
+        pos += LOG_OVERHEAD + length
+    next(iter_batch_headers(buf, start=pos), None)  # stopped at a bad header (raises) or a cut one
+    return pos
+
+
 # The smallest size (after LOG_OVERHEAD) any message format can declare: a v0 message.
 LEGACY_RECORD_OVERHEAD_V0 = 14
 # Bytes up to and including the magic byte: what framing needs to tell the format.

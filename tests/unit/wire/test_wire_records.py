@@ -38,6 +38,7 @@ from wire.records import (
     record_keys_and_offsets,
     record_layouts,
     validate_batch,
+    whole_batches_end,
 )
 
 CODECS = list(CompressionType)
@@ -443,6 +444,80 @@ def test_legacy_message_sets_are_rejected_not_crashed(magic: int) -> None:
         list(iter_batch_headers(_simple_batch() + legacy))
     with pytest.raises(UnsupportedForMessageFormatError):
         read_batch_header(legacy[:17])
+
+
+def _walked_end(buf: bytes, start: int) -> int | type[KafkaError]:
+    """Where iter_batch_headers' last batch ends (or the error type it raises): the walk
+    whole_batches_end must agree with."""
+    end = start
+    try:
+        for header, position in iter_batch_headers(buf, start=start):
+            end = position + LOG_OVERHEAD + header.batch_length
+    except KafkaError as exc:
+        return type(exc)
+    return end
+
+
+def _length_walk(buf: bytes, start: int) -> int | type[KafkaError]:
+    try:
+        return whole_batches_end(buf, start)
+    except KafkaError as exc:
+        return type(exc)
+
+
+def test_whole_batches_end_at_every_cut() -> None:
+    """Batches of three sizes: every cut of them ends at the last batch wholly before it."""
+    batches = [_simple_batch(n=n) for n in (1, 7, 30, 2, 12)]
+    log = b"".join(batches)
+    ends = [sum(len(b) for b in batches[: i + 1]) for i in range(len(batches))]
+    for cut in range(len(log) + 1):
+        expected = max([0, *(end for end in ends if end <= cut)])
+        assert whole_batches_end(log[:cut]) == expected
+        assert whole_batches_end(memoryview(log)[:cut]) == expected
+    # From a later batch's start, as the fetch's walk starts at an index entry.
+    assert whole_batches_end(log, ends[1]) == len(log)
+    assert whole_batches_end(log[: ends[3] - 1], ends[1]) == ends[2]
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_whole_batches_end_raises_for_legacy_and_bad_headers(magic: int) -> None:
+    """Where the length walk stops at a header it cannot vouch for, the header walk's error."""
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 20)
+    builder.append(0, timestamp=1000 if magic else None, key=b"k", value=b"v")
+    batch = _simple_batch()
+    with pytest.raises(UnsupportedForMessageFormatError):
+        whole_batches_end(batch + bytes(builder.build()))
+    bad = bytearray(batch)
+    struct.pack_into(">i", bad, 8, 48)  # below the smallest batch
+    with pytest.raises(CorruptRecordError):
+        whole_batches_end(batch + bytes(bad))
+    bad[16] = 7  # an unknown magic
+    with pytest.raises(CorruptRecordError):
+        whole_batches_end(batch + bytes(bad))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 12), max_size=4),
+    tail=st.binary(max_size=120),
+    cut=st.integers(0, 2_000),
+    flips=st.lists(st.tuples(st.integers(0, 2_000), st.integers(1, 255)), max_size=2),
+)
+def test_whole_batches_end_agrees_with_the_header_walk(sizes: list[int], tail: bytes, cut: int,
+                                                       flips: list[tuple[int, int]]) -> None:
+    """Whole batches, cut anywhere, with stray bytes and flipped bytes: the length walk ends
+    where the header walk does, or raises its error."""
+    buf = bytearray(b"".join(_simple_batch(n=n) for n in sizes) + tail)
+    for at, flip in flips:
+        if at < len(buf):
+            buf[at] ^= flip
+    data = bytes(buf[:cut])
+    starts = [0] + [len(b"".join(_simple_batch(n=n) for n in sizes[: i + 1])) for i in range(len(sizes))]
+    for start in starts:
+        if start <= len(data):
+            assert _length_walk(data, start) == _walked_end(data, start)
 
 
 @settings(max_examples=300, deadline=None)
