@@ -225,9 +225,18 @@ class FileRecords:
         return os.pread(self._fileno(), size, position)
 
     def whole_batches_end(self, start: int, limit: int, *, nonblocking: bool = False) -> int:
-        """Where the last batch in [start, limit) that ends by `limit` ends (`start` when none
-        does); `start` is a batch boundary."""
-        return start + whole_batches_end(pread(self._fileno(), limit - start, start, nonblocking=nonblocking))
+        """Where the last batch from `start` (a batch boundary) that ends by `limit` ends
+        (`start` when none does). Headers are read a HEADER_SCAN_CHUNK at a time, and a batch
+        larger than that is stepped over unread."""
+        fd = self._fileno()
+        pos = start
+        while limit - pos >= BATCH_HEADER_SIZE:
+            chunk = pread(fd, min(HEADER_SCAN_CHUNK, limit - pos), pos, nonblocking=nonblocking)
+            end = pos + whole_batches_end(chunk, limit=limit - pos)
+            if end == pos or end - pos + BATCH_HEADER_SIZE <= len(chunk):
+                return end  # the walk saw the next header whole, and it does not end by `limit`
+            pos = end  # the next header is past this chunk
+        return pos
 
     def batches(self, start: int = 0, end: int | None = None, *, with_data: bool = False,
                 nonblocking: bool = False) -> Iterator[FileBatch]:

@@ -315,23 +315,27 @@ def iter_batch_headers(buf: Buffer, *, strict: bool = False, start: int = 0) -> 
 
 
 
-def whole_batches_end(buf: Buffer, start: int = 0) -> int:
-    """Where the last batch that lies whole in `buf` from `start` ends (`start` when none does).
+def whole_batches_end(buf: Buffer, start: int = 0, limit: int | None = None) -> int:
+    """Where the last of the batches from `start` that end by `limit` ends (`start` when none
+    does). `limit` is the end of `buf` unless given: a larger one lets a batch whose header is
+    in `buf` run past it, unread, and a walk over a file reads on from the position returned.
 
     Where a Fetch answer ends (at its last whole batch) needs only each batch's length, so the
     walk reads the batchLength field and the magic byte, not whole headers: a tenth of
     iter_batch_headers' work per batch. It stops where that walk would: at a cut batch, quietly;
     at a structurally bad header, with iter_batch_headers' precise error.
     """
-    end = len(buf)
+    size = len(buf)
+    limit = size if limit is None else limit
     pos = start
     length_at = _I32.unpack_from
-    while end - pos > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] == MAGIC_V2:
+    while size - pos >= BATCH_HEADER_SIZE and buf[pos + MAGIC_OFFSET] == MAGIC_V2:
         length = length_at(buf, pos + 8)[0]
-        if length < MIN_BATCH_LENGTH or length > end - pos - LOG_OVERHEAD:
+        if length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > limit:
             break
         pos += LOG_OVERHEAD + length
-    next(iter_batch_headers(buf, start=pos), None)  # stopped at a bad header (raises) or a cut one
+    if pos < size:
+        next(iter_batch_headers(buf, start=pos), None)  # stopped at a bad header (raises) or a cut one
     return pos
 
 

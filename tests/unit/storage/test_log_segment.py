@@ -82,6 +82,43 @@ def test_a_read_cut_after_its_first_batch_ends_at_the_last_whole_batch(tmp_path:
     seg.close()
 
 
+@pytest.mark.parametrize("index_interval_bytes", [1, 4096, 1 << 30])
+def test_the_whole_batch_end_steps_over_batches_larger_than_a_header_chunk(
+        tmp_path: Path, index_interval_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches from 0.1 KB to 1 MB, around HEADER_SCAN_CHUNK (16 KiB), each after a small one:
+    every cut still ends at the last whole batch, and no read is larger than a header chunk (a
+    1 MB batch is not read to find where it ends)."""
+    from storage import file_records
+
+    seg = _segment(tmp_path, base=0, index_interval_bytes=index_interval_bytes)
+    ends = [0]
+    for i, value_size in enumerate([100, 40_000, 20, 16_300, 16_400, 1_000_000, 5_000, 33_000, 10, 60_000, 300]):
+        _append(seg, 2 * i, 1)
+        ends.append(seg.size())
+        data = bytearray(batch(1, value_size=value_size))
+        assign_offsets(data, 0, 2 * i + 1, 0)
+        seg.append(2 * i + 1, BASE_TS, 2 * i + 1, data, [(bp.header, bp.position) for bp in iter_batch_headers(data)])
+        ends.append(seg.size())
+    reads: list[int] = []
+    real_pread = file_records.pread
+
+    def pread(fd: int, size: int, position: int, *, nonblocking: bool = False) -> bytes:
+        reads.append(size)
+        return real_pread(fd, size, position, nonblocking=nonblocking)
+
+    monkeypatch.setattr(file_records, "pread", pread)
+    for limit in sorted({*range(1, seg.size() + 1, 4_999), *(e + d for e in ends for d in (-1, 0, 1))}):
+        if not 0 < limit <= seg.size():
+            continue
+        reads.clear()
+        r = seg.read(0, limit)
+        assert r is not None and r.position == 0
+        whole = max(e for e in ends if e <= limit)
+        assert r.size == (whole if whole else limit), limit
+        assert max(reads) <= file_records.HEADER_SCAN_CHUNK, limit
+    seg.close()
+
+
 def test_translate_offset_with_sparse_index(tmp_path: Path) -> None:
     seg = _segment(tmp_path, base=0, index_interval_bytes=300)
     positions = []

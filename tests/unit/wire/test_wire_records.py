@@ -477,6 +477,11 @@ def test_whole_batches_end_at_every_cut() -> None:
     # From a later batch's start, as the fetch's walk starts at an index entry.
     assert whole_batches_end(log, ends[1]) == len(log)
     assert whole_batches_end(log[: ends[3] - 1], ends[1]) == ends[2]
+    # A larger limit than the buffer: a batch whose header is in it may end past it, unread.
+    headers_only = log[: ends[1] + BATCH_HEADER_SIZE]
+    assert whole_batches_end(headers_only, limit=len(log)) == ends[2]
+    assert whole_batches_end(headers_only, limit=ends[2] - 1) == ends[1]
+    assert whole_batches_end(log[: ends[1] + BATCH_HEADER_SIZE - 1], limit=len(log)) == ends[1]
 
 
 @pytest.mark.parametrize("magic", [0, 1])
