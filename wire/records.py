@@ -314,16 +314,15 @@ def iter_batch_headers(buf: Buffer, *, strict: bool = False, start: int = 0) -> 
         pos += size
 
 
-
 def whole_batches_end(buf: Buffer, start: int = 0, limit: int | None = None) -> int:
     """Where the last of the batches from `start` that end by `limit` ends (`start` when none
     does). `limit` is the end of `buf` unless given: a larger one lets a batch whose header is
     in `buf` run past it, unread, and a walk over a file reads on from the position returned.
 
     Where a Fetch answer ends (at its last whole batch) needs only each batch's length, so the
-    walk reads the batchLength field and the magic byte, not whole headers: a tenth of
-    iter_batch_headers' work per batch. It stops where that walk would: at a cut batch, quietly;
-    at a structurally bad header, with iter_batch_headers' precise error.
+    walk reads the batchLength field and the magic byte, not whole headers: a quarter of
+    iter_batch_headers' time per batch (245 against 973 ns). It stops where that walk would: at
+    a cut batch, quietly; at a structurally bad header, with iter_batch_headers' precise error.
     """
     size = len(buf)
     limit = size if limit is None else limit
