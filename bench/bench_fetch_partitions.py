@@ -38,6 +38,7 @@ from kio.schema.fetch.v12 import request as f12  # noqa: E402
 from kio.static.primitive import i32, i32Timedelta, i64  # noqa: E402
 
 import bench_service as bs  # noqa: E402
+from asyncbroker.testing.process_stats import cpu_seconds  # noqa: E402
 from wire.headers import encode_request_header  # noqa: E402
 from wire.messages import decode_response, encode_request  # noqa: E402
 
@@ -102,12 +103,12 @@ def measure_round(client: FetchClient, pid: int, incremental: bool) -> tuple[flo
     """(broker CPU ms per request, p50 ms, p99 ms) over REQUESTS requests."""
     frames = [client.next_frame(incremental) for _ in range(REQUESTS)]
     samples = []
-    cpu = bs.cpu_seconds(pid)
+    cpu = cpu_seconds(pid)
     for frame in frames:
         started = time.perf_counter()
         client.round_trip(frame)
         samples.append(time.perf_counter() - started)
-    cpu = bs.cpu_seconds(pid) - cpu
+    cpu = cpu_seconds(pid) - cpu
     p50, p99 = bs.percentiles(samples)
     return cpu / REQUESTS * 1e3, p50, p99
 

@@ -32,6 +32,7 @@ from kio.schema.offset_commit.v8 import request as commit8  # noqa: E402
 from kio.schema.sync_group.v5 import request as sync5  # noqa: E402
 
 from asyncbroker.testing import BrokerProcess  # noqa: E402
+from asyncbroker.testing.process_stats import cpu_seconds  # noqa: E402
 from wire.headers import encode_request_header, response_header_version  # noqa: E402
 from wire.messages import decode_response, encode_request  # noqa: E402
 
@@ -184,12 +185,6 @@ async def commit_throughput(bootstrap: str, total: int, connections: int = 8, de
     for c in clients:
         await c.close()
     return per_conn * connections / elapsed
-
-
-def cpu_seconds(pid: int) -> float:
-    """User+system CPU seconds a process has used (all threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def produce_rate(bootstrap: str, topic: str, idempotent: bool) -> float:

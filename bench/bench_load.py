@@ -7,13 +7,14 @@ asyncbroker and on Kafka 4.4 in the same run.
 One asyncio client process opens N connections to a broker subprocess; each connection loops
 over a random mix (60% Produce acks=1 of a 200 B record, 30% Fetch of a random partition,
 10% Metadata of the topic) for the given time. Reported: requests/s, p50/p99/max latency per
-kind, errors, the broker's RSS and open fds before, at peak and after the clients leave (an
-fd leak shows as "after" above "before"), and, before the load, the quiet round trip of a
-Metadata request for the whole topic (the median of 50). Each figure is
+kind, errors, the broker's CPU per request, its RSS and open fds before, at peak and after
+the clients leave (an fd leak shows as "after" above "before"), and, before the load, the
+quiet round trip of a Metadata request for the whole topic (the median of 50). Each figure is
 printed with Kafka's beside it and the ratio. The client keeps itself out of the figures: its
 answers are read for their error code without being decoded (one in 32, at random, is decoded
-whole and must agree), and its cyclic GC is off while the load runs. tests/integration/test_load.py runs a bounded
-form on asyncbroker and asserts no errors, no fd leak and bounded RSS; numbers are only printed.
+whole and must agree), and its cyclic GC is off while the load runs.
+tests/integration/test_load.py runs a bounded form on asyncbroker and asserts no errors, no fd
+leak and bounded RSS; numbers are only printed.
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ from kio.schema.metadata.v12 import request as meta12  # noqa: E402
 from kio.schema.produce.v9 import request as produce9  # noqa: E402
 
 from asyncbroker.testing import BrokerProcess  # noqa: E402
+from asyncbroker.testing.process_stats import cpu_seconds, fd_count, rss_kib  # noqa: E402
 from wire.headers import encode_request_header, response_header_version  # noqa: E402
 from wire.messages import decode_response, encode_request  # noqa: E402
 from wire.records import Record, build_batch  # noqa: E402
@@ -62,6 +64,14 @@ class LoadResult:
     fds: dict[str, int] = field(default_factory=dict)
     topic_create_s: float = 0.0
     metadata_quiet_ms: float = 0.0  # quiet, before the load: the median of 50 Metadata of the topic
+    # The broker's CPU seconds while the load ran. The clients send one request at a time, so a
+    # request's wait is about connections / rate, and the rate is what the broker's CPU allows:
+    # its CPU per request is the figure that p99 follows, and it moves less between runs.
+    broker_cpu_s: float = 0.0
+
+    @property
+    def broker_cpu_per_request_us(self) -> float:
+        return self.broker_cpu_s / self.requests * 1e6 if self.requests else 0.0
 
     def percentile(self, kind: str, q: float) -> float:
         values = sorted(self.latencies[kind])
@@ -73,24 +83,13 @@ class LoadResult:
         lines = [f"load: {self.connections} connections, {self.partitions} partitions, {self.seconds:.0f}s: "
                  f"{self.requests} requests ({self.requests / self.seconds:,.0f}/s), {len(self.errors)} errors; "
                  f"topic ready in {self.topic_create_s:.1f}s; quiet Metadata of the topic p50 "
-                 f"{self.metadata_quiet_ms:.2f} ms"]
+                 f"{self.metadata_quiet_ms:.2f} ms; broker CPU {self.broker_cpu_per_request_us:.0f} us per request"]
         for kind in sorted(self.latencies):
             lines.append(f"  {kind:9} n={len(self.latencies[kind]):7}  p50 {self.percentile(kind, 0.5):7.2f} ms  "
                          f"p99 {self.percentile(kind, 0.99):7.2f} ms  max {self.percentile(kind, 1.0):7.2f} ms")
         lines.append("  broker RSS MiB " + ", ".join(f"{k} {v // 1024}" for k, v in self.rss_kib.items())
                      + "; open fds " + ", ".join(f"{k} {v}" for k, v in self.fds.items()))
         return "\n".join(lines)
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
-def fd_count(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 class Client:
@@ -356,12 +355,14 @@ async def run_load_async(target: Target, connections: int, partitions: int, seco
     gc.disable()
     try:
         deadline = time.monotonic() + seconds
+        cpu_before = cpu_seconds(pid)
         workers = [asyncio.ensure_future(_worker(c, result, requests, deadline, random.Random(rng.random())))
                    for c in clients]
         peak_rss = peak_fds = 0
         while not all(w.done() for w in workers):
             peak_rss, peak_fds = max(peak_rss, rss_kib(pid)), max(peak_fds, fd_count(pid))
             await asyncio.wait(workers, timeout=0.5)
+        result.broker_cpu_s = cpu_seconds(pid) - cpu_before
     finally:
         gc.enable()
         gc.unfreeze()
@@ -435,6 +436,7 @@ def main() -> int:
         row(f"{kind} p99", "ms", lambda r, k=kind: r.percentile(k, 0.99))
     row("requests/s", "req/s", lambda r: r.requests / args.seconds, lower_is_better=False)
     row("quiet Metadata p50", "ms", lambda r: r.metadata_quiet_ms)
+    row("broker CPU per request", "us", lambda r: r.broker_cpu_per_request_us)
     row("broker peak RSS", "MiB", lambda r: r.rss_kib.get("peak", 0) / 1024)
     errors = sum(len(r.errors) for r in results.values())
     print(f"RESULT load errors | {errors} | | 0")

@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from asyncbroker.testing import BrokerProcess  # noqa: E402
 from asyncbroker.server import RELEASE_BUFFERS_AFTER_S  # noqa: E402
 from asyncbroker.testing.broker import serve_command  # noqa: E402
+from asyncbroker.testing.process_stats import cpu_seconds, proc_number, rss_kib  # noqa: E402
 
 SCALE = float(os.environ.get("BENCH_SCALE", "1"))
 SMALL_COUNT = int(1_000_000 * SCALE)
@@ -66,24 +67,6 @@ LARGE_COUNT = int(20_000 * SCALE)
 LATENCY_COUNT = int(20_000 * max(SCALE, 0.25))
 BROKERS = os.environ.get("BENCH_BROKERS", "asyncbroker,kafka").split(",")
 STARTS = 5  # starts per startup figure (the median): one start varies by +-30% here
-
-
-def proc_number(pid: int, file: str, key: str) -> int:
-    """The number after `key:` in /proc/<pid>/<file> (0 when absent)."""
-    for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-def rss_kib(pid: int, key: str = "VmRSS") -> int:
-    return proc_number(pid, "status", key)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User+system CPU seconds a process has used (all threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def bytes_written(pid: int) -> int:

@@ -58,8 +58,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
-from bench.bench_service import (  # noqa: E402
-    SCALE, CpuShare, Report, cpu_seconds, percentiles, proc_number, warm_up_group_coordinator)
+from asyncbroker.testing.process_stats import cpu_seconds, proc_number  # noqa: E402
+from bench.bench_service import SCALE, CpuShare, Report, percentiles, warm_up_group_coordinator  # noqa: E402
 
 MIB = 1 << 20
 SEGMENT_BYTES = 8 * MIB

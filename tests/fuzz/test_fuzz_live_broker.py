@@ -16,7 +16,6 @@ import socket
 import struct
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +23,7 @@ from hypothesis import strategies as st
 from kio.static.primitive import Records
 
 from asyncbroker.testing import BrokerProcess
+from asyncbroker.testing.process_stats import fd_count, rss_kib
 from wire.compression import CompressionType
 from wire.headers import encode_request_header
 from wire.messages import encode_request, request_class
@@ -122,17 +122,6 @@ def whole_requests(draw: st.DrawFn) -> tuple[str, bytes]:
 def broker() -> BrokerProcess:
     with BrokerProcess(["socket.request.max.bytes=1048576", "num.partitions=1"]) as b:
         yield b
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
-def fd_count(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 PROBE_CID = 0x5EED

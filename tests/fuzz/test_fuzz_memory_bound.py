@@ -19,6 +19,7 @@ from kio.schema.fetch.v12 import request as fetch12
 from kio.schema.metadata.v12 import request as meta12
 
 from asyncbroker.testing import BrokerProcess
+from asyncbroker.testing.process_stats import rss_kib
 from wire.headers import encode_request_header
 from wire.messages import encode_request
 
@@ -30,13 +31,6 @@ pytestmark = pytest.mark.timeout(120)
 MAX_REQUEST = 4 << 20
 CONNECTIONS = 8
 FRAMES_PER_CONNECTION = 12
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
 
 
 def test_pipelined_maximal_requests_do_not_pile_up() -> None:

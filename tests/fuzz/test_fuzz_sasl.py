@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asyncbroker.testing import BrokerProcess
+from asyncbroker.testing.process_stats import rss_kib
 from wire.records import write_uvarint
 
 pytestmark = pytest.mark.timeout(600)
@@ -128,6 +129,5 @@ def test_clients_still_authenticate_after_the_fuzzing(broker: BrokerProcess, tmp
     # Every hostile case was a typed refusal: none reached the connection's last-resort handler.
     assert "after an unexpected error" not in broker.output() and "Traceback" not in broker.output(), \
         broker.output()[-5000:]
-    rss_kib = int(next(line.split()[1] for line in Path(f"/proc/{broker.process.pid}/status").read_text()  # type: ignore[union-attr]
-                       .splitlines() if line.startswith("VmRSS:")))
-    assert rss_kib < 300_000, f"broker RSS {rss_kib} KiB after the hostile exchanges"
+    rss = rss_kib(broker.process.pid)  # type: ignore[union-attr]
+    assert rss < 300_000, f"broker RSS {rss} KiB after the hostile exchanges"
