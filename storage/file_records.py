@@ -21,10 +21,11 @@ from wire.records import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
+    BatchWalkStop,
     TimestampType,
     decode_records,
     read_batch_header,
-    whole_batches_end,
+    walk_batch_lengths,
 )
 
 READ_CHUNK = 1 << 20
@@ -226,17 +227,25 @@ class FileRecords:
 
     def whole_batches_end(self, start: int, limit: int, *, nonblocking: bool = False) -> int:
         """Where the last batch from `start` (a batch boundary) that ends by `limit` ends
-        (`start` when none does). Headers are read a HEADER_SCAN_CHUNK at a time, and a batch
-        larger than that is stepped over unread."""
+        (`start` when none does)."""
+        return self._walk_batch_lengths(start, limit, None, nonblocking).position
+
+    def _walk_batch_lengths(self, start: int, limit: int, until_offset: int | None,
+                            nonblocking: bool) -> BatchWalkStop:
+        """wire.records.walk_batch_lengths over the file from `start` (a batch boundary) to
+        `limit`: headers are read a HEADER_SCAN_CHUNK at a time, and a batch larger than that
+        is stepped over unread."""
         fd = self._fileno()
         pos = start
         while limit - pos >= BATCH_HEADER_SIZE:
             chunk = pread(fd, min(HEADER_SCAN_CHUNK, limit - pos), pos, nonblocking=nonblocking)
-            end = pos + whole_batches_end(chunk, limit=limit - pos)
-            if end == pos or end - pos + BATCH_HEADER_SIZE <= len(chunk):
-                return end  # the walk saw the next header whole, and it does not end by `limit`
-            pos = end  # the next header is past this chunk
-        return pos
+            stop = walk_batch_lengths(chunk, limit=limit - pos, until_offset=until_offset)
+            if stop.last_offset >= 0:
+                return BatchWalkStop(pos + stop.position, stop.last_offset, stop.size)
+            if stop.position == 0 or stop.position + BATCH_HEADER_SIZE <= len(chunk):
+                return BatchWalkStop(pos + stop.position)  # the walk saw the next header whole, and stopped
+            pos += stop.position  # the next header is past this chunk
+        return BatchWalkStop(pos)
 
     def batches(self, start: int = 0, end: int | None = None, *, with_data: bool = False,
                 nonblocking: bool = False) -> Iterator[FileBatch]:
@@ -273,11 +282,8 @@ class FileRecords:
     def search_for_offset_from_position(self, target_offset: int, starting_position: int, *,
                                         nonblocking: bool = False) -> LogOffsetPosition | None:
         """First batch (from starting_position) whose last offset >= target_offset."""
-        for batch in self.batches(starting_position, nonblocking=nonblocking):
-            last = batch.header.base_offset + batch.header.last_offset_delta
-            if last >= target_offset:
-                return LogOffsetPosition(last, batch.position, batch.header.batch_length + LOG_OVERHEAD)
-        return None
+        stop = self._walk_batch_lengths(starting_position, self._size, target_offset, nonblocking)
+        return LogOffsetPosition(stop.last_offset, stop.position, stop.size) if stop.last_offset >= 0 else None
 
     def search_for_timestamp(self, target_timestamp: int, starting_position: int,
                              starting_offset: int) -> TimestampAndOffset | None:

@@ -314,15 +314,30 @@ def iter_batch_headers(buf: Buffer, *, strict: bool = False, start: int = 0) -> 
         pos += size
 
 
-def whole_batches_end(buf: Buffer, start: int = 0, limit: int | None = None) -> int:
-    """Where the last of the batches from `start` that end by `limit` ends (`start` when none
-    does). `limit` is the end of `buf` unless given: a larger one lets a batch whose header is
-    in `buf` run past it, unread, and a walk over a file reads on from the position returned.
+class BatchWalkStop(NamedTuple):
+    """Where walk_batch_lengths stopped: the batch there, when it stopped for its last offset."""
 
-    Where a Fetch answer ends (at its last whole batch) needs only each batch's length, so the
-    walk reads the batchLength field and the magic byte, not whole headers: a quarter of
-    iter_batch_headers' time per batch (245 against 973 ns). It stops where that walk would: at
-    a cut batch, quietly; at a structurally bad header, with iter_batch_headers' precise error.
+    position: int
+    last_offset: int = -1  # -1: the walk did not stop for an offset
+    size: int = 0
+
+
+_BATCH_LAST_OFFSET = struct.Struct(">q15xi")  # baseOffset, then lastOffsetDelta at byte 23
+
+
+def walk_batch_lengths(buf: Buffer, start: int = 0, limit: int | None = None,
+                       until_offset: int | None = None) -> BatchWalkStop:
+    """Step from batch to batch by the batchLength fields of the headers in `buf`, from `start`.
+
+    The walk goes on while the next header lies whole in `buf` and its batch ends by `limit` (the
+    end of `buf` unless given: a larger one lets a batch run past `buf`, unread, and a walk over
+    a file reads on from where this one stopped). With `until_offset` it stops, too, at the
+    first batch whose last offset reaches it, and returns that batch.
+
+    Where a Fetch answer ends and which batch holds the fetch offset need only these fields, not
+    whole headers: a quarter of iter_batch_headers' time per batch (245 against 973 ns). It
+    stops where that walk would: at a cut batch, quietly; at a structurally bad header, with
+    iter_batch_headers' precise error.
     """
     size = len(buf)
     limit = size if limit is None else limit
@@ -332,10 +347,20 @@ def whole_batches_end(buf: Buffer, start: int = 0, limit: int | None = None) -> 
         length = length_at(buf, pos + 8)[0]
         if length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > limit:
             break
+        if until_offset is not None:
+            base, delta = _BATCH_LAST_OFFSET.unpack_from(buf, pos)
+            if base + delta >= until_offset:
+                return BatchWalkStop(pos, base + delta, LOG_OVERHEAD + length)
         pos += LOG_OVERHEAD + length
     if pos < size:
         next(iter_batch_headers(buf, start=pos), None)  # stopped at a bad header (raises) or a cut one
-    return pos
+    return BatchWalkStop(pos)
+
+
+def whole_batches_end(buf: Buffer, start: int = 0, limit: int | None = None) -> int:
+    """Where the last of the batches from `start` that end by `limit` ends (`start` when none
+    does): walk_batch_lengths' stop."""
+    return walk_batch_lengths(buf, start, limit).position
 
 
 # The smallest size (after LOG_OVERHEAD) any message format can declare: a v0 message.

@@ -86,8 +86,8 @@ def test_a_read_cut_after_its_first_batch_ends_at_the_last_whole_batch(tmp_path:
 def test_the_whole_batch_end_steps_over_batches_larger_than_a_header_chunk(
         tmp_path: Path, index_interval_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches from 0.1 KB to 1 MB, around HEADER_SCAN_CHUNK (16 KiB), each after a small one:
-    every cut still ends at the last whole batch, and no read is larger than a header chunk (a
-    1 MB batch is not read to find where it ends)."""
+    every cut still ends at the last whole batch, every offset is found in its batch, and no read
+    is larger than a header chunk (a 1 MB batch is not read to find where it ends)."""
     from storage import file_records
 
     seg = _segment(tmp_path, base=0, index_interval_bytes=index_interval_bytes)
@@ -116,6 +116,13 @@ def test_the_whole_batch_end_steps_over_batches_larger_than_a_header_chunk(
         whole = max(e for e in ends if e <= limit)
         assert r.size == (whole if whole else limit), limit
         assert max(reads) <= file_records.HEADER_SCAN_CHUNK, limit
+    for offset, position in enumerate(ends[:-1]):  # and the batch holding each offset, the same way
+        reads.clear()
+        found = seg.translate_offset(offset)
+        assert found is not None and (found.offset, found.position, found.size) == \
+            (offset, position, ends[offset + 1] - position)
+        assert max(reads) <= file_records.HEADER_SCAN_CHUNK, offset
+    assert seg.translate_offset(len(ends) - 1) is None
     seg.close()
 
 

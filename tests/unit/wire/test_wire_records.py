@@ -38,6 +38,7 @@ from wire.records import (
     record_keys_and_offsets,
     record_layouts,
     validate_batch,
+    walk_batch_lengths,
     whole_batches_end,
 )
 
@@ -501,6 +502,53 @@ def test_whole_batches_end_raises_for_legacy_and_bad_headers(magic: int) -> None
     bad[16] = 7  # an unknown magic
     with pytest.raises(CorruptRecordError):
         whole_batches_end(batch + bytes(bad))
+
+
+def _first_batch_reaching(buf: bytes, target: int) -> tuple[int, int, int] | type[KafkaError] | None:
+    """The header walk's answer: (position, last offset, size) of the first batch whose last
+    offset reaches `target`, None when no whole batch does, or the error type it raises."""
+    try:
+        for header, position in iter_batch_headers(buf):
+            last = header.base_offset + header.last_offset_delta
+            if last >= target:
+                return position, last, LOG_OVERHEAD + header.batch_length
+    except KafkaError as exc:
+        return type(exc)
+    return None
+
+
+def _walk_reaching(buf: bytes, target: int) -> tuple[int, int, int] | type[KafkaError] | None:
+    try:
+        stop = walk_batch_lengths(buf, until_offset=target)
+    except KafkaError as exc:
+        return type(exc)
+    return (stop.position, stop.last_offset, stop.size) if stop.last_offset >= 0 else None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    counts=st.lists(st.integers(1, 9), min_size=1, max_size=5),
+    gaps=st.lists(st.integers(0, 3), min_size=5, max_size=5),
+    cut=st.integers(0, 3_000),
+    flips=st.lists(st.tuples(st.integers(0, 3_000), st.integers(1, 255)), max_size=1),
+)
+def test_walk_until_an_offset_agrees_with_the_header_walk(counts: list[int], gaps: list[int], cut: int,
+                                                           flips: list[tuple[int, int]]) -> None:
+    """The batch holding each offset (the first whose last offset reaches it), found by lengths
+    and two header fields, is the header walk's, in whole and cut logs, with a flipped byte."""
+    parts, offset = [], 5
+    for n, gap in zip(counts, gaps):
+        data = bytearray(_simple_batch(n=n))
+        assign_offsets(data, 0, offset, 0)
+        parts.append(bytes(data))
+        offset += n + gap
+    buf = bytearray(b"".join(parts))
+    for at, flip in flips:
+        if at < len(buf):
+            buf[at] ^= flip
+    data = bytes(buf[:cut])
+    for target in range(0, offset + 2):
+        assert _walk_reaching(data, target) == _first_batch_reaching(data, target), target
 
 
 @settings(max_examples=300, deadline=None)
