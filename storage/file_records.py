@@ -240,7 +240,7 @@ class FileRecords:
         while limit - pos >= BATCH_HEADER_SIZE:
             chunk = pread(fd, min(HEADER_SCAN_CHUNK, limit - pos), pos, nonblocking=nonblocking)
             stop = walk_batch_lengths(chunk, limit=limit - pos, until_offset=until_offset)
-            if stop.last_offset >= 0:
+            if stop.found:
                 return BatchWalkStop(pos + stop.position, stop.last_offset, stop.size)
             if stop.position == 0 or stop.position + BATCH_HEADER_SIZE <= len(chunk):
                 return BatchWalkStop(pos + stop.position)  # the walk saw the next header whole, and stopped
@@ -283,7 +283,7 @@ class FileRecords:
                                         nonblocking: bool = False) -> LogOffsetPosition | None:
         """First batch (from starting_position) whose last offset >= target_offset."""
         stop = self._walk_batch_lengths(starting_position, self._size, target_offset, nonblocking)
-        return LogOffsetPosition(stop.last_offset, stop.position, stop.size) if stop.last_offset >= 0 else None
+        return LogOffsetPosition(stop.last_offset, stop.position, stop.size) if stop.found else None
 
     def search_for_timestamp(self, target_timestamp: int, starting_position: int,
                              starting_offset: int) -> TimestampAndOffset | None:

@@ -315,11 +315,15 @@ def iter_batch_headers(buf: Buffer, *, strict: bool = False, start: int = 0) -> 
 
 
 class BatchWalkStop(NamedTuple):
-    """Where walk_batch_lengths stopped: the batch there, when it stopped for its last offset."""
+    """Where walk_batch_lengths stopped, and the batch there when it stopped for its last offset."""
 
     position: int
-    last_offset: int = -1  # -1: the walk did not stop for an offset
-    size: int = 0
+    last_offset: int = -1
+    size: int = 0  # 0: the walk did not stop for an offset
+
+    @property
+    def found(self) -> bool:
+        return self.size > 0
 
 
 _BATCH_LAST_OFFSET = struct.Struct(">q15xi")  # baseOffset, then lastOffsetDelta at byte 23
