@@ -27,6 +27,7 @@ DescribeShareGroupOffsets reads its start offset, leader epoch and delivery-comp
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import struct
@@ -212,6 +213,11 @@ class ShareCoordinator:
         self.topic = topic
         self.states: dict[tuple[str, uuid.UUID, int], ShareState] = {}
         self._loaded = False
+        # Snapshots being appended, by share partition. A summary waits for them: the records a
+        # leaving member held are written in the background (SharePartitionManager), and a
+        # DescribeShareGroupOffsets sent after the member left must see them, as Kafka's share
+        # coordinator runs one share partition's operations in order.
+        self._appending: dict[tuple[str, uuid.UUID, int], list[asyncio.Future[None]]] = {}
 
     async def load(self) -> None:
         """Every share partition's state, from the log (once)."""
@@ -274,18 +280,30 @@ class ShareCoordinator:
     async def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> ShareStateSummary:
         """Kafka's ReadShareGroupStateSummary of one share partition."""
         await self.load()
+        appending = self._appending.get((group_id, topic_id, partition))
+        if appending:
+            await asyncio.gather(*appending)
         state = self.states.get((group_id, topic_id, partition))
         if state is None:
             return NO_STATE
         return ShareStateSummary(state.start_offset, state.leader_epoch, state.delivery_complete_count)
 
     async def _append_snapshot(self, k: tuple[str, uuid.UUID, int], state: ShareState, now: int) -> None:
-        await self.topic.ensure_created()
-        group_id, topic_id, partition = k
-        num = self.topic.num_partitions
-        await self.topic.append(state_partition_for(group_id, topic_id, partition, num),
-                                [(encode_key(SNAPSHOT, group_id, topic_id, partition), encode_snapshot(state, now))])
-        self.states[k] = state
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        appending = self._appending.setdefault(k, [])
+        appending.append(done)  # before the first await: a summary asked from now on waits for it
+        try:
+            await self.topic.ensure_created()
+            group_id, topic_id, partition = k
+            num = self.topic.num_partitions
+            await self.topic.append(state_partition_for(group_id, topic_id, partition, num),
+                                    [(encode_key(SNAPSHOT, group_id, topic_id, partition), encode_snapshot(state, now))])
+            self.states[k] = state
+        finally:
+            done.set_result(None)
+            appending.remove(done)
+            if not appending:
+                del self._appending[k]
 
 
 def persisted_batches(states: Sequence[tuple[int, int, RecordState, int]]) -> list[StateBatch]:
