@@ -66,7 +66,7 @@ class LoadResult:
     metadata_quiet_ms: float = 0.0  # quiet, before the load: the median of 50 Metadata of the topic
     # The broker's CPU seconds while the load ran. The clients send one request at a time, so a
     # request's wait is about connections / rate, and the rate is what the broker's CPU allows:
-    # its CPU per request is the figure that p99 follows, and it moves less between runs.
+    # its CPU per request is the broker's own part of p99 (the client shares the machine).
     broker_cpu_s: float = 0.0
 
     @property
