@@ -60,7 +60,7 @@ from storage.remote_storage_manager import (
 from storage.topic_partition import TopicPartition
 from storage.transaction_index import AbortedTxn, parse_aborted_txns
 from wire.errors import OffsetOutOfRangeError
-from wire.records import iter_batch_headers, whole_batches_end
+from wire.records import BATCH_HEADER_SIZE, iter_batch_headers, walk_batch_lengths, whole_batches_end
 from wire.remote_log_metadata_records import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
@@ -84,7 +84,6 @@ T = TypeVar("T")
 # has an entry every index.interval.bytes (4096 by default), plus the batch that straddles it.
 _INDEX_SLACK = 64 * 1024
 _BATCH_HEADER = struct.Struct(">qi")  # base offset, length (after these 12 bytes)
-_LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
 _INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
 _TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 _SEARCH_CHUNK = 1 << 20
@@ -497,17 +496,19 @@ class RemoteLogManager:
         window = fetch(position, position + max(max_bytes, 0) + _INDEX_SLACK)
         at = 0
         while True:
-            if len(window) - at < 27:
-                more = fetch(position + len(window), position + len(window) + _INDEX_SLACK)
-                if not more:
-                    return RemoteRead(b"", [] if read_committed else None)
-                window += more
-                continue
-            base, length = _BATCH_HEADER.unpack_from(window, at)
-            last = base + _LAST_OFFSET_DELTA.unpack_from(window, at + 23)[0]
-            if last >= fetch_offset:
+            # A bad header raises (CorruptRecordError) rather than stepping by its length.
+            stop = walk_batch_lengths(window, at, 1 << 62, fetch_offset)
+            if stop.found:
                 break
-            at += 12 + length
+            if stop.position == 0:
+                return RemoteRead(b"", [] if read_committed else None)  # past the segment's last whole header
+            # The next header is cut by the window's end, or lies past it (the walk stepped over
+            # batches it did not hold): the window moves there, rather than growing by bytes no
+            # one reads.
+            position += stop.position
+            window = fetch(position, position + max(max_bytes, 0) + _INDEX_SLACK)
+            at = 0
+        at, length = stop.position, stop.size - 12
         first_size = 12 + length
         if first_size > max_bytes and not min_one_message:
             return RemoteRead(b"", [] if read_committed else None)
@@ -521,14 +522,7 @@ class RemoteLogManager:
         records = bytes(window[at:end])
         aborted = None
         if read_committed:
-            upper = base + 1
-            pos = 0
-            while pos + 27 <= len(records):
-                b, n = _BATCH_HEADER.unpack_from(records, pos)
-                if pos + 12 + n > len(records):
-                    break
-                upper = b + _LAST_OFFSET_DELTA.unpack_from(records, pos + 23)[0] + 1
-                pos += 12 + n
+            upper = self._upper_bound_offset(metadata, position + end)
             aborted = self._aborted_transactions(tip, metadata, fetch_offset, upper)  # type: ignore[arg-type]
         return RemoteRead(records, aborted)
 
@@ -575,6 +569,8 @@ class RemoteLogManager:
                     return (found.offset, found.timestamp)
                 at += 12 + header.batch_length
             if at == 0:  # one batch larger than the chunk: fetch it whole
+                if len(chunk) < BATCH_HEADER_SIZE:
+                    return None  # a header cut by the segment's end (a whole one was checked above)
                 _base, length = _BATCH_HEADER.unpack_from(chunk, 0)
                 chunk = self.rsm.fetch_log_segment(metadata, position, position + 12 + length - 1)
                 for header, pos in iter_batch_headers(chunk):
@@ -584,6 +580,24 @@ class RemoteLogManager:
                 at = 12 + length
             position += at
         return None
+
+    def _upper_bound_offset(self, metadata: RemoteLogSegmentMetadata, limit: int) -> int:
+        """Where the aborted transactions a read_committed remote read lists end, as a local read
+        bounds them (Log._fetch_upper_bound_offset): the offset of the first index entry at or
+        past byte `limit`, the end of the bytes read, else the segment's end. The records read
+        are never parsed for it: past the first batch they are served as they are."""
+        index = self._index(metadata, IndexType.OFFSET)
+        lo, hi, found = 0, len(index) // 8 - 1, metadata.end_offset + 1
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            relative, position = _INDEX_ENTRY.unpack_from(index, mid * 8)
+            if relative == 0 and position == 0 and mid > 0:
+                hi = mid - 1  # preallocated zeroes past the last entry
+            elif position >= limit:
+                found, hi = metadata.start_offset + relative, mid - 1
+            else:
+                lo = mid + 1
+        return found
 
     def _lookup_position(self, metadata: RemoteLogSegmentMetadata, offset: int) -> int:
         """The byte position of the last offset index entry at or below `offset` (0 if none)."""

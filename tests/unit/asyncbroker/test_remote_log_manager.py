@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import struct
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from asyncbroker.replica_manager import OffsetQuery, PartitionRead
 from storage.log import Log
 from storage.partition_metadata import uuid_from_base64
 from storage.topic_partition import TopicPartition
-from wire.errors import ErrorCode
+from wire.errors import CorruptRecordError, ErrorCode
 from wire.records import Record, build_batch, iter_batch_headers
 from wire.remote_log_metadata_records import (
     RemoteLogSegmentId,
@@ -366,6 +367,63 @@ async def test_list_offsets_by_time_searches_the_remote_segments_first(broker: B
     assert (await by_time(base + 2095))[0] == 30  # past the remote tier: the local segment's record
     await broker.replica_manager.delete_records({TP: 15})
     assert await by_time(base) == (15, base + 1050)  # never below the log start offset
+
+
+def remote_log_file(tmp_path: Path, start_offset: int) -> Path:
+    """The `.log` of the copied remote segment starting at `start_offset` (LocalTieredStorage
+    names it for its base offset, as Kafka names a segment)."""
+    found = list((tmp_path / "remote").glob(f"{TOPIC}-0-*/{start_offset:020d}-*.log"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+async def test_a_corrupt_remote_batch_length_fails_the_read_and_never_spins(broker: Broker, tmp_path: Path) -> None:
+    """A remote batch declaring an impossible length (-12 steps nowhere): a read walking past it
+    raises CorruptRecordError and the Fetch answers CORRUPT_MESSAGE, as locally, rather than
+    holding an IO thread in a loop. A read from an earlier batch never parses it: the bytes go
+    out as stored, and the consumer's CRC check rejects that batch (as with Kafka)."""
+    await create(broker, **{"local.retention.bytes": "1", "index.interval.bytes": str(16 << 20)})
+    await segments(broker, 10, 1, active=1)
+    log = await copied_and_dropped(broker, 10)
+    manager = rlm(broker)
+    whole = manager.read(log, 0, 1 << 20, min_one_message=True, read_committed=False).records
+    starts = [pos for _, pos in iter_batch_headers(whole)]
+    with remote_log_file(tmp_path, 0).open("r+b") as f:
+        f.seek(starts[3] + 8)
+        f.write(struct.pack(">i", -12))
+    stored = remote_log_file(tmp_path, 0).read_bytes()
+    for committed in (False, True):  # found before the bad header: the bytes are served as stored
+        got = manager.read(log, 2, 1 << 20, min_one_message=True, read_committed=committed)
+        assert got.records == stored[starts[2]:] and got.aborted == ([] if committed else None)
+    for committed in (False, True):
+        with pytest.raises(CorruptRecordError):
+            manager.read(log, 5, 1 << 20, min_one_message=True, read_committed=committed)
+    reads = [PartitionRead(TOPIC, None, 0, 5, 1 << 20)]
+    (answer,) = await broker.replica_manager.fetch_messages(
+        reads, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, read_committed=False,
+        use_file_regions=False)
+    assert answer.error == ErrorCode.CORRUPT_MESSAGE
+
+
+async def test_a_time_search_stops_at_a_remote_header_cut_by_the_segment_end(broker: Broker, tmp_path: Path) -> None:
+    """ListOffsets by time reaching a remote segment that ends inside a batch header whose length
+    field is garbage: the search ends there (no record found in that segment) and goes on
+    locally, rather than stepping back by that length forever."""
+    await create(broker, **{"local.retention.bytes": "1"})
+    base = broker.clock.milliseconds() - 1_000_000
+    for i in range(10):  # record i stamped base + i*10
+        batch = build_batch([Record(0, base + i * 10, b"k", b"v" * 100)])
+        await broker.replica_manager.append_records({TP: batch}, acks=-1, transactional_id=None, produce_version=9)
+    log_of(broker).roll()
+    await append(broker, 1)
+    await copied_and_dropped(broker, 10)
+    path = remote_log_file(tmp_path, 0)
+    whole = path.read_bytes()
+    last = [pos for _, pos in iter_batch_headers(whole)][-1]
+    path.write_bytes(whole[:last + 8] + struct.pack(">i", -12) + whole[last + 12:last + 20])
+    found = (await broker.replica_manager.fetch_offsets({TP: OffsetQuery(base + 90)}, version=9,
+                                                         read_committed=False))[TP]
+    assert (found.error, found.offset) == (ErrorCode.NONE, 10)  # record 9 is cut away: the local record
 
 
 async def test_a_topic_deletion_the_store_refused_finishes_at_the_next_start(tmp_path: Path) -> None:
