@@ -25,9 +25,12 @@ class FetchDataInfo(msgspec.Struct):
     first_entry_incomplete: bool = False
     aborted_transactions: list[AbortedTxn] | None = None
     path: str | None = None  # the segment file read (a str: no Path built per read)
+    data: bytes | None = None  # the bytes, when the read took them already (LogSegment._read_window)
 
     def read_bytes(self, *, nonblocking: bool = False) -> bytes:
         """The bytes; `nonblocking`: only from the page cache, else ReadWouldBlock."""
         if self.file is None or self.size == 0:
             return b""
+        if self.data is not None:
+            return self.data
         return pread(self.file.fileno(), self.size, self.position, nonblocking=nonblocking)

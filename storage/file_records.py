@@ -222,8 +222,9 @@ class FileRecords:
         return int(os.stat(self._path).st_mtime * 1000)
 
     # -- reading --------------------------------------------------------------------------------
-    def read(self, position: int, size: int) -> bytes:
-        return os.pread(self._fileno(), size, position)
+    def read(self, position: int, size: int, *, nonblocking: bool = False) -> bytes:
+        """`size` bytes at `position` (fewer at the file's end); `nonblocking`: see pread."""
+        return pread(self._fileno(), size, position, nonblocking=nonblocking)
 
     def whole_batches_end(self, start: int, limit: int, *, nonblocking: bool = False) -> int:
         """Where the last batch from `start` (a batch boundary) that ends by `limit` ends

@@ -642,7 +642,7 @@ class Log:
                 info = FetchDataInfo(
                     LogOffsetMetadata(fetch_offset, segment.base_offset, found.position),
                     file=segment.log.file, position=found.position, size=found.size,
-                    first_entry_incomplete=found.first_entry_incomplete, path=segment.log.path_str,
+                    first_entry_incomplete=found.first_entry_incomplete, path=segment.log.path_str, data=found.data,
                 )
                 if isolation == "read_committed":
                     info.aborted_transactions = self._collect_aborted(

@@ -1,16 +1,20 @@
 """LogSegment: append/read/translate, recovery, truncation, roll conditions, timestamps."""
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from storage_testlib import BASE_TS, batch
 from storage.clock import MockClock
 from storage.errors import LogSegmentOffsetOverflowError
 from storage.log_config import LogConfig
-from storage.log_segment import LogSegment, RollParams
-from wire.records import LOG_OVERHEAD, assign_offsets, iter_batch_headers
+from storage import log_segment
+from storage.log_segment import READ_WINDOW_MAX_BYTES, LogSegment, RollParams
+from wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, assign_offsets, iter_batch_headers
 
 
 def _segment(tmp_path: Path, base: int = 40, **config) -> LogSegment:
@@ -82,6 +86,83 @@ def test_a_read_cut_after_its_first_batch_ends_at_the_last_whole_batch(tmp_path:
     seg.close()
 
 
+_batches = st.lists(st.tuples(st.integers(1, 4), st.sampled_from([1, 50, 300, 2_000, 9_000, 40_000])),
+                    min_size=1, max_size=24)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=_batches, index_interval_bytes=st.sampled_from([1, 700, 4096, 1 << 20]), data=st.data())
+def test_a_small_read_from_one_window_answers_as_the_range_read(
+        batches: list[tuple[int, int]], index_interval_bytes: int, data: st.DataObject) -> None:
+    """_read_window (one pread from the index entry) against read()'s range path (header walks,
+    READ_WINDOW_MAX_BYTES at 0): the same position, size and first_entry_incomplete for any
+    offset, limit, high watermark and min_one_message, and its bytes are the file's."""
+    with tempfile.TemporaryDirectory() as d:
+        seg = _segment(Path(d), base=0, index_interval_bytes=index_interval_bytes)
+        ends, offset = [0], 0
+        for records, value_size in batches:
+            raw = bytearray(batch(records, value_size=value_size))
+            assign_offsets(raw, 0, offset, 0)
+            offset += records
+            seg.append(offset - 1, BASE_TS, offset - 1, raw, [(bp.header, bp.position) for bp in iter_batch_headers(raw)])
+            ends.append(seg.size())
+        file = seg.log.read(0, seg.size())
+        for _ in range(12):
+            start = data.draw(st.integers(0, offset), label="offset")
+            limit = data.draw(st.integers(1, READ_WINDOW_MAX_BYTES), label="limit")
+            max_position = data.draw(st.sampled_from(ends[1:]), label="max_position")
+            min_one = data.draw(st.booleans(), label="min_one_message")
+            got = seg.read(start, limit, max_position, min_one)
+            saved, log_segment.READ_WINDOW_MAX_BYTES = log_segment.READ_WINDOW_MAX_BYTES, 0
+            try:
+                expected = seg.read(start, limit, max_position, min_one)
+            finally:
+                log_segment.READ_WINDOW_MAX_BYTES = saved
+            if expected is None:
+                assert got is None
+                continue
+            assert got is not None and expected.data is None
+            assert (got.position, got.size, got.first_entry_incomplete) == \
+                (expected.position, expected.size, expected.first_entry_incomplete), (start, limit, max_position)
+            if got.data is not None:
+                assert got.data == file[got.position:got.position + got.size]
+        seg.close()
+
+
+@pytest.mark.parametrize("index_interval_bytes", [1, 4096])
+def test_a_small_read_is_one_pread(tmp_path: Path, index_interval_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A consumer's small Fetch (here 16 KiB of 1-record batches of 200 B values, from any offset,
+    under the high watermark or not): one pread, from the index entry below the offset, whose
+    bytes are the answer; not a walk to find the batch, another to find where the answer ends,
+    and a third read for its bytes."""
+    from storage import file_records
+
+    seg = _segment(tmp_path, base=0, index_interval_bytes=index_interval_bytes)
+    for i in range(200):
+        raw = bytearray(batch(1, value_size=200))
+        assign_offsets(raw, 0, i, 0)
+        seg.append(i, BASE_TS, i, raw, [(bp.header, bp.position) for bp in iter_batch_headers(raw)])
+    file = seg.log.read(0, seg.size())
+    starts = [pos for _, pos in iter_batch_headers(file)]
+    reads: list[int] = []
+    real_pread = file_records.pread
+
+    def pread(fd: int, size: int, position: int, *, nonblocking: bool = False) -> bytes:
+        reads.append(size)
+        return real_pread(fd, size, position, nonblocking=nonblocking)
+
+    monkeypatch.setattr(file_records, "pread", pread)
+    for offset in (0, 1, 37, 150, 199):
+        for max_position in {seg.size(), ([*starts, seg.size()])[min(offset + 10, 200)]}:
+            reads.clear()
+            got = seg.read(offset, 16 << 10, max_position, min_one_message=True)
+            assert got is not None and got.data is not None and len(reads) == 1, (offset, max_position)
+            assert got.position == starts[offset]
+            end = max(p for p in [*starts, seg.size()] if p <= min(max_position, starts[offset] + (16 << 10)))
+            assert got.data == file[starts[offset]:end] and got.size == end - starts[offset]
+    seg.close()
+
+
 @pytest.mark.parametrize("index_interval_bytes", [1, 4096, 1 << 30])
 def test_the_whole_batch_end_steps_over_batches_larger_than_a_header_chunk(
         tmp_path: Path, index_interval_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,7 +196,10 @@ def test_the_whole_batch_end_steps_over_batches_larger_than_a_header_chunk(
         assert r is not None and r.position == 0
         whole = max(e for e in ends if e <= limit)
         assert r.size == (whole if whole else limit), limit
-        assert max(reads) <= file_records.HEADER_SCAN_CHUNK, limit
+        # A small read takes its answer's bytes in one window (_read_window): those, plus at most
+        # an index interval and a header before them. Every other read is a header chunk at most.
+        window = limit + index_interval_bytes + BATCH_HEADER_SIZE if limit <= READ_WINDOW_MAX_BYTES else 0
+        assert max(reads) <= max(file_records.HEADER_SCAN_CHUNK, window), limit
     for offset, position in enumerate(ends[:-1]):  # and the batch holding each offset, the same way
         reads.clear()
         found = seg.translate_offset(offset)
