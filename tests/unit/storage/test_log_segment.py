@@ -12,7 +12,7 @@ from storage_testlib import BASE_TS, batch
 from storage.clock import MockClock
 from storage.errors import LogSegmentOffsetOverflowError
 from storage.log_config import LogConfig
-from storage import log_segment
+from storage import file_records, log_segment
 from storage.log_segment import READ_WINDOW_MAX_BYTES, LogSegment, RollParams
 from wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, assign_offsets, iter_batch_headers
 
@@ -29,6 +29,19 @@ def _append(seg: LogSegment, first_offset: int, n: int, ts: int = BASE_TS) -> by
     last = first_offset + n - 1
     seg.append(last, ts + n - 1, last, data, headers)
     return bytes(data)
+
+
+def _pread_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every pread the segment's file makes from now on, in order."""
+    reads: list[int] = []
+    real_pread = file_records.pread
+
+    def pread(fd: int, size: int, position: int, *, nonblocking: bool = False) -> bytes:
+        reads.append(size)
+        return real_pread(fd, size, position, nonblocking=nonblocking)
+
+    monkeypatch.setattr(file_records, "pread", pread)
+    return reads
 
 
 def test_read_before_first_and_past_last(tmp_path: Path) -> None:
@@ -135,8 +148,6 @@ def test_a_small_read_is_one_pread(tmp_path: Path, index_interval_bytes: int, mo
     under the high watermark or not): one pread, from the index entry below the offset, whose
     bytes are the answer; not a walk to find the batch, another to find where the answer ends,
     and a third read for its bytes."""
-    from storage import file_records
-
     seg = _segment(tmp_path, base=0, index_interval_bytes=index_interval_bytes)
     for i in range(200):
         raw = bytearray(batch(1, value_size=200))
@@ -144,14 +155,7 @@ def test_a_small_read_is_one_pread(tmp_path: Path, index_interval_bytes: int, mo
         seg.append(i, BASE_TS, i, raw, [(bp.header, bp.position) for bp in iter_batch_headers(raw)])
     file = seg.log.read(0, seg.size())
     starts = [pos for _, pos in iter_batch_headers(file)]
-    reads: list[int] = []
-    real_pread = file_records.pread
-
-    def pread(fd: int, size: int, position: int, *, nonblocking: bool = False) -> bytes:
-        reads.append(size)
-        return real_pread(fd, size, position, nonblocking=nonblocking)
-
-    monkeypatch.setattr(file_records, "pread", pread)
+    reads = _pread_sizes(monkeypatch)
     for offset in (0, 1, 37, 150, 199):
         for max_position in {seg.size(), ([*starts, seg.size()])[min(offset + 10, 200)]}:
             reads.clear()
@@ -167,10 +171,8 @@ def test_a_small_read_is_one_pread(tmp_path: Path, index_interval_bytes: int, mo
 def test_the_whole_batch_end_steps_over_batches_larger_than_a_header_chunk(
         tmp_path: Path, index_interval_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches from 0.1 KB to 1 MB, around HEADER_SCAN_CHUNK (16 KiB), each after a small one:
-    every cut still ends at the last whole batch, every offset is found in its batch, and no read
-    is larger than a header chunk (a 1 MB batch is not read to find where it ends)."""
-    from storage import file_records
-
+    every cut still ends at the last whole batch, every offset is found in its batch, and no walk
+    reads more than a header chunk (a 1 MB batch is not read to find where it ends)."""
     seg = _segment(tmp_path, base=0, index_interval_bytes=index_interval_bytes)
     ends = [0]
     for i, value_size in enumerate([100, 40_000, 20, 16_300, 16_400, 1_000_000, 5_000, 33_000, 10, 60_000, 300]):
@@ -180,14 +182,7 @@ def test_the_whole_batch_end_steps_over_batches_larger_than_a_header_chunk(
         assign_offsets(data, 0, 2 * i + 1, 0)
         seg.append(2 * i + 1, BASE_TS, 2 * i + 1, data, [(bp.header, bp.position) for bp in iter_batch_headers(data)])
         ends.append(seg.size())
-    reads: list[int] = []
-    real_pread = file_records.pread
-
-    def pread(fd: int, size: int, position: int, *, nonblocking: bool = False) -> bytes:
-        reads.append(size)
-        return real_pread(fd, size, position, nonblocking=nonblocking)
-
-    monkeypatch.setattr(file_records, "pread", pread)
+    reads = _pread_sizes(monkeypatch)
     for limit in sorted({*range(1, seg.size() + 1, 4_999), *(e + d for e in ends for d in (-1, 0, 1))}):
         if not 0 < limit <= seg.size():
             continue
