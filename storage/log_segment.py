@@ -40,9 +40,9 @@ if TYPE_CHECKING:
 
 INT_MAX = 0x7FFFFFFF
 # A read of at most this many bytes takes them in one pread, from the offset index entry below
-# its offset: the batch it starts at, and the last whole batch it ends at, are found in those
-# bytes rather than by header walks that each read the file first (three reads became one for a
-# small Fetch). A larger read is a range of the file (sendfile), and its walks read headers only.
+# its offset (LogSegment.read): a small Fetch made three reads (a walk to find its batch, a walk
+# to find its end, its bytes) and makes one. A larger read is a range of the file (sent with
+# sendfile), and its walks read headers only.
 READ_WINDOW_MAX_BYTES = 32 * 1024
 
 
@@ -201,16 +201,27 @@ class LogSegment:
     def read(self, start_offset: int, max_size: int, max_position: int | None = None,
              min_one_message: bool = False, *, nonblocking: bool = False) -> SegmentRead | None:
         """Byte range starting at the batch holding start_offset, at most max_size bytes
-        (at least that batch when min_one_message), never past max_position. None if beyond the segment."""
+        (at least that batch when min_one_message), never past max_position. None if beyond the segment.
+
+        A read of at most READ_WINDOW_MAX_BYTES reads its window first: the bytes from the index
+        entry below the offset, an index interval and a header past `max_size`. Its batch and its
+        end are found in them, and they are its bytes (`data`), when the window holds them; the
+        header walks below read the file only for what the window does not hold."""
         if max_size < 0:
             raise ValueError(f"Invalid max size {max_size} for log read from segment {self.log.path}")
         if max_position is None:
             max_position = self.size()
-        if 0 < max_size <= READ_WINDOW_MAX_BYTES:
-            read = self._read_window(start_offset, max_size, max_position, min_one_message, nonblocking)
-            if read is not None:
-                return read
-        found = self.translate_offset(start_offset, nonblocking=nonblocking)
+        entry = self.offset_index.lookup(start_offset).position
+        window = b""
+        if 0 < max_size <= READ_WINDOW_MAX_BYTES and max_position > entry:
+            window = self.log.read(entry, min(max_position - entry, max_size + self.index_interval_bytes
+                                              + BATCH_HEADER_SIZE), nonblocking=nonblocking)
+        stop = walk_batch_lengths(window, 0, len(window), start_offset)
+        if stop.found:
+            found: LogOffsetPosition | None = LogOffsetPosition(stop.last_offset, entry + stop.position, stop.size)
+        else:  # on from the batch the window could not step over (a batch boundary)
+            found = self.log.search_for_offset_from_position(start_offset, entry + stop.position,
+                                                             nonblocking=nonblocking)
         if found is None:
             return None
         start_position = found.position
@@ -218,50 +229,24 @@ class LogSegment:
         if adjusted_max == 0:
             return SegmentRead(start_offset, start_position, 0)
         fetch_size = min(max_position - start_position, adjusted_max)
+        in_window = stop.found and stop.position + fetch_size <= len(window)
         if found.size < fetch_size < max_position - start_position:
-            # The limit falls after the first batch: end the range at the last whole batch before it.
+            # The limit falls after the first batch: end the range at the last whole batch before it,
+            # walked from the index entry below the limit (at most an index interval of batches).
             # A trailing part of a batch is allowed but useless: every client drops it, and it costs
             # its bytes on the wire both ways (issue 17).
-            fetch_size = self._last_whole_batch_end(start_position, start_position + fetch_size,
-                                                    nonblocking=nonblocking) - start_position
-        return SegmentRead(start_offset, start_position, max(fetch_size, 0), adjusted_max < found.size)
-
-    def _read_window(self, start_offset: int, max_size: int, max_position: int, min_one_message: bool,
-                     nonblocking: bool) -> SegmentRead | None:
-        """read()'s answer, with its bytes, from one pread of the bytes from the index entry below
-        `start_offset` (an index interval, a header and `max_size` at most, never past
-        `max_position`). None when they do not hold it: a batch crossing the window's end before
-        the answer's start or first batch is whole in it (a sparse index, a large batch), or an
-        offset at `max_position` or past it. read() then takes its usual path."""
-        entry = self.offset_index.lookup(start_offset).position
-        length = min(max_position - entry, max_size + self.index_interval_bytes + BATCH_HEADER_SIZE)
-        if length < BATCH_HEADER_SIZE:
-            return None
-        window = self.log.read(entry, length, nonblocking=nonblocking)
-        found = walk_batch_lengths(window, 0, len(window), start_offset)
-        if not found.found:
-            return None
-        at = found.position
-        adjusted_max = max(max_size, found.size) if min_one_message else max_size
-        readable = max_position - entry - at  # (> 0: the batch found ends inside the window)
-        fetch_size = min(readable, adjusted_max)
-        if at + fetch_size > len(window):
-            return None
-        if found.size < fetch_size < readable:
-            # As read(): the limit falls after the first batch, so the range ends at the last
-            # whole batch before it, walked from the index entry below the limit.
-            limit = at + fetch_size
-            walk_from = max(self.offset_index.floor_by_position(entry + limit).position - entry, at)
-            fetch_size = whole_batches_end(window, walk_from, limit) - at
-        data = window if at == 0 and fetch_size == len(window) else window[at:at + fetch_size]
-        return SegmentRead(start_offset, entry + at, fetch_size, adjusted_max < found.size, data)
-
-    def _last_whole_batch_end(self, start: int, limit: int, *, nonblocking: bool = False) -> int:
-        """The end of the last batch that ends at or before `limit`, from the batch at `start`
-        (which ends before `limit`). The headers walked start at the index entry below `limit`:
-        at most an index interval of batches, whatever the size of the range."""
-        walk_from = max(self.offset_index.floor_by_position(limit).position, start)  # a batch starts there
-        return self.log.whole_batches_end(walk_from, limit, nonblocking=nonblocking)
+            limit = start_position + fetch_size
+            walk_from = max(self.offset_index.floor_by_position(limit).position, start_position)  # a batch starts there
+            if in_window:
+                limit = entry + whole_batches_end(window, walk_from - entry, limit - entry)
+            else:
+                limit = self.log.whole_batches_end(walk_from, limit, nonblocking=nonblocking)
+            fetch_size = limit - start_position
+        data = None
+        if in_window and fetch_size > 0:
+            at = stop.position
+            data = window if at == 0 and fetch_size == len(window) else window[at:at + fetch_size]
+        return SegmentRead(start_offset, start_position, max(fetch_size, 0), adjusted_max < found.size, data)
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""
