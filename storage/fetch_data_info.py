@@ -25,7 +25,7 @@ class FetchDataInfo(msgspec.Struct):
     first_entry_incomplete: bool = False
     aborted_transactions: list[AbortedTxn] | None = None
     path: str | None = None  # the segment file read (a str: no Path built per read)
-    data: bytes | None = None  # the bytes, when the read took them already (LogSegment._read_window)
+    data: bytes | None = None  # the bytes, when the read took them already (a small read: LogSegment.read)
 
     def read_bytes(self, *, nonblocking: bool = False) -> bytes:
         """The bytes; `nonblocking`: only from the page cache, else ReadWouldBlock."""

@@ -13,7 +13,7 @@ import msgspec
 
 from storage.clock import Clock
 from storage.errors import LogSegmentOffsetOverflowError
-from storage.file_records import BATCH_ERRORS, FileRecords, LogOffsetPosition, TimestampAndOffset
+from storage.file_records import BATCH_ERRORS, HEADER_SCAN_CHUNK, FileRecords, LogOffsetPosition, TimestampAndOffset
 from storage.log_file_utils import (
     DELETED_FILE_SUFFIX,
     log_file,
@@ -204,7 +204,8 @@ class LogSegment:
         (at least that batch when min_one_message), never past max_position. None if beyond the segment.
 
         A read of at most READ_WINDOW_MAX_BYTES reads its window first: the bytes from the index
-        entry below the offset, an index interval and a header past `max_size`. Its batch and its
+        entry below the offset, an index interval (a header chunk at most) and a header past
+        `max_size`. Its batch and its
         end are found in them, and they are its bytes (`data`), when the window holds them; the
         header walks below read the file only for what the window does not hold."""
         if max_size < 0:
@@ -214,8 +215,10 @@ class LogSegment:
         entry = self.offset_index.lookup(start_offset).position
         window = b""
         if 0 < max_size <= READ_WINDOW_MAX_BYTES and max_position > entry:
-            window = self.log.read(entry, min(max_position - entry, max_size + self.index_interval_bytes
-                                              + BATCH_HEADER_SIZE), nonblocking=nonblocking)
+            # The slack past max_size is an index interval, a header chunk at most (a sparse index
+            # must not make every small read a large one): the walks go on in the file past it.
+            slack = min(self.index_interval_bytes, HEADER_SCAN_CHUNK) + BATCH_HEADER_SIZE
+            window = self.log.read(entry, min(max_position - entry, max_size + slack), nonblocking=nonblocking)
         stop = walk_batch_lengths(window, 0, len(window), start_offset)
         if stop.found:
             found: LogOffsetPosition | None = LogOffsetPosition(stop.last_offset, entry + stop.position, stop.size)

@@ -107,7 +107,7 @@ _batches = st.lists(st.tuples(st.integers(1, 4), st.sampled_from([1, 50, 300, 2_
 @given(batches=_batches, index_interval_bytes=st.sampled_from([1, 700, 4096, 1 << 20]), data=st.data())
 def test_a_small_read_from_one_window_answers_as_the_range_read(
         batches: list[tuple[int, int]], index_interval_bytes: int, data: st.DataObject) -> None:
-    """_read_window (one pread from the index entry) against read()'s range path (header walks,
+    """A small read from its window (one pread from the index entry) against the range path (walks,
     READ_WINDOW_MAX_BYTES at 0): the same position, size and first_entry_incomplete for any
     offset, limit, high watermark and min_one_message, and its bytes are the file's."""
     with tempfile.TemporaryDirectory() as d:
@@ -191,9 +191,10 @@ def test_the_whole_batch_end_steps_over_batches_larger_than_a_header_chunk(
         assert r is not None and r.position == 0
         whole = max(e for e in ends if e <= limit)
         assert r.size == (whole if whole else limit), limit
-        # A small read takes its answer's bytes in one window (_read_window): those, plus at most
-        # an index interval and a header before them. Every other read is a header chunk at most.
-        window = limit + index_interval_bytes + BATCH_HEADER_SIZE if limit <= READ_WINDOW_MAX_BYTES else 0
+        # A small read takes its answer's bytes in one window: those, plus at most an index
+        # interval (a header chunk at most) and a header. Every other read is a header chunk at most.
+        window = limit + min(index_interval_bytes, file_records.HEADER_SCAN_CHUNK) + BATCH_HEADER_SIZE \
+            if limit <= READ_WINDOW_MAX_BYTES else 0
         assert max(reads) <= max(file_records.HEADER_SCAN_CHUNK, window), limit
     for offset, position in enumerate(ends[:-1]):  # and the batch holding each offset, the same way
         reads.clear()
