@@ -398,6 +398,29 @@ def test_tiered_aborted_transaction_in_a_remote_segment(tiered_brokers) -> None:
     tiered_brokers.compare(scenario)
 
 
+def test_tiered_fetch_of_a_corrupt_remote_batch(tiered_brokers) -> None:  # type: ignore[no-untyped-def]
+    """The second batch of remote segment [20, 40) declares a length of -12 (on both brokers'
+    remote tiers, the same bytes): a Fetch from inside it, and one walking to it, answer what
+    Kafka answers for that partition, and the broker goes on serving: a Fetch from the batch
+    before it, from the other remote segment and from the local log."""
+    def scenario(run: ScenarioRun) -> None:
+        root = tiered_brokers.remote_dir(run.broker)
+        create_topic(run, "t", configs=TIERED)
+        produce_batches(run, "t", range(6))  # [0, 20) and [20, 40) remote, [40, 60) local
+        wait_tiered(run, "t", 40)
+        path = remote_segments(root, run, "t")[20]["log"]
+        with path.open("r+b") as f:
+            first_size = 12 + int.from_bytes(f.read(12)[8:], "big")
+            f.seek(first_size + 8)
+            f.write((-12).to_bytes(4, "big", signed=True))
+        for offset in (30, 35, 20, 25, 0, 45):
+            fetch(run, "t", {0: offset}, label=f"corrupt batch at 30: fetch from {offset}")
+        fetch(run, "t", {0: 30}, isolation_level=1, label="corrupt batch at 30: fetch from 30, read_committed")
+        fetch(run, "t", {0: 20}, partition_max_bytes=100, label="corrupt batch at 30: fetch from 20, 100 bytes")
+
+    tiered_brokers.compare(scenario)
+
+
 # -- c: DeleteRecords and retention on remote segments ---------------------------------------------
 
 
