@@ -508,8 +508,7 @@ class RemoteLogManager:
             position += stop.position
             window = fetch(position, position + max(max_bytes, 0) + _INDEX_SLACK)
             at = 0
-        at, length = stop.position, stop.size - 12
-        first_size = 12 + length
+        at, first_size = stop.position, stop.size
         if first_size > max_bytes and not min_one_message:
             return RemoteRead(b"", [] if read_committed else None)
         take = max(max_bytes, first_size) if min_one_message else max_bytes
