@@ -586,17 +586,8 @@ class RemoteLogManager:
         past byte `limit`, the end of the bytes read, else the segment's end. The records read
         are never parsed for it: past the first batch they are served as they are."""
         index = self._index(metadata, IndexType.OFFSET)
-        lo, hi, found = 0, len(index) // 8 - 1, metadata.end_offset + 1
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            relative, position = _INDEX_ENTRY.unpack_from(index, mid * 8)
-            if relative == 0 and position == 0 and mid > 0:
-                hi = mid - 1  # preallocated zeroes past the last entry
-            elif position >= limit:
-                found, hi = metadata.start_offset + relative, mid - 1
-            else:
-                lo = mid + 1
-        return found
+        following = _index_entry(index, _last_index_slot(index, lambda _relative, position: position < limit) + 1)
+        return metadata.end_offset + 1 if following is None else metadata.start_offset + following[0]
 
     def _lookup_position(self, metadata: RemoteLogSegmentMetadata, offset: int) -> int:
         """The byte position of the last offset index entry at or below `offset` (0 if none)."""
@@ -605,19 +596,10 @@ class RemoteLogManager:
 
     def _floor_position(self, metadata: RemoteLogSegmentMetadata, at_or_below: Callable[[int, int], bool]) -> int:
         """The byte position of the last offset index entry (relative offset, position) that
-        `at_or_below` accepts (0 if none): offsets and positions grow together."""
+        `at_or_below` accepts (0 if none)."""
         index = self._index(metadata, IndexType.OFFSET)
-        lo, hi, found = 0, len(index) // 8 - 1, 0
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            relative, position = _INDEX_ENTRY.unpack_from(index, mid * 8)
-            if relative == 0 and position == 0 and mid > 0:
-                hi = mid - 1  # preallocated zeroes past the last entry
-            elif at_or_below(relative, position):
-                found, lo = position, mid + 1
-            else:
-                hi = mid - 1
-        return found
+        found = _index_entry(index, _last_index_slot(index, at_or_below))
+        return 0 if found is None else found[1]
 
     def _last_whole_batch_end(self, metadata: RemoteLogSegmentMetadata, window: bytes, position: int, at: int,
                               end: int) -> int:
@@ -663,6 +645,29 @@ class RemoteLogManager:
             if m.end_offset >= upper_bound:
                 break
         return out
+
+
+def _index_entry(index: bytes, slot: int) -> tuple[int, int] | None:
+    """Offset index entry `slot` (relative offset, position); None past the last entry: past
+    the bytes, or among the preallocated zeroes that follow it."""
+    if slot < 0 or (slot + 1) * 8 > len(index):
+        return None
+    relative, position = _INDEX_ENTRY.unpack_from(index, slot * 8)
+    return None if relative == 0 and position == 0 and slot > 0 else (relative, position)
+
+
+def _last_index_slot(index: bytes, accepts: Callable[[int, int], bool]) -> int:
+    """The slot of the last offset index entry that `accepts` takes (-1 if none): a binary
+    search, since offsets and positions grow together."""
+    lo, hi, found = 0, len(index) // 8 - 1, -1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        entry = _index_entry(index, mid)
+        if entry is not None and accepts(*entry):
+            found, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    return found
 
 
 def describe(tip: TopicIdPartition) -> str:
