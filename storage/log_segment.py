@@ -219,7 +219,7 @@ class LogSegment:
             # must not make every small read a large one): the walks go on in the file past it.
             slack = min(self.index_interval_bytes, HEADER_SCAN_CHUNK) + BATCH_HEADER_SIZE
             window = self.log.read(entry, min(max_position - entry, max_size + slack), nonblocking=nonblocking)
-        stop = walk_batch_lengths(window, 0, len(window), start_offset)
+        stop = walk_batch_lengths(window, until_offset=start_offset)
         if stop.found:
             found: LogOffsetPosition | None = LogOffsetPosition(stop.last_offset, entry + stop.position, stop.size)
         else:  # on from the batch the window could not step over (a batch boundary)
