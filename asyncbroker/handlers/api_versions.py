@@ -20,6 +20,8 @@ that reached the wrong broker) gets REBOOTSTRAP_REQUIRED the same way.
 
 from __future__ import annotations
 
+import functools
+
 from wire.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
@@ -33,6 +35,7 @@ from wire.headers import RequestHeader
 from wire.messages import ApiKey
 
 from asyncbroker.encoded_response import EncodedResponse
+from asyncbroker.handlers import HandlerRegistry
 from asyncbroker.request_context import RequestContext
 from asyncbroker.transaction_state import FINALIZED_TRANSACTION_VERSION
 
@@ -55,8 +58,17 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ApiVersion
         # Kafka's answer (getErrorResponse): the error, no APIs and no features.
         body = encode_api_versions_response(header.api_version, ApiVersionsResponse(error, ()))
         return EncodedResponse([body], len(body))
+    body = _answer(ctx.broker.handlers, header.api_version)
+    return EncodedResponse([body], len(body))
+
+
+@functools.lru_cache(maxsize=32)
+def _answer(registry: HandlerRegistry, version: int) -> bytes:
+    """The usual answer's body, encoded once per version: every client connection asks, and
+    building and encoding some seventy ranges took longer than a small Produce. What it lists
+    is fixed for a broker's life (its registry's APIs, and FEATURES)."""
     keys = tuple(ApiVersion(api_key=key, min_version=lo, max_version=hi)
-                 for key, (lo, hi) in ctx.broker.handlers.supported_versions().items())
+                 for key, (lo, hi) in registry.supported_versions().items())
     response = ApiVersionsResponse(
         error_code=ErrorCode.NONE, api_keys=keys, throttle_time_ms=0,
         supported_features=tuple(SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
@@ -64,5 +76,4 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ApiVersion
         finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
         finalized_features=tuple(FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
                                  for name, (_, _, level) in FEATURES.items()))
-    body = encode_api_versions_response(header.api_version, response)  # (v0-2 carry no features)
-    return EncodedResponse([body], len(body))
+    return encode_api_versions_response(version, response)  # (v0-2 carry no features)

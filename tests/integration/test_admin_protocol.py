@@ -8,6 +8,7 @@ config overrides surviving a restart.
 from __future__ import annotations
 
 import datetime
+import struct
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -17,10 +18,12 @@ from confluent_kafka import Producer
 from kio.index import load_payload_module
 from kio.static.constants import EntityType
 
+from asyncbroker.handlers import HandlerRegistry
 from asyncbroker.response_builder import build
 from asyncbroker.testing import BrokerProcess
 from raw_client import RawClient
 from wire.errors import ErrorCode
+from wire.messages import decode_response
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -66,6 +69,35 @@ def metadata_ids(c: RawClient) -> dict[str, uuid.UUID]:
     resp = c.request(req(METADATA, 12, "MetadataRequest", topics=None, allow_auto_topic_creation=False,
                          include_topic_authorized_operations=False))
     return {t.name: t.topic_id for t in resp.topics}
+
+
+def test_api_versions_answers_each_version_whole_every_time(client: RawClient) -> None:
+    """The answer is encoded once per version and kept (asyncbroker.handlers.api_versions): asked
+    in any order of versions, each answer reads at its own version with every range the broker
+    serves (and, from v3, its features), the same bytes each time; a refused request between
+    them still gets INVALID_REQUEST with nothing listed."""
+    served = HandlerRegistry.discover().supported_versions()
+    first: dict[int, bytes] = {}
+    for version in (3, 0, 4, 1, 3, 2, 0, 4, 1, 2):
+        values = {"client_software_name": "t", "client_software_version": "1"} if version >= 3 else {}
+        entity = req(API_VERSIONS, version, "ApiVersionsRequest", **values)
+        cid = client.send_request(entity)
+        frame = client.recv_frame()
+        assert struct.unpack_from(">i", frame)[0] == cid
+        body = frame[4:]  # (ApiVersions answers carry response header v0 at every version)
+        resp = decode_response(API_VERSIONS, version, body)
+        assert resp.error_code == ErrorCode.NONE
+        assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == served
+        if version >= 3:
+            assert {f.name for f in resp.finalized_features} == {"group.version", "share.version",
+                                                                  "transaction.version"}
+        assert first.setdefault(version, body) == body
+    refused = client.request(req(API_VERSIONS, 3, "ApiVersionsRequest", client_software_name="not valid!",
+                                 client_software_version="1"))
+    assert refused.error_code == ErrorCode.INVALID_REQUEST and refused.api_keys == ()
+    again = client.request(req(API_VERSIONS, 3, "ApiVersionsRequest", client_software_name="t",
+                               client_software_version="1"))
+    assert {k.api_key: (k.min_version, k.max_version) for k in again.api_keys} == served
 
 
 def test_api_versions_advertise_admin_ranges(client: RawClient) -> None:
