@@ -287,16 +287,16 @@ class TopicManager:
         # found at startup never lacks its topic's configs.
         if overrides is not None:
             self.log_manager.set_topic_config(name, overrides)
-        created: list[TopicPartition] = []
+        partitions = [TopicPartition(name, partition) for partition in range(first, end)]
         try:
-            for partition in range(first, end):
-                tp = TopicPartition(name, partition)
-                become_leader(self.log_manager.create_log(tp, log_config, topic_id))
-                created.append(tp)
+            self.log_manager.create_logs(partitions, log_config, topic_id, on_created=become_leader)
         except BaseException:
             # All or nothing: a half-created topic would resurface at the next
-            # start with partitions the table never knew about.
-            for tp in created:
+            # start with partitions the table never knew about. (Only new partitions are
+            # asked for: every one of them that exists now was made by this call.)
+            for tp in partitions:
+                if self.log_manager.get_log(tp) is None:
+                    continue
                 try:
                     self.log_manager.delete_log(tp)
                 except Exception:  # noqa: BLE001 - report the original failure

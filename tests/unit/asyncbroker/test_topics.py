@@ -238,6 +238,69 @@ async def test_create_partitions(node: Node) -> None:
     assert new_log.topic_id == tm.get("grow").topic_id  # type: ignore[union-attr]
 
 
+async def test_partitions_are_created_together_each_whole(node: Node) -> None:
+    """A topic's partitions are created on several threads at once (LogManager.create_logs):
+    each has its directory, its topic id and the leader epoch's checkpoint, and is served."""
+    tm = node.topics
+    assert tm is not None and node.log_manager is not None
+    meta = await tm.create_topic("many", 64)
+    for p in range(64):
+        log = node.log_manager.get_log(TopicPartition("many", p))
+        assert log is not None and log.topic_id == meta.topic_id
+        assert PartitionMetadataFile(log.dir).read() == meta.topic_id
+        assert (log.dir / "leader-epoch-checkpoint").read_text().splitlines() == ["0", "1", "0 0"]
+    assert sorted(d.name for d in (node.root / "logs").glob("many-*")) == sorted(f"many-{p}" for p in range(64))
+
+
+def _failing_leader_for(monkeypatch: pytest.MonkeyPatch, partition: int) -> None:
+    """become_leader fails (a disk error) for one partition of whatever topic is created."""
+    import asyncbroker.topics as topics_module
+    from wire.errors import KafkaStorageError
+
+    real = topics_module.become_leader
+
+    def become_leader(log: Any) -> None:
+        if log.topic_partition.partition == partition:
+            raise KafkaStorageError("disk error (test)")
+        real(log)
+
+    monkeypatch.setattr(topics_module, "become_leader", become_leader)
+
+
+async def test_a_failed_creation_leaves_no_partition(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    """All or nothing: one partition failing undoes the others, which were created beside it,
+    so none comes back at the next start; the topic can be created again."""
+    from wire.errors import KafkaStorageError
+
+    tm = node.topics
+    assert tm is not None
+    _failing_leader_for(monkeypatch, 5)
+    with pytest.raises(KafkaStorageError):
+        await tm.create_topic("half", 12)
+    assert tm.get("half") is None
+    assert all(node.log_manager.get_log(TopicPartition("half", p)) is None for p in range(12))  # type: ignore[union-attr]
+    assert not [d for d in (node.root / "logs").glob("half-*") if not d.name.endswith("-delete")]
+    monkeypatch.undo()
+    tm = node.restart()
+    assert tm.get("half") is None and node.log_manager.get_log(TopicPartition("half", 0)) is None  # type: ignore[union-attr]
+    assert (await tm.create_topic("half", 12)).partitions == 12
+
+
+async def test_a_failed_create_partitions_keeps_the_old_ones(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wire.errors import KafkaStorageError
+
+    tm = node.topics
+    assert tm is not None and node.log_manager is not None
+    await tm.create_topic("grow2", 2)
+    _failing_leader_for(monkeypatch, 4)
+    with pytest.raises(KafkaStorageError):
+        await tm.create_partitions("grow2", 8)
+    assert tm.get("grow2").partitions == 2  # type: ignore[union-attr]
+    assert [p for p in range(8) if node.log_manager.get_log(TopicPartition("grow2", p)) is not None] == [0, 1]
+    assert sorted(d.name for d in (node.root / "logs").glob("grow2-*") if not d.name.endswith("-delete")) \
+        == ["grow2-0", "grow2-1"]
+
+
 async def test_delete_then_recreate(node: Node) -> None:
     tm = node.topics
     assert tm is not None

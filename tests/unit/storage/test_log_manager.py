@@ -60,6 +60,37 @@ def test_placement_in_least_loaded_dir(manager, dirs: list[Path]) -> None:
     assert lm.create_log(TopicPartition("orders", 0)) is lm.get_log(TopicPartition("orders", 0))
 
 
+def test_create_logs_places_a_batch_across_dirs_and_keeps_order(manager, dirs: list[Path]) -> None:
+    """One call for many partitions (a new topic's): each placed as if created one by one, the
+    logs returned in the order asked (an existing one as it is), each opened once."""
+    lm = manager()
+    existing = lm.create_log(TopicPartition("t", 3), LogConfig(), uuid.uuid4())
+    tps = [TopicPartition("t", p) for p in (5, 3, 0, 1, 2, 4, 6)]
+    logs = lm.create_logs(tps, LogConfig(), uuid.uuid4())
+    assert [log.topic_partition for log in logs] == tps
+    assert logs[1] is existing
+    assert [len(list(d.glob("t-*"))) for d in dirs] == [4, 3]
+    assert all(lm.get_log(tp) is log for tp, log in zip(tps, logs))
+
+
+def test_placement_counts_deleted_and_loaded_logs(manager, dirs: list[Path]) -> None:
+    """The per-directory counts placement reads follow deletions, and a restart's loaded logs."""
+    lm = manager()
+    for p in range(4):
+        lm.create_log(TopicPartition("a", p), LogConfig(), uuid.uuid4())
+    in_first = [p for p in range(4) if lm.get_log(TopicPartition("a", p)).dir.parent == dirs[0]]
+    assert len(in_first) == 2
+    for p in in_first:
+        lm.delete_log(TopicPartition("a", p))
+    for p in range(2):  # d1 now holds none: both go there
+        assert lm.create_log(TopicPartition("b", p), LogConfig(), uuid.uuid4()).dir.parent == dirs[0]
+    lm.create_log(TopicPartition("c", 0), LogConfig(), uuid.uuid4())  # 2 and 2: the first dir, then
+    lm.shutdown()
+    again = manager()  # loaded: d1 holds b-0, b-1, c-0; d2 holds the two left of "a"
+    assert again.create_log(TopicPartition("d", 0), LogConfig(), uuid.uuid4()).dir.parent == dirs[1]
+    assert again.create_log(TopicPartition("d", 1), LogConfig(), uuid.uuid4()).dir.parent == dirs[0]
+
+
 def test_invalid_topic_name_rejected(manager) -> None:
     lm = manager()
     with pytest.raises(InvalidTopicError):
