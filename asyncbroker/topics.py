@@ -293,14 +293,13 @@ class TopicManager:
         except BaseException:
             # All or nothing: a half-created topic would resurface at the next
             # start with partitions the table never knew about. (Only new partitions are
-            # asked for: every one of them that exists now was made by this call.)
-            for tp in partitions:
-                if self.log_manager.get_log(tp) is None:
-                    continue
+            # asked for: every one of them that has a log now was made by this call.)
+            for _ in partitions:  # (a partition whose deletion failed has left the registry: bounded)
                 try:
-                    self.log_manager.delete_log(tp)
-                except Exception:  # noqa: BLE001 - report the original failure
-                    log.exception("Could not roll back partition %s", tp)
+                    self.log_manager.delete_partition_logs(partitions)
+                    break
+                except Exception:  # noqa: BLE001 - report the original failure, undo the others
+                    log.exception("Could not roll back a partition of %s", name)
             raise
 
     async def delete_topic(self, name: str) -> TopicMetadata:
@@ -340,9 +339,7 @@ class TopicManager:
             raise TopicDeletionDisabledError("Topic deletion is disabled.")
 
     def _delete_logs_blocking(self, meta: TopicMetadata) -> None:
-        for tp in meta.topic_partitions():
-            if self.log_manager.get_log(tp) is not None:
-                self.log_manager.delete_log(tp)
+        self.log_manager.delete_partition_logs(meta.topic_partitions())
         self.log_manager.set_topic_config(meta.name, {})
 
     async def create_partitions(self, name: str, total: int, validate_only: bool = False,

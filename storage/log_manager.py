@@ -427,31 +427,48 @@ class LogManager:
 
     def delete_log(self, tp: TopicPartition) -> Log | None:
         """Rename the partition directory `<topic>-<p>.<uuid>-delete`; `delete_logs` unlinks it later."""
+        return self.delete_partition_logs([tp]).get(tp)
+
+    def delete_partition_logs(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, Log]:
+        """delete_log for each of `tps` that has a log (a deleted topic's partitions), then the
+        checkpoints of each directory once, as Kafka's asyncDelete of many partitions: written
+        after every one of them, each checkpoint listed all the dir's logs, and deleting a topic
+        of 1,000 partitions took 17 s. Returns the logs deleted; raises the first I/O error
+        (after checkpointing the dirs of those deleted before it)."""
+        deleted: dict[TopicPartition, Log] = {}
+        parents: set[Path] = set()
         with self._lock:
-            log = self._logs.pop(tp, None)
-            if log is None:
-                return None
-            self._count_in_dir(log, -1)
-            partitions = self._topic_logs.get(tp.topic)
-            if partitions is not None:
-                partitions.pop(tp.partition, None)
-                if not partitions:
-                    del self._topic_logs[tp.topic]
-            parent = log.dir.parent
-            log.close_handlers()
-            target = parent / f"{tp.dir_name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
             try:
-                log.rename_dir(target)
-                fsync_dir(parent)
-            except OSError as exc:
-                raise self._report_io_error(parent, f"Error while deleting log for {tp} in dir {parent}", exc) from exc
-            fault_injection.fault_point("delete.topic")
-            self._logs_to_delete.append((target, self.clock.milliseconds()))
-            if parent not in self._offline_dirs:
-                self._checkpoint_dir(parent)
-        if self.deletion_listener is not None:
+                for tp in tps:
+                    log = self._logs.pop(tp, None)
+                    if log is None:
+                        continue
+                    self._count_in_dir(log, -1)
+                    partitions = self._topic_logs.get(tp.topic)
+                    if partitions is not None:
+                        partitions.pop(tp.partition, None)
+                        if not partitions:
+                            del self._topic_logs[tp.topic]
+                    parent = log.dir.parent
+                    log.close_handlers()
+                    target = parent / f"{tp.dir_name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+                    try:
+                        log.rename_dir(target)
+                        fsync_dir(parent)
+                    except OSError as exc:
+                        raise self._report_io_error(
+                            parent, f"Error while deleting log for {tp} in dir {parent}", exc) from exc
+                    fault_injection.fault_point("delete.topic")
+                    self._logs_to_delete.append((target, self.clock.milliseconds()))
+                    deleted[tp] = log
+                    parents.add(parent)
+            finally:
+                for parent in parents:
+                    if parent not in self._offline_dirs:
+                        self._checkpoint_dir(parent)
+        if deleted and self.deletion_listener is not None:
             self.deletion_listener()
-        return log
+        return deleted
 
     def delete_logs(self) -> int:
         """Unlink `-delete` directories whose file.delete.delay.ms has passed."""

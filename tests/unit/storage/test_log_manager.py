@@ -137,6 +137,31 @@ def test_checkpoint_files(manager, dirs: list[Path]) -> None:
     assert (d / ".kafka_cleanshutdown").exists() is False
 
 
+def test_deleting_a_topics_partitions_at_once(manager, dirs: list[Path]) -> None:
+    """delete_partition_logs (DeleteTopics): every directory renamed for deletion, each dir's
+    checkpoints written once the batch is done and listing only the logs left, placement counts
+    following; partitions without a log are skipped."""
+    lm = manager()
+    doomed = [TopicPartition("a", p) for p in range(5)]
+    for tp in doomed:
+        lm.create_log(tp, LogConfig(), uuid.uuid4()).append_as_leader(batch(2))
+    kept = lm.create_log(TopicPartition("b", 0), LogConfig(), uuid.uuid4())
+    kept.append_as_leader(batch(3))
+    kept.flush()
+    deleted = lm.delete_partition_logs([*doomed, TopicPartition("a", 9)])
+    assert sorted(deleted) == doomed and all(lm.get_log(tp) is None for tp in doomed)
+    assert lm.topic_logs("a") == {}
+    for d in dirs:
+        assert not [p for p in d.glob("a-*") if not p.name.endswith("-delete")]
+        assert {tp.topic for tp in OffsetCheckpointFile(d / "recovery-point-offset-checkpoint").read()} <= {"b"}
+        assert {tp.topic for tp in OffsetCheckpointFile(d / "log-start-offset-checkpoint").read()} <= {"b"}
+    assert OffsetCheckpointFile(kept.dir.parent / "recovery-point-offset-checkpoint").read() \
+        == {TopicPartition("b", 0): 3}
+    assert len([p for d in dirs for p in d.glob("a-*-delete")]) == 5
+    other = dirs[1] if kept.dir.parent == dirs[0] else dirs[0]
+    assert lm.create_log(TopicPartition("c", 0), LogConfig(), uuid.uuid4()).dir.parent == other
+
+
 def test_unclean_restart_uses_recovery_checkpoint(manager, dirs: list[Path], clock: MockClock) -> None:
     lm = manager()
     log = lm.create_log(TopicPartition("t", 0))
