@@ -319,9 +319,7 @@ class Broker:
         without that epoch in its checkpoint gets it now, as on Kafka's makeLeader)."""
         from asyncbroker.leader_epoch import become_leader
 
-        self.log_manager.startup()
-        for partition_log in self.log_manager.all_logs():
-            become_leader(partition_log)
+        self.log_manager.startup(on_loaded=become_leader)
 
     def _start_replica_manager(self) -> None:
         from asyncbroker.replica_manager import ReplicaManager

@@ -54,9 +54,13 @@ class LeaderEpochFileCache:
         self._lock = threading.RLock()
         self._epochs: list[int] = []
         self._offsets: list[int] = []
-        for epoch, offset in checkpoint.read():
+        entries = checkpoint.read()
+        for epoch, offset in entries:
             self._epochs.append(epoch)
             self._offsets.append(offset)
+        # What the file holds (None: no file yet): a flush that would write the same skips it,
+        # as when a load's truncation of a log's last epoch is undone by its becoming leader.
+        self._on_disk: list[tuple[int, int]] | None = entries if checkpoint.path.exists() else None
 
     def entries(self) -> list[tuple[int, int]]:
         with self._lock:
@@ -98,15 +102,17 @@ class LeaderEpochFileCache:
             i = bisect.bisect_right(self._offsets, offset)
             return self._epochs[i - 1] if i else None
 
-    def truncate_from_end(self, end_offset: int) -> None:
-        """Drop epochs starting at or after `end_offset` (log truncated to end_offset)."""
+    def truncate_from_end(self, end_offset: int, *, flush: bool = True) -> None:
+        """Drop epochs starting at or after `end_offset` (log truncated to end_offset). Without
+        `flush` the checkpoint is written by the next `flush()` (a load: see Log.open)."""
         with self._lock:
             i = bisect.bisect_left(self._offsets, end_offset)
             if i < len(self._offsets):
                 del self._epochs[i:], self._offsets[i:]
-                self._flush()
+                if flush:
+                    self._flush()
 
-    def truncate_from_start(self, start_offset: int) -> None:
+    def truncate_from_start(self, start_offset: int, *, flush: bool = True) -> None:
         """Log start moved to `start_offset`: the epoch covering it now starts there."""
         with self._lock:
             i = bisect.bisect_right(self._offsets, start_offset)
@@ -115,7 +121,7 @@ class LeaderEpochFileCache:
             changed = i > 1 or self._offsets[0] != start_offset
             del self._epochs[: i - 1], self._offsets[: i - 1]
             self._offsets[0] = start_offset
-            if changed:
+            if changed and flush:
                 self._flush()
 
     def clear(self) -> None:
@@ -124,5 +130,17 @@ class LeaderEpochFileCache:
             self._offsets.clear()
             self._flush()
 
+    def flush(self) -> None:
+        """Write the checkpoint unless the file holds these entries already (or there is no
+        file and nothing to put in one: a new log's, until an epoch is assigned)."""
+        with self._lock:
+            if self._on_disk is None and not self._epochs:
+                return
+            self._flush()
+
     def _flush(self) -> None:
-        self.checkpoint.write(list(zip(self._epochs, self._offsets)))
+        entries = list(zip(self._epochs, self._offsets))
+        if entries == self._on_disk:
+            return
+        self.checkpoint.write(entries)
+        self._on_disk = entries

@@ -165,8 +165,13 @@ class Log:
              background: Callable[[Callable[[], None]], None] | None = None,
              log_dir_failure_channel: LogDirFailureChannel | None = None,
              roll_listener: Callable[["Log"], None] | None = None,
-             remote_storage_system_enable: bool = False) -> "Log":
-        """Open (creating if needed) the log in `dir`, recovering it as LogLoader does."""
+             remote_storage_system_enable: bool = False, defer_epoch_checkpoint: bool = False) -> "Log":
+        """Open (creating if needed) the log in `dir`, recovering it as LogLoader does.
+
+        The load truncates the leader epochs to the log (Kafka's truncateFromEnd); with
+        `defer_epoch_checkpoint` their checkpoint is left to the caller's
+        `leader_epoch_cache.flush()`, after it has assigned its own epoch: an empty log's
+        epoch, dropped by the load and assigned again, is then not written twice."""
         dir = Path(dir)
         config = config or LogConfig()
         dir.mkdir(parents=True, exist_ok=True)
@@ -183,6 +188,8 @@ class Log:
                   topic_id=topic_id, background=background, log_dir_failure_channel=log_dir_failure_channel,
                   roll_listener=roll_listener)
         log.remote_storage_system_enable = remote_storage_system_enable
+        if not defer_epoch_checkpoint:
+            epoch_cache.flush()
         return log
 
     # -- offsets --------------------------------------------------------------------------------

@@ -80,11 +80,11 @@ class LogLoader:
         recovery_point, next_offset = self._recover_log()
         active = self.segments.active_segment()
         active.resize_indexes(self.config.max_index_size)
-        self.leader_epoch_cache.truncate_from_end(next_offset)
+        self.leader_epoch_cache.truncate_from_end(next_offset, flush=False)  # (written by Log.open's caller)
         first_base = self.segments.first_segment().base_offset  # type: ignore[union-attr]
         log_start = (min(self.log_start_offset_checkpoint, next_offset) if self.remote_log_enabled
                      else max(self.log_start_offset_checkpoint, first_base))
-        self.leader_epoch_cache.truncate_from_start(log_start)
+        self.leader_epoch_cache.truncate_from_start(log_start, flush=False)
         # A recovered torn tail makes the snapshot taken at shutdown (at the old end) stale.
         self.producer_state_manager.rebuild(
             self.segments, log_start, next_offset,

@@ -127,7 +127,10 @@ class LogManager:
         self.note_compaction((log,))
 
     # -- startup --------------------------------------------------------------------------------
-    def startup(self) -> None:
+    def startup(self, on_loaded: Callable[[Log], None] | None = None) -> None:
+        """Lock the dirs, read their metadata and open every log found, each handed to
+        `on_loaded` on its recovery thread (the broker's becoming leader of it) before its
+        leader-epoch checkpoint is written."""
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
         self._lock_log_dirs()
@@ -135,7 +138,7 @@ class LogManager:
             self._load_meta_properties()
             self._topic_configs = self._read_topic_configs()
             self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-flusher")
-            self._load_logs()
+            self._load_logs(on_loaded)
         except BaseException:
             self._unlock_log_dirs()
             raise
@@ -240,7 +243,7 @@ class LogManager:
                 write_meta_properties(d, MetaProperties(1, self.cluster_id, self.node_id, directory_id))
             self.directory_ids[d] = directory_id
 
-    def _load_logs(self) -> None:
+    def _load_logs(self, on_loaded: Callable[[Log], None] | None = None) -> None:
         """Per directory: consume the clean-shutdown marker, read checkpoints, open logs in parallel."""
         jobs = []
         pools = []
@@ -273,7 +276,7 @@ class LogManager:
                     logger.warning("Skipping %s: not a topic-partition directory", path)
                     continue
                 jobs.append((tp, pool.submit(self._load_log, path, tp, recovery_points.get(tp, 0),
-                                                 log_starts.get(tp, 0), had_clean)))
+                                                 log_starts.get(tp, 0), had_clean, on_loaded)))
         try:
             for tp, future in jobs:
                 log = future.result()
@@ -287,11 +290,16 @@ class LogManager:
                 pool.shutdown(wait=True)
 
     def _load_log(self, path: Path, tp: TopicPartition, recovery_point: int, log_start: int,
-                  had_clean_shutdown: bool) -> Log:
-        return Log.open(path, self.config_for(tp.topic), clock=self.clock, log_start_offset=log_start,
-                        recovery_point=recovery_point, had_clean_shutdown=had_clean_shutdown,
-                        background=self._submit_background, log_dir_failure_channel=self.log_dir_failure_channel,
-                        remote_storage_system_enable=self.remote_storage_system_enable, roll_listener=self._on_roll)
+                  had_clean_shutdown: bool, on_loaded: Callable[[Log], None] | None = None) -> Log:
+        log = Log.open(path, self.config_for(tp.topic), clock=self.clock, log_start_offset=log_start,
+                       recovery_point=recovery_point, had_clean_shutdown=had_clean_shutdown,
+                       background=self._submit_background, log_dir_failure_channel=self.log_dir_failure_channel,
+                       remote_storage_system_enable=self.remote_storage_system_enable, roll_listener=self._on_roll,
+                       defer_epoch_checkpoint=True)
+        if on_loaded is not None:
+            on_loaded(log)
+        log.leader_epoch_cache.flush()
+        return log
 
     def _submit_background(self, task: Callable[[], None]) -> None:
         flusher = self._flusher

@@ -162,6 +162,43 @@ def test_deleting_a_topics_partitions_at_once(manager, dirs: list[Path]) -> None
     assert lm.create_log(TopicPartition("c", 0), LogConfig(), uuid.uuid4()).dir.parent == other
 
 
+def test_restart_writes_a_leader_epoch_checkpoint_only_when_it_changes(manager, dirs: list[Path]) -> None:
+    """A load truncates the epochs to the log's end and its caller (on_loaded: the broker's
+    becoming leader) assigns its own; the checkpoint is written once after both, and not at all
+    when that ends where the file already was (an empty log's `0 0`, dropped and assigned again)."""
+    lm = manager()
+    empty = lm.create_log(TopicPartition("e", 0), LogConfig(), uuid.uuid4())
+    full = lm.create_log(TopicPartition("f", 0), LogConfig(), uuid.uuid4())
+    for log in (empty, full):
+        log.maybe_assign_epoch_start_offset(0, 0)
+    full.append_as_leader(batch(10))
+    # An epoch past the data, as a log truncated by hand (or by a crash) leaves it.
+    (full.dir / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n1 50\n")
+    inode = (empty.dir / "leader-epoch-checkpoint").stat().st_ino
+    lm.shutdown()
+    seen: list[tuple[str, list[tuple[int, int]]]] = []
+
+    def become_leader(log) -> None:  # noqa: ANN001 - a Log
+        seen.append((log.topic_partition.topic, log.leader_epoch_cache.entries()))
+        log.maybe_assign_epoch_start_offset(0, log.log_end_offset)
+
+    again = LogManager(dirs, LogConfig(), node_id=1)
+    again.startup(on_loaded=become_leader)
+    try:
+        assert sorted(seen) == [("e", []), ("f", [(0, 0)])]  # truncated to each log's end first
+        e_dir, f_dir = (again.get_log(TopicPartition(t, 0)).dir for t in ("e", "f"))
+        assert (e_dir / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+        assert (e_dir / "leader-epoch-checkpoint").stat().st_ino == inode  # not rewritten
+        assert (f_dir / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+    finally:
+        again.shutdown()
+    # Without a caller assigning an epoch the truncation is written all the same.
+    (f_dir / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n1 50\n")
+    third = manager()
+    assert (f_dir / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+    assert third.get_log(TopicPartition("f", 0)).leader_epoch_cache.entries() == [(0, 0)]
+
+
 def test_unclean_restart_uses_recovery_checkpoint(manager, dirs: list[Path], clock: MockClock) -> None:
     lm = manager()
     log = lm.create_log(TopicPartition("t", 0))
