@@ -80,7 +80,8 @@ class LogLoader:
         recovery_point, next_offset = self._recover_log()
         active = self.segments.active_segment()
         active.resize_indexes(self.config.max_index_size)
-        self.leader_epoch_cache.truncate_from_end(next_offset, flush=False)  # (written by Log.open's caller)
+        # (Written by Log.open when it returns, or by its caller after it: defer_epoch_checkpoint.)
+        self.leader_epoch_cache.truncate_from_end(next_offset, flush=False)
         first_base = self.segments.first_segment().base_offset  # type: ignore[union-attr]
         log_start = (min(self.log_start_offset_checkpoint, next_offset) if self.remote_log_enabled
                      else max(self.log_start_offset_checkpoint, first_base))
