@@ -317,9 +317,6 @@ class LogManager:
 
     # -- registry -------------------------------------------------------------------------------
     def _add(self, tp: TopicPartition, log: Log) -> None:
-        replaced = self._logs.get(tp)
-        if replaced is not None:
-            self._count_in_dir(replaced, -1)
         self._logs[tp] = log
         self._topic_logs.setdefault(tp.topic, {})[tp.partition] = log
         self._count_in_dir(log, 1)
@@ -355,13 +352,14 @@ class LogManager:
             return self.default_config
         return LogConfig.from_props(overrides, self.default_config)
 
-    def _next_log_dir(self) -> Path:
-        """The live directory holding the fewest partitions (Kafka's placement)."""
+    def _next_log_dir(self, placed: Mapping[Path, int]) -> Path:
+        """The live directory holding the fewest partitions (Kafka's placement), counting those
+        `placed` there already by the batch being created."""
         live = self.live_log_dirs
         if not live:
             raise KafkaStorageError("No live log directory to place a new partition in")
         counts = self._logs_in_dir
-        return min(live, key=lambda d: (counts.get(d, 0), self.log_dirs.index(d)))
+        return min(live, key=lambda d: (counts.get(d, 0) + placed.get(d, 0), self.log_dirs.index(d)))
 
     def create_log(self, tp: TopicPartition, config: LogConfig | None = None,
                    topic_id: uuid.UUID | None = None) -> Log:
@@ -380,6 +378,7 @@ class LogManager:
         with self._lock:  # (held throughout, as for one log: no creation or deletion interleaves)
             logs: dict[TopicPartition, Log] = {}
             placed: dict[TopicPartition, Path] = {}
+            placed_in_dir: dict[Path, int] = {}
             for tp in tps:
                 existing = self._logs.get(tp)
                 if existing is not None:
@@ -387,8 +386,8 @@ class LogManager:
                         existing.assign_topic_id(topic_id)
                     logs[tp] = existing
                 elif tp not in placed:
-                    parent = placed[tp] = self._next_log_dir()
-                    self._logs_in_dir[parent] = self._logs_in_dir.get(parent, 0) + 1  # the next placement counts it
+                    parent = placed[tp] = self._next_log_dir(placed_in_dir)
+                    placed_in_dir[parent] = placed_in_dir.get(parent, 0) + 1
 
             def open_log(tp: TopicPartition, parent: Path) -> tuple[Log, BaseException | None]:
                 log = Log.open(parent / tp.dir_name, config or self.config_for(tp.topic), clock=self.clock,
@@ -408,7 +407,6 @@ class LogManager:
                                     thread_name_prefix="log-creation") as pool:
                 opening = [(tp, parent, pool.submit(open_log, tp, parent)) for tp, parent in placed.items()]
                 for tp, parent, future in opening:
-                    self._logs_in_dir[parent] -= 1  # placed, not registered: _add counts it again
                     try:
                         log, failure = future.result()
                     except OSError as exc:
