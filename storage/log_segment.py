@@ -205,9 +205,9 @@ class LogSegment:
 
         A read of at most READ_WINDOW_MAX_BYTES reads its window first: the bytes from the index
         entry below the offset, an index interval (a header chunk at most) and a header past
-        `max_size`. Its batch and its
-        end are found in them, and they are its bytes (`data`), when the window holds them; the
-        header walks below read the file only for what the window does not hold."""
+        `max_size`. Its batch and its end are found in them, and they are its bytes (`data`), when
+        the window holds them; the header walks below read the file only for what the window does
+        not hold."""
         if max_size < 0:
             raise ValueError(f"Invalid max size {max_size} for log read from segment {self.log.path}")
         if max_position is None:
