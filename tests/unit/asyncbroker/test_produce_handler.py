@@ -22,7 +22,7 @@ from wire.compression import CompressionType
 from wire.errors import ErrorCode
 from wire.headers import encode_request_header
 from wire.messages import ApiKey, decode_response, encode_request
-from wire.records import ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, Record, build_batch, compute_crc
+from wire.records import ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, Record, build_batch, compute_crc, decode_records
 
 
 def _batch(n: int = 2, *, key: bytes | None = b"k", ts: int | None = None, **kwargs: Any) -> bytes:
@@ -202,3 +202,45 @@ async def test_an_authorizer_or_quotas_send_every_request_the_general_way(
         answer = _masked(await client.produce(9, "t", [(0, _batch())]))
         assert taken == [False]
         assert answer[0][0][0]["error_code"] == 0 and answer[0][0][0]["base_offset"] == 0
+
+
+async def test_a_whole_default_size_batch_is_appended_on_the_loop_and_a_larger_one_on_the_io_pool(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch as librdkafka and the Java producer fill one under the default message.max.bytes
+    (about 1 MB) is appended on the event loop: the executor hop costs such a request more CPU
+    than its append (replica_manager.INLINE_APPEND_MAX_BYTES). One above that bound goes to the
+    IO pool. Both are answered and read back whole, at their offsets."""
+    from asyncbroker import replica_manager
+    from storage.topic_partition import TopicPartition
+
+    def tens_of_kib(n: int) -> bytes:
+        now = int(datetime.datetime.now().timestamp() * 1000)
+        return build_batch([Record(offset=i, timestamp=now, key=None, value=bytes([i]) * 10_240) for i in range(n)])
+
+    usual, larger = tens_of_kib(97), tens_of_kib(150)
+    assert 1_000_000 - 10_300 < len(usual) <= 1_000_000 < replica_manager.INLINE_APPEND_MAX_BYTES < len(larger)
+    async with _served(tmp_path, "message.max.bytes=4194304") as (server, client):
+        broker = server.broker
+        assert broker is not None
+        await broker.topics.create_topic("t", 1, -1, {})
+        taken = _record_the_usual_path(monkeypatch)
+        pooled: list[int] = []
+        append_all = replica_manager._append_all
+
+        def recorded(appends: list[Any]) -> None:
+            pooled.extend(len(a.records) for a in appends)
+            append_all(appends)
+
+        monkeypatch.setattr(replica_manager, "_append_all", recorded)
+        answers = [_masked(await client.produce(9, "t", [(0, records)])) for records in (usual, larger)]
+        assert taken == [True, False]
+        assert pooled == [len(larger)]  # the larger batch alone took the hop
+        assert [(a[0][0][0]["error_code"], a[0][0][0]["base_offset"]) for a in answers] == [(0, 0), (0, 97)]
+        log = broker.replica_manager.log_of(TopicPartition("t", 0))
+        assert log.log_end_offset == 247
+        stored = log.read(0, 4_000_000).read_bytes()
+        assert len(stored) == len(usual) + len(larger)
+        read_back = [(r.offset, r.value) for r in decode_records(stored, 0)] + \
+            [(r.offset, r.value) for r in decode_records(stored, len(usual))]
+        assert read_back == [(i, bytes([i]) * 10_240) for i in range(97)] + \
+            [(97 + i, bytes([i]) * 10_240) for i in range(150)]
