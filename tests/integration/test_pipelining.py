@@ -15,6 +15,7 @@ from kio.schema.metadata.v12 import request as meta12
 from kio.schema.produce.v9 import request as produce9
 
 from asyncbroker.connection import READ_AHEAD_BYTES
+from asyncbroker.replica_manager import INLINE_APPEND_MAX_BYTES
 from asyncbroker.server import RELEASE_BUFFERS_AFTER_S
 from asyncbroker.testing import BrokerProcess
 from raw_client import RawClient
@@ -62,15 +63,17 @@ def test_mixed_pipelined_requests_answer_in_order(asyncbroker_bootstrap: str, to
 MEGABYTE_BATCHES, RECORDS_PER_BATCH = 24, 100
 
 
-def _pipeline_megabyte_produces(bootstrap: str, topic: str) -> list[bytes]:
-    """MEGABYTE_BATCHES Produce requests of a ~1 MB batch each, sent on one connection before
-    reading an answer, as a producer pipelines them; asserts the answers (in order, offsets
-    consecutive) and returns each batch's value."""
+def _pipeline_megabyte_produces(bootstrap: str, topic: str, records_per_batch: int = RECORDS_PER_BATCH
+                                ) -> list[bytes]:
+    """MEGABYTE_BATCHES Produce requests of a batch of `records_per_batch` 10 kB records each
+    (~1 MB by default), sent on one connection before reading an answer, as a producer
+    pipelines them; asserts the answers (in order, offsets consecutive) and returns each
+    batch's value."""
     values = [bytes([n]) * 10_000 for n in range(MEGABYTE_BATCHES)]
     requests = []
     for n in range(MEGABYTE_BATCHES):
         batch = build_batch([Record(offset=i, timestamp=int(time.time() * 1000), key=b"k%d" % i, value=values[n],
-                                    headers=[]) for i in range(RECORDS_PER_BATCH)])
+                                    headers=[]) for i in range(records_per_batch)])
         requests.append(produce9.ProduceRequest(
             transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=30),
             topic_data=(produce9.TopicProduceData(name=topic, partition_data=(
@@ -87,19 +90,31 @@ def _pipeline_megabyte_produces(bootstrap: str, topic: str) -> list[bytes]:
         answers = [c.recv_response(r.__api_key__, r.__version__, 2000 + i).responses[0].partition_responses[0]
                    for i, r in enumerate(requests)]
     assert [(a.error_code, a.base_offset) for a in answers] == [
-        (0, n * RECORDS_PER_BATCH) for n in range(MEGABYTE_BATCHES)]
+        (0, n * records_per_batch) for n in range(MEGABYTE_BATCHES)]
     return values
 
 
-def test_pipelined_megabyte_produces_land_in_order_as_sent(asyncbroker_bootstrap: str, topic_name: str) -> None:
-    """A producer pipelining 1 MB batches, far more than a connection reads ahead: reading pauses
-    and resumes, every batch is answered in order, and each is stored with its offsets assigned
-    in the request's own buffer (a large frame is patched, not copied) and a valid CRC."""
-    values = _pipeline_megabyte_produces(asyncbroker_bootstrap, topic_name)
+@pytest.mark.parametrize("records_per_batch", [RECORDS_PER_BATCH, INLINE_APPEND_MAX_BYTES * 3 // 2 // 10_000],
+                         ids=["1 MB, appended on the loop", "1.5 MB, appended on the IO pool"])
+def test_pipelined_megabyte_produces_land_in_order_as_sent(tmp_path: Path, records_per_batch: int) -> None:
+    """A producer pipelining large batches, far more than a connection reads ahead: every batch
+    is answered in order, and each is stored with its offsets assigned and a valid CRC. A batch
+    of up to INLINE_APPEND_MAX_BYTES is appended on the event loop, its offsets assigned in a
+    copy; a larger one on the IO pool, assigned in the request's own buffer (a large frame is
+    patched, not copied), while reading pauses and resumes."""
+    topic_name = "pipelined"
+    with BrokerProcess([f"message.max.bytes={4 << 20}"], log_dir=tmp_path) as broker:
+        values = _pipeline_megabyte_produces(broker.bootstrap, topic_name, records_per_batch)
+        stored = _read_back(broker.bootstrap, topic_name, MEGABYTE_BATCHES * records_per_batch)
+    assert stored == [(n * records_per_batch, values[n]) for n in range(MEGABYTE_BATCHES)]
+
+
+def _read_back(bootstrap: str, topic_name: str, records: int) -> list[tuple[int, bytes]]:
+    """Each stored batch's base offset and first value, fetched from offset 0, its CRC checked."""
     stored = []
     offset = 0
-    with RawClient(asyncbroker_bootstrap) as c:
-        while offset < MEGABYTE_BATCHES * RECORDS_PER_BATCH:
+    with RawClient(bootstrap) as c:
+        while offset < records:
             fetched = c.request(fetch12.FetchRequest(
                 max_wait=datetime.timedelta(milliseconds=500), min_bytes=1, max_bytes=4 << 20, isolation_level=0,
                 session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="",
@@ -110,7 +125,7 @@ def test_pipelined_megabyte_produces_land_in_order_as_sent(asyncbroker_bootstrap
                 validate_batch(fetched, bp.position)  # the producer's CRC holds: offsets and epoch lie outside it
                 stored.append((bp.header.base_offset, bytes(decode_records(fetched, bp.position)[0].value)))
                 offset = bp.header.base_offset + bp.header.last_offset_delta + 1
-    assert stored == [(n * RECORDS_PER_BATCH, values[n]) for n in range(MEGABYTE_BATCHES)]
+    return stored
 
 
 def _rss_mb(pid: int) -> float:
@@ -119,15 +134,17 @@ def _rss_mb(pid: int) -> float:
 
 
 def test_an_idle_broker_returns_the_receive_buffers_it_kept(tmp_path: Path) -> None:
-    """After a burst of 1 MB requests the broker's process keeps their freed buffers for the next
-    ones (its RSS stays up); once no such load has arrived for RELEASE_BUFFERS_AFTER_S, it hands
-    them back to the kernel: its RSS comes back to what it was before the burst.
+    """After a burst of large requests the broker's process keeps their freed buffers for the
+    next ones (its RSS stays up); once no such load has arrived for RELEASE_BUFFERS_AFTER_S, it
+    hands them back to the kernel: its RSS comes back to what it was before the burst.
 
     A first burst, once released, sets that level: it leaves live what any burst does (1.3-2.1
     MB of allocations stayed after a first burst in pytest runs and in CI, against an RSS taken
     right after start). How much a burst keeps depends on how many frames it had queued at
-    once: 4 to 7 MB here."""
-    with BrokerProcess(log_dir=tmp_path) as broker:
+    once. Its 1.5 MB batches are above what a request may append on the event loop
+    (INLINE_APPEND_MAX_BYTES), so frames queue while the IO pool appends: 4 to 7 MB kept. (1 MB
+    batches, appended on the loop as they arrive, queued too few: about 2 MB.)"""
+    with BrokerProcess([f"message.max.bytes={4 << 20}"], log_dir=tmp_path) as broker:
         assert broker.process is not None
         pid = broker.process.pid
 
@@ -138,9 +155,10 @@ def test_an_idle_broker_returns_the_receive_buffers_it_kept(tmp_path: Path) -> N
             assert _rss_mb(pid) <= level, f"RSS {_rss_mb(pid):.1f} MB, not down to {level:.1f} MB {what}"
             return _rss_mb(pid)
 
-        _pipeline_megabyte_produces(broker.bootstrap, "burst")
+        records = INLINE_APPEND_MAX_BYTES * 3 // 2 // 10_000
+        _pipeline_megabyte_produces(broker.bootstrap, "burst", records)
         before = released(_rss_mb(pid) - 1, "after the first burst")
-        _pipeline_megabyte_produces(broker.bootstrap, "second-burst")
+        _pipeline_megabyte_produces(broker.bootstrap, "second-burst", records)
         kept = _rss_mb(pid)
         assert kept >= before + 3, f"RSS {kept:.1f} MB right after the burst, {before:.1f} MB before it"
         released(before + 0.5, f"after the second burst (kept {kept:.1f} MB, {before:.1f} MB before it)")
