@@ -23,12 +23,14 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from storage.clock import Clock
+from storage.errors import AppendWouldBlock
 from storage.topic_name import OFFSETS_TOPIC
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode, InvalidCommitOffsetSizeError, KafkaError, TopicExistsError
 from wire.records import ControlRecordType, Record, build_batch, decode_records, iter_batch_headers, parse_control_record
 
 from asyncbroker.fetch_waiters import FetchWaiters
+from asyncbroker.replica_manager import INLINE_APPEND_MAX_BYTES
 
 if TYPE_CHECKING:
     from asyncbroker.config import KafkaConfig
@@ -134,9 +136,12 @@ class CoordinatorTopic:
                 producer: Producer | None = None) -> asyncio.Future[int]:
         """Queue a write; writes to one partition reach the log in the order they were queued.
 
-        One writer task drains the queue: everything queued meanwhile, for
-        every partition, is appended in a single executor hop (one batch per
-        write), so concurrent commits share the cost of leaving the loop.
+        One writer task drains the queue: everything queued meanwhile, for every partition, is
+        appended on the event loop where that cannot block (storage's nonblocking append, as a
+        Produce's: no roll, fsync or checkpoint, and at most INLINE_APPEND_MAX_BYTES a
+        partition), the rest in a single executor hop (one batch per write), so concurrent
+        commits share the cost of leaving the loop. On this VM the hop was most of an
+        OffsetCommit's round trip.
         """
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._queue.append((partition, records, producer, fut))
@@ -156,10 +161,12 @@ class CoordinatorTopic:
                     by_partition.setdefault(partition, []).append((records, producer, fut))
                 try:
                     await self.ensure_created()
-                    outcomes = await self.run_blocking(self._write_all, {
-                        partition: [(records, producer) for records, producer, _ in writes]
-                        for partition, writes in by_partition.items()
-                    })
+                    work = {partition: [(records, producer) for records, producer, _ in writes]
+                            for partition, writes in by_partition.items()}
+                    outcomes = self._write_all(work, nonblocking=True)
+                    left = {partition: w for partition, w in work.items() if partition not in outcomes}
+                    if left:
+                        outcomes.update(await self.run_blocking(self._write_all, left))
                 except Exception as exc:  # noqa: BLE001 - every waiter gets the failure
                     outcomes = {partition: exc for partition in by_partition}
                 waiters = self.fetch_waiters
@@ -178,9 +185,11 @@ class CoordinatorTopic:
         finally:
             self._writer = None
 
-    def _write_all(self, writes: dict[int, list[tuple[Sequence[tuple[bytes | None, bytes | None]], Producer | None]]]
-                   ) -> dict[int, tuple[list[int], int] | BaseException]:
-        """Executor side: one append per partition; a failure stays with its partition."""
+    def _write_all(self, writes: dict[int, list[tuple[Sequence[tuple[bytes | None, bytes | None]], Producer | None]]],
+                   nonblocking: bool = False) -> dict[int, tuple[list[int], int] | BaseException]:
+        """One append per partition; a failure stays with its partition. Executor side, or with
+        `nonblocking` on the loop: a partition whose append would block, or whose batches are
+        over INLINE_APPEND_MAX_BYTES, is left out of the outcomes, its log unchanged."""
         now = self.clock.milliseconds()
         outcomes: dict[int, tuple[list[int], int] | BaseException] = {}
         for partition, partition_writes in writes.items():
@@ -196,8 +205,13 @@ class CoordinatorTopic:
                         transactional = True
                         batches.append(build_batch(entries, producer_id=producer[0], producer_epoch=producer[1],
                                                    is_transactional=True))
-                info = self.replica_manager.append_to_internal_topic(tp, b"".join(batches),
-                                                                     transactional=transactional)
+                data = b"".join(batches)
+                if nonblocking and len(data) > INLINE_APPEND_MAX_BYTES:
+                    continue  # left for the IO pool: the loop's share stays bounded
+                info = self.replica_manager.append_to_internal_topic(tp, data, transactional=transactional,
+                                                                     nonblocking=nonblocking)
+            except AppendWouldBlock:
+                continue  # left for the IO pool
             except Exception as exc:  # noqa: BLE001 - reported to this partition's writers
                 outcomes[partition] = exc
                 continue

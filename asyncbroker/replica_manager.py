@@ -645,15 +645,18 @@ class ReplicaManager:
         return a.result
 
     # -- the coordinators' internal topics (blocking: call on the IO pool) -------------------------
-    def append_to_internal_topic(self, tp: TopicPartition, data: bytes, *, transactional: bool) -> Any:
+    def append_to_internal_topic(self, tp: TopicPartition, data: bytes, *, transactional: bool,
+                                 nonblocking: bool = False) -> Any:
         """Append a coordinator's batches to its internal topic (Kafka's appendRecords with
         internal topics allowed); COORDINATOR_NOT_AVAILABLE while the partition is missing.
         A transactional write (TxnOffsetCommit's offsets) carries no sequence: Kafka's
-        COORDINATOR origin. Returns the LogAppendInfo."""
+        COORDINATOR origin. Returns the LogAppendInfo. With `nonblocking` (on the event loop),
+        AppendWouldBlock leaves the log unchanged, as for a Produce (_append_inline)."""
         log_ = self.log_of(tp)
         if log_ is None:
             raise CoordinatorNotAvailableError(f"{tp} is not available")
-        return log_.append_as_leader(data, LEADER_EPOCH, origin="coordinator" if transactional else "client")
+        return log_.append_as_leader(data, LEADER_EPOCH, origin="coordinator" if transactional else "client",
+                                     nonblocking=nonblocking)
 
     def read_internal_topic(self, tp: TopicPartition, offset: int, max_bytes: int) -> tuple[bytes, int, int] | None:
         """Bytes of an internal topic from `offset` (for a coordinator's load), with the
