@@ -644,7 +644,7 @@ class ReplicaManager:
         self._appended(a)
         return a.result
 
-    # -- the coordinators' internal topics (blocking: call on the IO pool) -------------------------
+    # -- the coordinators' internal topics (blocking: call on the IO pool, or nonblocking on the loop)
     def append_to_internal_topic(self, tp: TopicPartition, data: bytes, *, transactional: bool,
                                  nonblocking: bool = False) -> Any:
         """Append a coordinator's batches to its internal topic (Kafka's appendRecords with
