@@ -138,8 +138,8 @@ class CoordinatorTopic:
 
         One writer task drains the queue: everything queued meanwhile, for every partition, is
         appended on the event loop where that cannot block (storage's nonblocking append, as a
-        Produce's: no roll, fsync or checkpoint, and at most INLINE_APPEND_MAX_BYTES a
-        partition), the rest in a single executor hop (one batch per write), so concurrent
+        Produce's: no roll, fsync or checkpoint, and at most INLINE_APPEND_MAX_BYTES in all), the
+        rest in a single executor hop (one batch per write), so concurrent
         commits share the cost of leaving the loop. On this VM the hop was most of an
         OffsetCommit's round trip.
         """
@@ -188,9 +188,11 @@ class CoordinatorTopic:
     def _write_all(self, writes: dict[int, list[tuple[Sequence[tuple[bytes | None, bytes | None]], Producer | None]]],
                    nonblocking: bool = False) -> dict[int, tuple[list[int], int] | BaseException]:
         """One append per partition; a failure stays with its partition. Executor side, or with
-        `nonblocking` on the loop: a partition whose append would block, or whose batches are
-        over INLINE_APPEND_MAX_BYTES, is left out of the outcomes, its log unchanged."""
+        `nonblocking` on the loop: a partition whose append would block, or whose batches would
+        take the round past INLINE_APPEND_MAX_BYTES (as a Produce request's, _append_inline), is
+        left out of the outcomes, its log unchanged."""
         now = self.clock.milliseconds()
+        budget = INLINE_APPEND_MAX_BYTES  # (bytes this call may still append on the loop)
         outcomes: dict[int, tuple[list[int], int] | BaseException] = {}
         for partition, partition_writes in writes.items():
             tp = TopicPartition(self.name, partition)
@@ -206,7 +208,7 @@ class CoordinatorTopic:
                         batches.append(build_batch(entries, producer_id=producer[0], producer_epoch=producer[1],
                                                    is_transactional=True))
                 data = b"".join(batches)
-                if nonblocking and len(data) > INLINE_APPEND_MAX_BYTES:
+                if nonblocking and len(data) > budget:
                     continue  # left for the IO pool: the loop's share stays bounded
                 info = self.replica_manager.append_to_internal_topic(tp, data, transactional=transactional,
                                                                      nonblocking=nonblocking)
@@ -215,6 +217,7 @@ class CoordinatorTopic:
             except Exception as exc:  # noqa: BLE001 - reported to this partition's writers
                 outcomes[partition] = exc
                 continue
+            budget -= len(data)
             firsts = []
             offset = info.first_offset
             for records, _ in partition_writes:

@@ -61,8 +61,8 @@ async def test_writes_that_cannot_block_are_appended_on_the_loop(broker: Broker)
 
 
 async def test_writes_that_would_fsync_or_are_too_large_go_to_the_io_pool(broker: Broker) -> None:
-    """flush.messages=1: every append fsyncs, which the loop never does; a partition's writes
-    over INLINE_APPEND_MAX_BYTES are left to the pool as well."""
+    """flush.messages=1: every append fsyncs, which the loop never does; writes that would take
+    a round past INLINE_APPEND_MAX_BYTES are left to the pool as well."""
     pooled: list[Any] = []
     topic = topic_of(broker, "__coordinator_test_flushed", {"flush.messages": "1"}, pooled)
     assert await write_three_rounds(topic) == [0, 0, 2, 2, 4, 4]
@@ -77,3 +77,10 @@ async def test_writes_that_would_fsync_or_are_too_large_go_to_the_io_pool(broker
     assert (small, big) == (0, 0)
     assert [sorted(args[0]) for args in pooled if args and isinstance(args[0], dict)] == [[1]]  # only the big one
     assert sorted(await large.read_all()) == [StoredRecord(0, 0, b"k", b"v"), StoredRecord(1, 0, b"k", value)]
+
+    # The bound is the round's, as a Produce request's: two writes that each fit, but not together.
+    pooled.clear()
+    half = b"h" * (replica_manager.INLINE_APPEND_MAX_BYTES // 2 + 1)
+    first, second = await asyncio.gather(large.enqueue(0, [(b"h", half)]), large.enqueue(1, [(b"h", half)]))
+    assert (first, second) == (1, 1)
+    assert [sorted(args[0]) for args in pooled if args and isinstance(args[0], dict)] == [[1]]  # the second
