@@ -535,9 +535,9 @@ CLIENT_WAITS = (("", 0.0001), (", client waiting in poll", 1.0))
 to a non-blocking poll, so the application thread spins; then poll(1.0), which sleeps until the
 delivery report arrives (one more thread wake-up, so a higher p50). On this 2-CPU machine the
 spinning thread, the client's own I/O thread and the broker want three CPUs: 1-3% of round trips
-then wait 2-4 ms for a CPU (the scheduler's tick), which set the spinning p99 on either broker
-(in one check, 2.4-3.8 ms asyncbroker and 3.9-4.2 ms Kafka; waiting in poll, 0.51-0.65 and
-0.62-1.11 ms)."""
+then wait 2-4 ms, about a scheduler tick, and that set the spinning p99 on either broker. Sleeping
+in poll, those waits went. In one check the p99 was, spinning, 2.4-3.8 ms on asyncbroker and
+3.9-4.2 ms on Kafka; sleeping in poll, 0.51-0.65 and 0.62-1.11 ms."""
 
 
 def client_latency(bootstrap: str, topic: str, count: int, poll_timeout: float = 0.0001) -> tuple[float, float]:
