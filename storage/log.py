@@ -928,14 +928,23 @@ class Log:
                 if len(self.segments) == len(deletable):
                     self._roll_locked(None)  # the log must always keep a segment
                 kept = self.segments.higher_segment(deletable[-1].base_offset)
+                new_start = None
                 if kept is not None and kept.base_offset > self._log_start_offset and not self._tiered_and_copying:
                     # Before the segments leave the map, as Kafka orders it: a read below the new
                     # start is then out of range, never a lookup that finds no segment.
-                    self._log_start_offset = kept.base_offset
-                    self.leader_epoch_cache.truncate_from_start(kept.base_offset)
-                    self.producer_state_manager.on_log_start_offset_incremented(kept.base_offset)
+                    new_start = self._log_start_offset = kept.base_offset
+                # Right after the new start, with no I/O between: a reader (on the loop, unlocked)
+                # that sees the new start must also find the segments gone, e.g. in the size.
                 for segment in deletable:
                     self.segments.remove(segment.base_offset)
+                if new_start is not None:
+                    self.leader_epoch_cache.truncate_from_start(new_start, flush=False)
+                    self.producer_state_manager.on_log_start_offset_incremented(new_start)
+            if new_start is not None:
+                # The checkpoint's write (an fsync) once the change is visible, as Kafka's
+                # truncateFromStartAsyncFlush keeps it out of the way; still under the lock, so
+                # no other change of the epochs comes between.
+                self.leader_epoch_cache.flush()
             self._recovery_point = max(self._recovery_point, self.local_log_start_offset)
             for segment in deletable:
                 logger.info("[UnifiedLog partition=%s, dir=%s] Deleting segment %r due to %s",

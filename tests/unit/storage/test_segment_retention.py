@@ -68,3 +68,29 @@ def test_retention_disabled(make_log, clock: MockClock) -> None:
     _fill(log, 20)
     clock.advance(10**9)
     assert log.delete_old_segments() == 0
+
+
+def test_a_new_log_start_is_never_seen_with_its_segments_still_in_place(make_log, clock: MockClock) -> None:
+    """Readers on the event loop take the log start and the segments without the log's lock: the
+    moment the new start shows, the segments below it are gone from the map (and so from
+    DescribeLogDirs' size). The leader-epoch checkpoint's write, slow under load, comes after."""
+    log = make_log(LogConfig(segment_bytes=1000, retention_ms=10_000))
+    log.maybe_assign_epoch_start_offset(0, 0)
+    _fill(log, 10)
+    log.maybe_assign_epoch_start_offset(1, log.log_end_offset)
+    clock.advance(5_000)
+    _fill(log, 10, ts=clock.milliseconds())
+    clock.advance(6_000)
+    seen: list[tuple[int, list[int]]] = []
+    write = log.leader_epoch_cache.checkpoint.write
+
+    def observed_write(entries):  # type: ignore[no-untyped-def]
+        seen.append((log.log_start_offset, log.segments.base_offsets()))
+        write(entries)
+
+    log.leader_epoch_cache.checkpoint.write = observed_write
+    assert log.delete_old_segments() > 0
+    assert seen, "the leader-epoch checkpoint was not rewritten"
+    for start, bases in seen:
+        assert bases[0] == start, f"log start {start} visible while segments {bases} remain"
+    assert log.leader_epoch_cache.checkpoint.read()[0][1] == log.log_start_offset
