@@ -105,7 +105,7 @@ def tiered_brokers(request: pytest.FixtureRequest, kafka_tiered: KafkaServer,
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
     """A failed differential test shows what asyncbroker logged at WARNING and above, and what
-    its cleaner did, while it ran: its transcript shows only the outcome of background work."""
+    its cleaner and retention did, while it ran: its transcript shows only the outcome of background work."""
     outcome = yield
     report = outcome.get_result()
     broker = item.funcargs.get("oracle_asyncbroker") if hasattr(item, "funcargs") else None
@@ -134,7 +134,8 @@ _KAFKA_LOG_START = pytest.StashKey[int]()
 _KAFKA_SEVERE = re.compile(r"^\[[^\]]*\] (WARN|ERROR|FATAL) ")
 # The broker's log format is "[time] LEVEL message (logger)"; tracebacks follow on their own lines.
 _SEVERE = re.compile(r"^\[[^\]]*\] (WARNING|ERROR|CRITICAL) ")
-_CLEANER = re.compile(r"\(cleaner\.[a-z_]+\)$")
+# The cleaner's lines, and storage's Log (retention, rolls, swaps): what background work did.
+_CLEANER = re.compile(r"\((cleaner\.[a-z_]+|storage\.log)\)$")
 
 
 @pytest.fixture(autouse=True)
