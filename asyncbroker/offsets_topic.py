@@ -27,7 +27,15 @@ from storage.errors import AppendWouldBlock
 from storage.topic_name import OFFSETS_TOPIC
 from storage.topic_partition import TopicPartition
 from wire.errors import ErrorCode, InvalidCommitOffsetSizeError, KafkaError, TopicExistsError
-from wire.records import ControlRecordType, Record, build_batch, decode_records, iter_batch_headers, parse_control_record
+from wire.records import (
+    RECORD_BATCH_OVERHEAD,
+    ControlRecordType,
+    Record,
+    build_batch,
+    decode_records,
+    iter_batch_headers,
+    parse_control_record,
+)
 
 from asyncbroker.fetch_waiters import FetchWaiters
 from asyncbroker.replica_manager import INLINE_APPEND_MAX_BYTES
@@ -41,6 +49,17 @@ log = logging.getLogger(__name__)
 
 GROUP_METADATA_TOPIC_NAME = OFFSETS_TOPIC
 _READ_CHUNK = 4 * 1024 * 1024
+# A record's one-byte fields and varints at their least: its length, attributes, timestamp and
+# offset deltas, key length, value length and header count.
+_LEAST_RECORD_OVERHEAD = 7
+
+
+def _least_batch_bytes(writes: Sequence[tuple[Sequence[tuple[bytes | None, bytes | None]], Any]]) -> int:
+    """A floor under the bytes build_batch makes of `writes` (a batch each), found without making
+    them: a round on the event loop leaves writes above its bound unbuilt."""
+    return sum(RECORD_BATCH_OVERHEAD + sum(len(key or b"") + len(value or b"") + _LEAST_RECORD_OVERHEAD
+                                           for key, value in records)
+               for records, _ in writes)
 
 
 class StoredRecord(NamedTuple):
@@ -189,14 +208,17 @@ class CoordinatorTopic:
                    nonblocking: bool = False) -> dict[int, tuple[list[int], int] | BaseException]:
         """One append per partition; a failure stays with its partition. Executor side, or with
         `nonblocking` on the loop: a partition whose append would block, or whose batches would
-        take the round past INLINE_APPEND_MAX_BYTES (as a Produce request's, _append_inline), is
-        left out of the outcomes, its log unchanged."""
+        take the round past INLINE_APPEND_MAX_BYTES (as a Produce request's, _append_inline;
+        judged from a floor under their size before they are made), is left out of the
+        outcomes, its log unchanged."""
         now = self.clock.milliseconds()
         budget = INLINE_APPEND_MAX_BYTES  # (bytes this call may still append on the loop)
         outcomes: dict[int, tuple[list[int], int] | BaseException] = {}
         for partition, partition_writes in writes.items():
             tp = TopicPartition(self.name, partition)
             try:
+                if nonblocking and _least_batch_bytes(partition_writes) > budget:
+                    continue  # left for the IO pool unbuilt: making its batches grows with its records
                 batches = []
                 transactional = False
                 for records, producer in partition_writes:
@@ -209,7 +231,7 @@ class CoordinatorTopic:
                                                    is_transactional=True))
                 data = b"".join(batches)
                 if nonblocking and len(data) > budget:
-                    continue  # left for the IO pool: the loop's share stays bounded
+                    continue  # left for the IO pool (which makes the batches again): the loop's share stays bounded
                 info = self.replica_manager.append_to_internal_topic(tp, data, transactional=transactional,
                                                                      nonblocking=nonblocking)
             except AppendWouldBlock:

@@ -5,16 +5,18 @@ either way each partition's writes land in the order they were queued."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from asyncbroker import replica_manager
+from asyncbroker import offsets_topic, replica_manager
 from asyncbroker.broker import Broker
 from asyncbroker.config import KafkaConfig
 from asyncbroker.offsets_topic import CoordinatorTopic, StoredRecord
+from wire.records import Record, build_batch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -84,3 +86,37 @@ async def test_writes_that_would_fsync_or_are_too_large_go_to_the_io_pool(broker
     first, second = await asyncio.gather(large.enqueue(0, [(b"h", half)]), large.enqueue(1, [(b"h", half)]))
     assert (first, second) == (1, 1)
     assert [sorted(args[0]) for args in pooled if args and isinstance(args[0], dict)] == [[1]]  # the second
+
+
+@pytest.mark.parametrize("records", [
+    [(b"k", b"v")], [(None, None)], [(b"", b"")], [(b"k" * 300, b"v" * 70_000), (None, b"x"), (b"y", None)],
+    [(b"k%d" % n, b"v" * n) for n in range(200)],
+])
+def test_the_size_floor_is_never_above_the_batches_made(records: list[tuple[bytes | None, bytes | None]]) -> None:
+    writes = [(records, None), (records, (7, 0))]
+    made = len(build_batch([Record(i, 0, k, v) for i, (k, v) in enumerate(records)])) + len(
+        build_batch([Record(i, 0, k, v) for i, (k, v) in enumerate(records)], producer_id=7, producer_epoch=0,
+                    is_transactional=True))
+    assert 0 < offsets_topic._least_batch_bytes(writes) <= made
+
+
+async def test_a_write_over_the_bound_is_not_made_into_batches_on_the_loop(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its batches are made once, on the IO pool: making them grows with its records."""
+    loop_thread = threading.get_ident()
+    made_on_loop: list[int] = []
+
+    def recording_build_batch(records: Any, **kwargs: Any) -> bytes:
+        if threading.get_ident() == loop_thread:
+            made_on_loop.append(sum(len(r.value or b"") for r in records))
+        return build_batch(records, **kwargs)
+
+    monkeypatch.setattr(offsets_topic, "build_batch", recording_build_batch)
+    pooled: list[Any] = []
+    topic = topic_of(broker, "__coordinator_test_unbuilt", {"max.message.bytes": str(4 << 20)}, pooled)
+    value = b"z" * (replica_manager.INLINE_APPEND_MAX_BYTES + 1)
+    small, big = await asyncio.gather(topic.enqueue(0, [(b"k", b"v")]), topic.enqueue(1, [(b"k", value)]))
+    assert (small, big) == (0, 0)
+    assert made_on_loop == [1]  # the small write's batch only
+    assert [sorted(args[0]) for args in pooled if args and isinstance(args[0], dict)] == [[1]]
+    assert sorted(await topic.read_all()) == [StoredRecord(0, 0, b"k", b"v"), StoredRecord(1, 0, b"k", value)]
