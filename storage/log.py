@@ -41,7 +41,7 @@ from storage.log_segments import LogSegments
 from storage.fetch_data_info import FetchDataInfo
 from storage.log_append_info import LogAppendInfo
 from storage.log_offset_metadata import LogOffsetMetadata
-from storage.log_validator import LogValidator
+from storage.log_validator import LogValidator, header_to_restore, restore_header
 from storage.offset_index import OffsetPosition
 from storage.partition_metadata import PartitionMetadataFile
 from storage.producer_state_manager import ProducerStateManager
@@ -348,9 +348,10 @@ class Log:
         nonblocking=True is the event loop's fast path: rather than wait for the lock,
         roll a segment, write the leader-epoch checkpoint or fsync, it raises
         AppendWouldBlock with the log unchanged, and the caller appends from a thread.
-        Writable `records` are the caller's to give: a blocking append assigns offsets in
-        them, the nonblocking one in a copy (the caller appends the same records again
-        after AppendWouldBlock, and those must still read as the producer sent them).
+        Writable `records` are the caller's to give: the append assigns offsets in them. A
+        nonblocking one does so only in one batch, whose header it puts back before raising
+        AppendWouldBlock (the caller appends the same records again, and those must still
+        read as the producer sent them); other records it patches in a copy.
         """
         # _handles_io_errors' handling, written out: every Produce comes through here, and the
         # decorator's *args/**kwargs packing was a measurable part of a small one's time.
@@ -371,40 +372,48 @@ class Log:
             if len(records) == 0:
                 return LogAppendInfo(leo, leo - 1, -1, -1, self._log_start_offset, 0, 0)
             now = self.clock.milliseconds()
-            result = self._validator.validate_and_assign_offsets(records, leo, now, leader_epoch,
-                                                                 from_client=from_client,
-                                                                 topic_partition=self.topic_partition,
-                                                                 in_place=not nonblocking)
-            data = result.records
-            if len(data) > self._segment_size:
-                raise RecordBatchTooLargeError(
-                    f"Message batch size is {len(data)} bytes in append to partition {self.topic_partition} "
-                    f"which exceeds the maximum configured segment size of {self.config.segment_size}."
-                )
-            psm = self.producer_state_manager
-            batches = result.batches
-            producers = None
-            idempotent = transactional = False
-            for header, _ in batches:  # one pass over the headers: producers, transactions
-                if header.producer_id >= 0:
-                    idempotent = True
-                if header.attributes & TRANSACTIONAL_FLAG_MASK:
-                    transactional = True
-            if idempotent:
-                # Idempotence: sequence/epoch checks, and a retried batch answered with its first offsets.
-                producers = psm.analyze_append(batches, from_client=from_client)
-                if producers.duplicate is not None:
-                    dup = producers.duplicate
-                    return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp, dup.timestamp,
-                                         self._log_start_offset, 0, 0)
-            info = LogAppendInfo(result.first_offset, result.last_offset, result.max_timestamp,
-                                 result.log_append_time, self._log_start_offset, result.num_messages, len(data),
-                                 result.shallow_offset_of_max_timestamp)
-            first_epoch = batches[0][0].partition_leader_epoch
-            if nonblocking and self._append_would_sync(info, first_epoch, batches[0][0].base_offset):
-                # Checked before the first mutation: validation only patched a copy of the records.
-                raise AppendWouldBlock("the append would write a checkpoint or fsync")
-            segment = self._maybe_roll(len(data), info, now, nonblocking=nonblocking)
+            # Offsets are assigned in the caller's records, on the loop too where the patch can be
+            # undone: the caller appends the same records again after AppendWouldBlock.
+            saved = header_to_restore(records) if nonblocking else None
+            try:
+                result = self._validator.validate_and_assign_offsets(records, leo, now, leader_epoch,
+                                                                     from_client=from_client,
+                                                                     topic_partition=self.topic_partition,
+                                                                     in_place=not nonblocking or saved is not None)
+                data = result.records
+                if len(data) > self._segment_size:
+                    raise RecordBatchTooLargeError(
+                        f"Message batch size is {len(data)} bytes in append to partition {self.topic_partition} "
+                        f"which exceeds the maximum configured segment size of {self.config.segment_size}."
+                    )
+                psm = self.producer_state_manager
+                batches = result.batches
+                producers = None
+                idempotent = transactional = False
+                for header, _ in batches:  # one pass over the headers: producers, transactions
+                    if header.producer_id >= 0:
+                        idempotent = True
+                    if header.attributes & TRANSACTIONAL_FLAG_MASK:
+                        transactional = True
+                if idempotent:
+                    # Idempotence: sequence/epoch checks, and a retried batch answered with its first offsets.
+                    producers = psm.analyze_append(batches, from_client=from_client)
+                    if producers.duplicate is not None:
+                        dup = producers.duplicate
+                        return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp, dup.timestamp,
+                                             self._log_start_offset, 0, 0)
+                info = LogAppendInfo(result.first_offset, result.last_offset, result.max_timestamp,
+                                     result.log_append_time, self._log_start_offset, result.num_messages, len(data),
+                                     result.shallow_offset_of_max_timestamp)
+                first_epoch = batches[0][0].partition_leader_epoch
+                if nonblocking and self._append_would_sync(info, first_epoch, batches[0][0].base_offset):
+                    # Checked before the first mutation of the log (the records' patch is undone).
+                    raise AppendWouldBlock("the append would write a checkpoint or fsync")
+                segment = self._maybe_roll(len(data), info, now, nonblocking=nonblocking)
+            except AppendWouldBlock:
+                if saved is not None:
+                    restore_header(records, saved)  # the log is unchanged, and so are the records
+                raise
             if first_epoch >= 0 and not nonblocking:  # all batches of an append carry the leader's epoch
                 # (a nonblocking append has checked already that its epoch is not a new one)
                 self.leader_epoch_cache.assign(first_epoch, batches[0][0].base_offset)

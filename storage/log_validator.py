@@ -26,6 +26,7 @@ from wire.records import (
     CONTROL_FLAG_MASK,
     HEADER_STRUCT,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
     MAGIC_V2,
     MIN_BATCH_LENGTH,
     MIN_RECORD_SIZE,
@@ -33,6 +34,7 @@ from wire.records import (
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
     assign_offsets,
+    batch_length_at,
     build_batch,
     clear_log_append_time,
     compute_crc,
@@ -53,6 +55,32 @@ _TOPIC_CODECS = {
 
 
 _MIN_LONG, _MAX_LONG = -(2**63), 2**63 - 1
+
+
+def header_to_restore(records: bytes | bytearray | memoryview) -> bytes | None:
+    """What `validate_and_assign_offsets(in_place=True)` may change in `records`, copied before
+    it does, for a caller that may have to put it back: an append on the event loop that turns
+    out to need a thread (AppendWouldBlock) hands the same records to the blocking append,
+    which must read them as the producer sent them.
+
+    Only for writable `records` holding one v2 batch, a client's batch per partition: every
+    byte offset assignment patches (base offset, leader epoch, timestamp type, max timestamp,
+    CRC) is in its 61-byte header, so saving those spares a copy of the whole batch (a
+    megabyte per producer batch). None otherwise: the caller validates a copy."""
+    if isinstance(records, bytes) or (isinstance(records, memoryview) and (
+            records.readonly or records.format != "B" or not records.c_contiguous)):
+        return None
+    if len(records) < BATCH_HEADER_SIZE or records[MAGIC_OFFSET] != MAGIC_V2:
+        return None
+    if batch_length_at(records) + LOG_OVERHEAD != len(records):
+        return None
+    return bytes(records[:BATCH_HEADER_SIZE])
+
+
+def restore_header(records: bytes | bytearray | memoryview, saved: bytes) -> None:
+    """Put back the header `header_to_restore` saved: `records` reads as before the patch."""
+    assert not isinstance(records, bytes)  # (header_to_restore saves only writable records)
+    records[: len(saved)] = saved
 
 
 class ValidationResult(msgspec.Struct):

@@ -733,10 +733,13 @@ def test_a_blocking_append_assigns_offsets_in_writable_records(make_log) -> None
     assert _offsets(log.read_bytes(0, 10_000)) == list(range(8))
 
 
-def test_a_refused_nonblocking_append_leaves_writable_records_as_sent(make_log) -> None:
+@pytest.mark.parametrize("timestamp_type", ["CreateTime", "LogAppendTime"])
+def test_a_refused_nonblocking_append_leaves_writable_records_as_sent(make_log, timestamp_type: str) -> None:
     """After AppendWouldBlock the caller appends the same records from a thread: the fast path
-    validated a copy, so they still carry base offset 0 and the retry is accepted."""
-    log = make_log(LogConfig(flush_messages=3))
+    patched the batch's header in place and put it back, so they still carry base offset 0
+    (and, on a LogAppendTime topic, the producer's timestamps and CRC) and the retry is
+    accepted. Both refusals that come after the patch: an fsync, and a roll."""
+    log = make_log(LogConfig(flush_messages=3, message_timestamp_type=timestamp_type))
     log.append_as_leader(batch(2))
     sent = batch(1)
     owned = bytearray(sent)
@@ -746,6 +749,39 @@ def test_a_refused_nonblocking_append_leaves_writable_records_as_sent(make_log) 
     info = log.append_as_leader(memoryview(owned))
     assert (info.first_offset, info.last_offset) == (2, 2)
     assert _offsets(log.read_bytes(0, 10_000)) == [0, 1, 2]
+
+    log = make_log(LogConfig(segment_bytes=2000, message_timestamp_type=timestamp_type))
+    while True:
+        sent = batch(3, value_size=200)
+        owned = bytearray(sent)
+        try:
+            log.append_as_leader(memoryview(owned), nonblocking=True)
+        except AppendWouldBlock:
+            break
+    assert owned == sent and len(log.segments) == 1
+    end = log.log_end_offset
+    info = log.append_as_leader(memoryview(owned))  # the blocking path rolls
+    assert (info.first_offset, len(log.segments)) == (end, 2)
+
+
+def test_a_nonblocking_append_assigns_offsets_in_one_writable_batch(make_log) -> None:
+    """On the loop too, a writable buffer of one batch (a producer's batch per partition) is
+    patched in place rather than copied first. Several batches, or read-only records, are
+    validated in a copy and stay as sent."""
+    log = make_log()
+    log.append_as_leader(batch(2))
+    owned = bytearray(batch(3))
+    info = log.append_as_leader(memoryview(owned), nonblocking=True)
+    assert [bp.header.base_offset for bp in iter_batch_headers(owned)] == [info.first_offset] == [2]
+    assert log.read_bytes(2, 10_000) == bytes(owned)
+    two = batch(1) + batch(1)
+    owned = bytearray(two)
+    info = log.append_as_leader(memoryview(owned), nonblocking=True, origin="coordinator")
+    assert owned == two and (info.first_offset, info.last_offset) == (5, 6)
+    read_only = memoryview(bytearray(batch(1))).toreadonly()
+    log.append_as_leader(read_only, nonblocking=True)
+    assert read_only == batch(1)
+    assert _offsets(log.read_bytes(0, 10_000)) == list(range(8))
 
 
 def test_nonblocking_append_refuses_a_new_leader_epoch_checkpoint(make_log) -> None:

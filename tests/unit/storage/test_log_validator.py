@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage.log_config import LogConfig
-from storage.log_validator import LogValidator
+from storage.log_validator import LogValidator, header_to_restore, restore_header
 from storage_testlib import BASE_TS, batch
 from wire.compression import CompressionType
 from wire.records import (
@@ -145,3 +145,29 @@ def test_a_producer_timestamp_type_bit_is_cleared_by_the_full_validation() -> No
     assert records[ATTRIBUTES_OFFSET + 1] & TIMESTAMP_TYPE_MASK
     result = _assert_same(LogConfig(), records)
     assert not result.records[ATTRIBUTES_OFFSET + 1] & TIMESTAMP_TYPE_MASK
+
+
+@pytest.mark.parametrize("timestamp_type", ["CreateTime", "LogAppendTime"])
+def test_the_saved_header_undoes_an_in_place_validation(timestamp_type: str) -> None:
+    """Every byte an in-place offset assignment patches in one batch is in the header that
+    header_to_restore saves: putting it back restores the records exactly."""
+    sent = batch(3, timestamp_type=1) if timestamp_type == "CreateTime" else batch(3)
+    owned = bytearray(sent)
+    saved = header_to_restore(memoryview(owned))
+    assert saved is not None and len(saved) == 61
+    LogValidator(LogConfig(message_timestamp_type=timestamp_type)).validate_and_assign_offsets(
+        memoryview(owned), 100, BASE_TS + 5, 7, in_place=True)
+    assert owned != sent
+    restore_header(memoryview(owned), saved)
+    assert owned == sent
+
+
+@pytest.mark.parametrize("records", [
+    pytest.param(lambda: batch(2), id="bytes"),
+    pytest.param(lambda: memoryview(bytearray(batch(2))).toreadonly(), id="read-only"),
+    pytest.param(lambda: bytearray(batch(1) + batch(1)), id="two batches"),
+    pytest.param(lambda: bytearray(batch(2))[:-1], id="cut short"),
+    pytest.param(lambda: memoryview(bytearray(batch(2))).cast("b"), id="signed bytes"),
+])
+def test_no_header_is_saved_where_only_a_copy_can_be_patched(records: Any) -> None:
+    assert header_to_restore(records()) is None
