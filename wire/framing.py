@@ -81,8 +81,10 @@ class FrameReader:
         self.max_size = max_size
         # frame size -> whether it may be received now (see the module docstring); None: always.
         self.reserve: Callable[[int], bool] | None = None
-        # No frame can outgrow max_size + 4, so a larger scratch would be waste.
-        self._scratch = bytearray(min(scratch_size, max_size + 4))
+        # No frame can outgrow max_size + 4, so a larger scratch would be waste. Not zero-filled
+        # (only received bytes are ever read): the pages a connection's small requests never
+        # reach stay unallocated, which with a thousand connections is most of their memory.
+        self._scratch = receive_buffer(min(scratch_size, max_size + 4))
         self._view = memoryview(self._scratch)
         self._start = 0  # first unconsumed byte in scratch
         self._end = 0  # end of received bytes in scratch
