@@ -1,10 +1,13 @@
-/* Receive buffers for large frames (wire/framing.py), not zero-filled.
+/* Receive buffers (wire/framing.py), not zero-filled: large frames' own buffers, and each
+connection's scratch for small frames.
 
 bytearray(n) zero-fills n bytes that the socket reads overwrite straight after: for a
-producer's 1 MB batch that fill was a sixth of the broker's CPU per request. A buffer from
-here holds whatever the allocator left there. FrameReader hands out a large frame only once
-every byte of it has been received into its buffer, and drops a partial one with its
-connection, so none of those old bytes is ever seen.
+producer's 1 MB batch that fill was a sixth of the broker's CPU per request, and a connection's
+64 KiB scratch, zero-filled, was most of its memory (small requests reach only its first
+pages). A buffer from here holds whatever the allocator left there. FrameReader hands out a
+large frame only once every byte of it has been received into its buffer, and drops a partial
+one with its connection; from its scratch it reads only the bytes receives wrote there. So none
+of those old bytes is ever seen.
 
 retain_freed_buffers: where those buffers come from. glibc's malloc serves a 1 MB block from its
 heap once it has freed one such block, but hands the heap's freed top back to the kernel above
