@@ -46,6 +46,7 @@ from bench.bench_service import (  # noqa: E402
     CpuShare,
     Report,
     percentiles,
+    keep_client_heap,
     produce,
     produce_frame,
     raw_produce,
@@ -158,6 +159,7 @@ def measure(kind: str, report: Report, dd_mb_s: float) -> None:
 
 
 def main() -> int:
+    keep_client_heap()  # the Python producer as bench_service runs it
     print(f"{SUSTAINED_GB:g} GB of 10 KiB values; brokers: {', '.join(BROKERS)}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-dd-") as directory:
         dd_mb_s = dd_fdatasync_mb_s(directory, SUSTAINED_GB)
