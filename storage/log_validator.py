@@ -146,7 +146,8 @@ class LogValidator:
 
         Offsets, epochs and timestamps are written into a copy of `records`, or with `in_place`
         into `records` itself when it is writable: for a caller that hands its buffer over and
-        does not validate the same records again (a megabyte's copy saved per producer batch).
+        does not validate the same records again, or first saves what header_to_restore returns
+        and puts it back before it does (a megabyte's copy saved per producer batch).
         """
         config = self.config
         tp = topic_partition
