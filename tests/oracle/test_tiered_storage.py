@@ -80,6 +80,18 @@ def produce_batches(run: ScenarioRun, symbol: str, numbers: range, *, partition:
     run.note(f"produce {symbol}-{partition} batches {numbers.start}..{numbers.stop - 1}: base offsets", bases)
 
 
+REQUEST_TIMED_OUT = 7
+
+
+def remote_lookups_answered(run: ScenarioRun, symbol: str, timestamps: tuple[int, ...]) -> bool:
+    """Whether ListOffsets by each of `timestamps` (partition 0) comes back without
+    REQUEST_TIMED_OUT, unrecorded. Kafka looks a timestamp up in the remote tier on its
+    remote-reader threads and, under load (seen once in CI), answers that retriable error, which
+    clients ask again after; a lookup that was answered leaves its remote indexes cached."""
+    return all(list_offsets(run, symbol, [(0, ts)], record=False).topics[0].partitions[0].error_code.value
+               != REQUEST_TIMED_OUT for ts in timestamps)
+
+
 def wait_for(run: ScenarioRun, what: str, condition: Any, timeout: float = TIER_TIMEOUT) -> None:
     """Wait (unrecorded) for a state of the background tasks, then note that it was reached. On
     asyncbroker a timeout is noted instead, so the transcripts show where the two diverge; after
@@ -440,6 +452,8 @@ def test_tiered_delete_records(tiered_brokers) -> None:  # type: ignore[no-untyp
         offsets(run, "t", "after DeleteRecords to 55")
         for offset in (0, 40, 54, 55, 59, 60):
             fetch(run, "t", {0: offset}, label=f"after DeleteRecords to 55: fetch from {offset}")
+        wait_for(run, "lookups by timestamp in the remote tier answered in time",
+                 lambda: remote_lookups_answered(run, "t", (T0, T0 + 5 * MINUTE + 5)))
         list_offsets(run, "t", [(0, T0)], label="after DeleteRecords to 55: by the first record's timestamp")
         list_offsets(run, "t", [(0, T0 + 5 * MINUTE + 5)], label="after DeleteRecords to 55: by the timestamp of 55")
         delete_records(run, "t", {0: 30}, label="DeleteRecords to 30, below the log start")
